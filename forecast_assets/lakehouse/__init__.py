@@ -1,0 +1,1 @@
+"""The Iceberg lakehouse: catalog settings, Spark session configuration and table writes."""

@@ -1,0 +1,108 @@
+"""One description of the Iceberg catalog, opened by Spark and by pyiceberg alike."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pyiceberg.catalog import Catalog, load_catalog
+
+from forecast_assets.settings import CATALOG_NAME, state_dir
+
+CatalogKind = Literal["sql", "glue"]
+CATALOG_KINDS: tuple[str, ...] = ("sql", "glue")
+
+
+class CatalogConfigError(ValueError):
+    """A catalog setting is missing or invalid."""
+
+
+@dataclass(frozen=True)
+class CatalogConfig:
+    """Where the tables live.
+
+    ``sql`` is the embedded default: an Iceberg JDBC catalog in a SQLite file and a warehouse
+    folder, both in the state folder. ``glue`` is AWS: the Glue Data Catalog with an S3 warehouse.
+    """
+
+    kind: CatalogKind = "sql"
+    warehouse: str = ""
+    sqlite_path: str = ""
+    aws_region: str = ""
+    name: str = CATALOG_NAME
+
+    def __post_init__(self) -> None:
+        if self.kind not in CATALOG_KINDS:
+            msg = f"TAXI_CATALOG={self.kind!r} is not a catalog kind; use one of {', '.join(CATALOG_KINDS)}"
+            raise CatalogConfigError(msg)
+        if self.kind == "glue" and not self.warehouse.startswith("s3://"):
+            msg = (
+                f"The glue catalog needs an S3 warehouse, got TAXI_WAREHOUSE={self.warehouse!r}; "
+                "set it to s3://bucket/prefix"
+            )
+            raise CatalogConfigError(msg)
+
+    @classmethod
+    def from_env(cls) -> CatalogConfig:
+        kind = os.environ.get("TAXI_CATALOG", "sql")
+        if kind == "sql":
+            root = state_dir()
+            return cls(
+                kind="sql",
+                warehouse=os.environ.get("TAXI_WAREHOUSE") or str(root / "warehouse"),
+                sqlite_path=os.environ.get("TAXI_CATALOG_SQLITE") or str(root / "catalog.sqlite"),
+            )
+        return cls(
+            kind=kind,  # type: ignore[arg-type]
+            warehouse=os.environ.get("TAXI_WAREHOUSE", ""),
+            aws_region=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "")),
+        )
+
+    def local_warehouse(self) -> Path:
+        path = Path(self.warehouse)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark settings that register this catalog as Spark's default catalog."""
+        prefix = f"spark.sql.catalog.{self.name}"
+        conf = {
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            "spark.sql.defaultCatalog": self.name,
+        }
+        if self.kind == "sql":
+            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            conf |= {
+                f"{prefix}.type": "jdbc",
+                f"{prefix}.uri": f"jdbc:sqlite:{self.sqlite_path}",
+                f"{prefix}.warehouse": self.local_warehouse().as_uri(),
+            }
+        else:
+            conf |= {
+                f"{prefix}.type": "glue",
+                f"{prefix}.warehouse": self.warehouse,
+                f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+            }
+            if self.aws_region:
+                conf[f"{prefix}.client.region"] = self.aws_region
+        return conf
+
+    def pyiceberg_properties(self) -> dict[str, str]:
+        if self.kind == "sql":
+            return {
+                "type": "sql",
+                "uri": f"sqlite:///{self.sqlite_path}",
+                "warehouse": self.local_warehouse().as_uri(),
+            }
+        properties = {"type": "glue", "warehouse": self.warehouse}
+        if self.aws_region:
+            properties |= {"glue.region": self.aws_region, "s3.region": self.aws_region}
+        return properties
+
+
+def open_catalog(config: CatalogConfig | None = None) -> Catalog:
+    """The pyiceberg view of the same catalog Spark writes to."""
+    config = config or CatalogConfig.from_env()
+    return load_catalog(config.name, **config.pyiceberg_properties())

@@ -1,0 +1,87 @@
+"""Find the Iceberg runtime and SQLite JDBC jars: explicit config, then disk, then Maven."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ICEBERG_VERSION = "1.10.2"
+ICEBERG_RUNTIME = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"
+ICEBERG_AWS_BUNDLE = f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.3.4"
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.46.1.3"
+DEBIAN_SQLITE_JDBC = Path("/usr/share/java/sqlite-jdbc.jar")
+
+
+@dataclass
+class JarPlan:
+    """The jars Spark will load, and where each came from."""
+
+    jars: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def spark_conf(self) -> dict[str, str]:
+        conf = {}
+        if self.jars:
+            conf["spark.jars"] = ",".join(self.jars)
+        if self.packages:
+            conf["spark.jars.packages"] = ",".join(self.packages)
+        return conf
+
+    def describe(self) -> str:
+        return "; ".join(self.sources)
+
+
+def _bundled_iceberg_runtime() -> Path | None:
+    try:
+        import snowpark_connect_deps_iceberg
+    except ImportError:
+        return None
+    jar = snowpark_connect_deps_iceberg.get_jars_dir() / f"iceberg-spark-runtime-3.5_2.12-{ICEBERG_VERSION}.jar"
+    return jar if jar.exists() else None
+
+
+def plan_jars(catalog_kind: str, explicit: str | None = None) -> JarPlan:
+    """Resolve jars for a catalog kind.
+
+    ``explicit`` (or ``TAXI_SPARK_JARS``), a comma-separated list of jar paths, wins outright.
+    """
+    explicit = explicit if explicit is not None else os.environ.get("TAXI_SPARK_JARS", "")
+    plan = JarPlan()
+    if explicit.strip():
+        paths = [p.strip() for p in explicit.split(",") if p.strip()]
+        missing = [p for p in paths if not Path(p).exists()]
+        if missing:
+            msg = f"TAXI_SPARK_JARS names jars that do not exist: {', '.join(missing)}"
+            raise FileNotFoundError(msg)
+        plan.jars = paths
+        plan.sources.append(f"explicit jars from TAXI_SPARK_JARS: {', '.join(paths)}")
+        return plan
+
+    runtime = _bundled_iceberg_runtime()
+    if runtime:
+        plan.jars.append(str(runtime))
+        plan.sources.append(f"Iceberg runtime from snowpark-connect-deps-iceberg: {runtime}")
+    else:
+        plan.packages.append(ICEBERG_RUNTIME)
+        plan.sources.append(f"Iceberg runtime not on disk; Maven package {ICEBERG_RUNTIME} (needs internet)")
+
+    if catalog_kind == "sql":
+        if DEBIAN_SQLITE_JDBC.exists():
+            plan.jars.append(str(DEBIAN_SQLITE_JDBC.resolve()))
+            plan.sources.append(f"SQLite JDBC from {DEBIAN_SQLITE_JDBC}")
+        else:
+            plan.packages.append(SQLITE_JDBC)
+            plan.sources.append(
+                f"SQLite JDBC not on disk (apt-get install libxerial-sqlite-jdbc-java); "
+                f"Maven package {SQLITE_JDBC} (needs internet)"
+            )
+    else:
+        plan.packages += [ICEBERG_AWS_BUNDLE, HADOOP_AWS]
+        plan.sources.append(f"AWS support from Maven packages {ICEBERG_AWS_BUNDLE}, {HADOOP_AWS}")
+    return plan

@@ -1,0 +1,37 @@
+"""Build the one SparkSession a process uses, wired to the Iceberg catalog."""
+
+from __future__ import annotations
+
+import logging
+
+from forecast_assets.lakehouse.catalog import CatalogConfig
+from forecast_assets.lakehouse.spark_jars import plan_jars
+
+log = logging.getLogger(__name__)
+
+BASE_SPARK_CONF = {
+    "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+}
+
+
+def spark_conf(
+    catalog: CatalogConfig,
+    master: str = "local[*]",
+    driver_memory: str = "4g",
+    extra: dict[str, str] | None = None,
+    explicit_jars: str | None = None,
+) -> dict[str, str]:
+    """Every Spark setting for this project; ``extra`` overrides the rest."""
+    jars = plan_jars(catalog.kind, explicit_jars)
+    log.info("Spark jars: %s", jars.describe())
+    conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
+    conf |= jars.spark_conf() | catalog.spark_conf()
+    if catalog.kind == "glue":
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
+        )
+    return conf | (extra or {})

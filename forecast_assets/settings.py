@@ -1,0 +1,37 @@
+"""Where local state lives and the names every module agrees on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR_ENV = "TAXI_STATE_DIR"
+DEFAULT_STATE_DIR_NAME = ".state"
+
+NAMESPACE = "nyc_taxi"
+CATALOG_NAME = "lakehouse"
+
+TLC_BASE_URL = "https://d37ci6vzurychx.cloudfront.net/trip-data"
+NOAA_BASE_URL = "https://www.ncei.noaa.gov/data/nclimgrid-daily/access/averages"
+
+FIRST_MONTH = "2024-01-01"
+TOP_ZONES = 50
+
+
+def state_dir() -> Path:
+    """The one git-ignored folder holding every piece of local state."""
+    configured = os.environ.get(STATE_DIR_ENV)
+    path = Path(configured).expanduser().resolve() if configured else PROJECT_ROOT / DEFAULT_STATE_DIR_NAME
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def state_path(*parts: str) -> Path:
+    path = state_dir().joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def zone_lookup_path() -> Path:
+    return PROJECT_ROOT / "forecast_assets" / "data" / "taxi_zone_lookup.csv"

@@ -1,0 +1,49 @@
+"""The NOAA nClimGrid-Daily county CSV layout: headerless, one row per county and element."""
+
+from __future__ import annotations
+
+ELEMENTS = ("prcp", "tavg", "tmin", "tmax")
+MISSING_VALUE = -999.99
+DAY_COLUMNS = tuple(f"day_{day:02d}" for day in range(1, 32))
+COLUMNS = ("region_type", "region_code", "region_name", "year", "month", "element", *DAY_COLUMNS)
+
+# The five boroughs: Bronx, Kings (Brooklyn), New York (Manhattan), Queens, Richmond (Staten Island).
+NYC_COUNTY_FIPS = ("36005", "36047", "36061", "36081", "36085")
+BOROUGH_COUNTY_FIPS = {
+    "Bronx": "36005",
+    "Brooklyn": "36047",
+    "Manhattan": "36061",
+    "Queens": "36081",
+    "Staten Island": "36085",
+    "EWR": "34013",  # Newark airport, Essex County NJ: outside the city's weather table
+}
+
+# Physical bounds a value must fall in: precipitation in mm, temperatures in degrees Celsius.
+VALUE_RANGES = {"prcp": (0.0, 500.0), "tavg": (-45.0, 50.0), "tmin": (-50.0, 45.0), "tmax": (-40.0, 55.0)}
+
+
+def weather_file_name(element: str, month: str) -> str:
+    """``month`` is ``YYYY-MM``; NOAA names files ``prcp-202401-cty-scaled.csv``."""
+    return f"{element}-{month.replace('-', '')}-cty-scaled.csv"
+
+
+def weather_file_path(element: str, month: str) -> str:
+    """The path below the NOAA base URL: files sit in a folder per year."""
+    return f"{month[:4]}/{weather_file_name(element, month)}"
+
+
+def row_problems(fields: list[str], element: str, month: str) -> list[str]:
+    """What is wrong with one parsed CSV row; empty when it is well formed."""
+    if len(fields) != len(COLUMNS):
+        return [f"has {len(fields)} fields, expected {len(COLUMNS)}"]
+    problems = []
+    year, month_number, row_element = fields[3].strip(), fields[4].strip(), fields[5].strip()
+    if f"{year}-{int(month_number):02d}" != month if month_number.isdigit() else True:
+        problems.append(f"is for {year}-{month_number}, expected {month}")
+    if row_element.lower() != element:
+        problems.append(f"holds element {row_element!r}, expected {element!r}")
+    try:
+        [float(value) for value in fields[6:]]
+    except ValueError:
+        problems.append("has a day value that is not a number")
+    return problems

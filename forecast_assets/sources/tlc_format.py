@@ -1,0 +1,130 @@
+"""The TLC yellow-taxi Parquet layout as published, and how it drifted across years."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TRIP_FILE_TEMPLATE = "yellow_tripdata_{month}.parquet"
+
+# Columns every yellow file since 2017 has, by their lower-cased names, and the type family a
+# file must hold for each (the exact width drifted: int64 vs int32, double vs int64).
+REQUIRED_COLUMNS: dict[str, str] = {
+    "vendorid": "integer",
+    "tpep_pickup_datetime": "timestamp",
+    "tpep_dropoff_datetime": "timestamp",
+    "passenger_count": "number",
+    "trip_distance": "number",
+    "ratecodeid": "number",
+    "store_and_fwd_flag": "string",
+    "pulocationid": "integer",
+    "dolocationid": "integer",
+    "payment_type": "number",
+    "fare_amount": "number",
+    "extra": "number",
+    "mta_tax": "number",
+    "tip_amount": "number",
+    "tolls_amount": "number",
+    "improvement_surcharge": "number",
+    "total_amount": "number",
+}
+# Columns that appeared later: congestion_surcharge (2019), airport_fee (2021, capitalised as
+# Airport_fee from 2024), cbd_congestion_fee (2025).
+OPTIONAL_COLUMNS: dict[str, str] = {
+    "congestion_surcharge": "number",
+    "airport_fee": "number",
+    "cbd_congestion_fee": "number",
+}
+
+# The raw table's column types (Spark SQL), one per TLC column after normalisation.
+RAW_COLUMN_TYPES: dict[str, str] = {
+    "vendorid": "int",
+    "tpep_pickup_datetime": "timestamp",
+    "tpep_dropoff_datetime": "timestamp",
+    "passenger_count": "bigint",
+    "trip_distance": "double",
+    "ratecodeid": "bigint",
+    "store_and_fwd_flag": "string",
+    "pulocationid": "int",
+    "dolocationid": "int",
+    "payment_type": "bigint",
+    "fare_amount": "double",
+    "extra": "double",
+    "mta_tax": "double",
+    "tip_amount": "double",
+    "tolls_amount": "double",
+    "improvement_surcharge": "double",
+    "total_amount": "double",
+    "congestion_surcharge": "double",
+    "airport_fee": "double",
+    "cbd_congestion_fee": "double",
+}
+
+
+def trip_file_name(month: str) -> str:
+    """``month`` is ``YYYY-MM``."""
+    return TRIP_FILE_TEMPLATE.format(month=month)
+
+
+def published_schema(year: int) -> pa.Schema:
+    """The schema TLC published for a year's files."""
+    if year <= 2023:
+        ids, counts, airport = pa.int64(), pa.float64(), "airport_fee"
+        location = pa.int64()
+    else:
+        ids, counts, airport = pa.int32(), pa.int64(), "Airport_fee"
+        location = pa.int32()
+    fields = [
+        ("VendorID", ids),
+        ("tpep_pickup_datetime", pa.timestamp("us")),
+        ("tpep_dropoff_datetime", pa.timestamp("us")),
+        ("passenger_count", counts),
+        ("trip_distance", pa.float64()),
+        ("RatecodeID", counts),
+        ("store_and_fwd_flag", pa.string()),
+        ("PULocationID", location),
+        ("DOLocationID", location),
+        ("payment_type", pa.int64()),
+        ("fare_amount", pa.float64()),
+        ("extra", pa.float64()),
+        ("mta_tax", pa.float64()),
+        ("tip_amount", pa.float64()),
+        ("tolls_amount", pa.float64()),
+        ("improvement_surcharge", pa.float64()),
+        ("total_amount", pa.float64()),
+        ("congestion_surcharge", pa.float64()),
+        (airport, pa.float64()),
+    ]
+    if year >= 2025:
+        fields.append(("cbd_congestion_fee", pa.float64()))
+    return pa.schema(fields)
+
+
+def type_family(arrow_type: pa.DataType) -> str:
+    if pa.types.is_integer(arrow_type):
+        return "integer"
+    if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
+        return "float"
+    if pa.types.is_timestamp(arrow_type):
+        return "timestamp"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "string"
+    return str(arrow_type)
+
+
+def schema_problems(schema: pa.Schema) -> list[str]:
+    """What keeps a file's schema from loading into the raw table; empty when it loads."""
+    found = {field.name.lower(): type_family(field.type) for field in schema}
+    problems = [f"missing column {name!r}" for name in REQUIRED_COLUMNS if name not in found]
+    for name, wanted in (REQUIRED_COLUMNS | OPTIONAL_COLUMNS).items():
+        have = found.get(name)
+        if have is None:
+            continue
+        accepted = {"number": {"integer", "float"}}.get(wanted, {wanted})
+        if have not in accepted:
+            problems.append(f"column {name!r} is {have}, expected {wanted}")
+    return problems
+
+
+def unmapped_columns(schema: pa.Schema) -> list[str]:
+    """Columns the file has that the raw table does not (a new TLC column, for example)."""
+    return [f.name for f in schema if f.name.lower() not in RAW_COLUMN_TYPES]
