@@ -35,3 +35,8 @@ def state_path(*parts: str) -> Path:
 
 def zone_lookup_path() -> Path:
     return PROJECT_ROOT / "forecast_assets" / "data" / "taxi_zone_lookup.csv"
+
+
+def env(name: str, default: str) -> str:
+    """A setting from the environment; an empty value counts as unset."""
+    return os.environ.get(name) or default

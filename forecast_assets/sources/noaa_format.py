@@ -38,7 +38,7 @@ def row_problems(fields: list[str], element: str, month: str) -> list[str]:
         return [f"has {len(fields)} fields, expected {len(COLUMNS)}"]
     problems = []
     year, month_number, row_element = fields[3].strip(), fields[4].strip(), fields[5].strip()
-    if f"{year}-{int(month_number):02d}" != month if month_number.isdigit() else True:
+    if not month_number.isdigit() or f"{year}-{int(month_number):02d}" != month:
         problems.append(f"is for {year}-{month_number}, expected {month}")
     if row_element.lower() != element:
         problems.append(f"holds element {row_element!r}, expected {element!r}")

@@ -1,0 +1,1 @@
+"""Dagster assets, grouped by what they hold: source files, raw tables, hourly actuals."""

@@ -1,0 +1,175 @@
+"""Asset checks on the Iceberg tables: one property each, with the numbers as metadata."""
+
+
+from dagster import AssetCheckResult, AssetCheckSeverity, asset_check
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yellow_rides_hourly_actuals
+from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
+from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
+from forecast_assets.months import MonthWindow, monthly_partitions
+from forecast_assets.resources import SparkResource, StagingResource
+from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS, VALUE_RANGES
+
+# Real TLC files carry a few trips whose clock is off; tolerate them up to this share of the month.
+OUTLIER_TOLERANCE = 0.001
+RAW_YELLOW_KEYS = ["tpep_pickup_datetime", "pulocationid"]
+# TLC publishes no trip id; a repeated record of all of these is a duplicated trip.
+TRIP_RECORD = ["vendorid", "tpep_pickup_datetime", "tpep_dropoff_datetime", "pulocationid", "dolocationid",
+               "trip_distance", "total_amount"]  # fmt: skip
+WEATHER_KEYS = ["county_fips", "date", "element"]
+ACTUALS_KEYS = ["pickup_hour", "pulocationid"]
+
+
+def _partition(spark: SparkResource, spec: TableSpec, partition_key: str) -> tuple[DataFrame, MonthWindow]:
+    window = MonthWindow.from_partition_key(partition_key)
+    return month_rows(spark.session, spec, window.start, window.end), window
+
+
+def _null_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
+    counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
+    nulls = {k: int(counts[k] or 0) for k in keys}
+    return AssetCheckResult(passed=sum(nulls.values()) == 0, metadata={f"null_{k}": v for k, v in nulls.items()})
+
+
+def _duplicate_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
+    duplicates = rows.groupBy(*keys).count().filter("count > 1")
+    found = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
+    return AssetCheckResult(
+        passed=found["keys"] == 0,
+        metadata={"duplicate_keys": int(found["keys"]), "rows_with_duplicate_keys": int(found["rows"] or 0)},
+    )
+
+
+@asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
+def raw_yellow_row_count_matches_source(context, spark: SparkResource, staging: StagingResource) -> AssetCheckResult:
+    """The month's partition holds exactly as many rows as the staged TLC file."""
+    rows, window = _partition(spark, RAW_YELLOW, context.partition_key)
+    record = staging.store().record(trip_staging_name(window.month))
+    source_rows = record.rows if record else -1
+    table_rows = rows.count()
+    return AssetCheckResult(passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows})
+
+
+@asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
+def raw_yellow_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
+    """No trip lacks a pickup time or a pickup zone."""
+    rows, _ = _partition(spark, RAW_YELLOW, context.partition_key)
+    return _null_key_result(rows, RAW_YELLOW_KEYS)
+
+
+@asset_check(asset=raw_yellow, partitions_def=monthly_partitions)
+def raw_yellow_no_duplicate_trips(context, spark: SparkResource) -> AssetCheckResult:
+    """No trip record appears twice (TLC files have a few true duplicates, so this warns)."""
+    rows, _ = _partition(spark, RAW_YELLOW, context.partition_key)
+    result = _duplicate_key_result(rows, TRIP_RECORD)
+    return AssetCheckResult(passed=result.passed, severity=AssetCheckSeverity.WARN, metadata=result.metadata)
+
+
+@asset_check(asset=raw_yellow, partitions_def=monthly_partitions)
+def raw_yellow_pickups_inside_month(context, spark: SparkResource) -> AssetCheckResult:
+    """Pickups fall inside the file's month; a few clock errors are tolerated and counted."""
+    rows, window = _partition(spark, RAW_YELLOW, context.partition_key)
+    pickup = F.col("tpep_pickup_datetime")
+    outside = (pickup < F.lit(window.start)) | (pickup >= F.lit(window.end))
+    counts = rows.agg(F.count(F.lit(1)).alias("rows"), F.sum(outside.cast("int")).alias("outside")).first()
+    total, outliers = int(counts["rows"]), int(counts["outside"] or 0)
+    share = outliers / total if total else 0.0
+    return AssetCheckResult(
+        passed=share <= OUTLIER_TOLERANCE,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"pickups_outside_month": outliers, "share": share, "tolerated_share": OUTLIER_TOLERANCE},
+    )
+
+
+@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
+def raw_weather_row_count_matches_source(context, spark: SparkResource, staging: StagingResource) -> AssetCheckResult:
+    """One row per NYC county, day and element in the source files."""
+    rows, window = _partition(spark, RAW_WEATHER, context.partition_key)
+    staged = [staging.store().record(weather_staging_name(element, window.month)) for element in ELEMENTS]
+    expected = len(NYC_COUNTY_FIPS) * window.days * sum(record is not None for record in staged)
+    table_rows = rows.count()
+    return AssetCheckResult(passed=table_rows == expected, metadata={"table_rows": table_rows, "expected_rows": expected})
+
+
+@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
+def raw_weather_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
+    """Every row names its county, date and element."""
+    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
+    return _null_key_result(rows, WEATHER_KEYS)
+
+
+@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
+def raw_weather_no_duplicate_keys(context, spark: SparkResource) -> AssetCheckResult:
+    """At most one value per county, date and element."""
+    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
+    return _duplicate_key_result(rows, WEATHER_KEYS)
+
+
+@asset_check(asset=raw_weather, partitions_def=monthly_partitions)
+def raw_weather_values_in_physical_range(context, spark: SparkResource) -> AssetCheckResult:
+    """Precipitation and temperatures are physically possible; missing values are counted."""
+    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
+    out_of_range = F.lit(False)
+    for element, (low, high) in VALUE_RANGES.items():
+        out_of_range = out_of_range | ((F.col("element") == element) & ~F.col("value").between(low, high))
+    counts = rows.agg(
+        F.sum(out_of_range.cast("int")).alias("out_of_range"), F.sum(F.col("value").isNull().cast("int")).alias("missing")
+    ).first()
+    bad = int(counts["out_of_range"] or 0)
+    return AssetCheckResult(
+        passed=bad == 0,
+        metadata={"values_out_of_range": bad, "missing_values": int(counts["missing"] or 0), "ranges": str(VALUE_RANGES)},
+    )
+
+
+@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
+def actuals_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
+    """Every row names its pickup hour and zone."""
+    rows, _ = _partition(spark, HOURLY_ACTUALS, context.partition_key)
+    return _null_key_result(rows, ACTUALS_KEYS)
+
+
+@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
+def actuals_no_duplicate_keys(context, spark: SparkResource) -> AssetCheckResult:
+    """At most one row per pickup hour and zone."""
+    rows, _ = _partition(spark, HOURLY_ACTUALS, context.partition_key)
+    return _duplicate_key_result(rows, ACTUALS_KEYS)
+
+
+@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
+def actuals_every_zone_has_every_hour(context, spark: SparkResource) -> AssetCheckResult:
+    """Each zone has one row for every hour of the month, and no hour outside it."""
+    rows, window = _partition(spark, HOURLY_ACTUALS, context.partition_key)
+    per_zone = rows.groupBy("pulocationid").agg(F.countDistinct("pickup_hour").alias("hours"))
+    summary = per_zone.agg(
+        F.count(F.lit(1)).alias("zones"),
+        F.sum((F.col("hours") != window.hours).cast("int")).alias("incomplete"),
+        F.min("hours").alias("fewest"),
+    ).first()
+    zones, incomplete = int(summary["zones"]), int(summary["incomplete"] or 0)
+    return AssetCheckResult(
+        passed=zones > 0 and incomplete == 0,
+        metadata={
+            "zones": zones,
+            "zones_missing_hours": incomplete,
+            "hours_in_month": window.hours,
+            "fewest_hours_for_a_zone": int(summary["fewest"] or 0),
+        },
+    )
+
+
+ALL_CHECKS = [
+    raw_yellow_row_count_matches_source,
+    raw_yellow_no_null_keys,
+    raw_yellow_no_duplicate_trips,
+    raw_yellow_pickups_inside_month,
+    raw_weather_row_count_matches_source,
+    raw_weather_no_null_keys,
+    raw_weather_no_duplicate_keys,
+    raw_weather_values_in_physical_range,
+    actuals_no_null_keys,
+    actuals_no_duplicate_keys,
+    actuals_every_zone_has_every_hour,
+]

@@ -1,0 +1,128 @@
+"""Iceberg table assets written by Spark: raw trips, raw weather, hourly actuals."""
+
+
+from datetime import UTC, datetime
+
+from dagster import AssetExecutionContext, AssetKey, DataVersion, Failure, MaterializeResult, asset
+
+from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
+from forecast_assets.assets.table_metadata import SNAPSHOT_ID, table_metadata
+from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, last_write, month_rows, replace_month
+from forecast_assets.months import MonthWindow, monthly_partitions
+from forecast_assets.resources import SparkResource, StagingResource
+from forecast_assets.settings import NAMESPACE
+from forecast_assets.sources.noaa_format import ELEMENTS
+from forecast_assets.sources.zones import load_zones
+from forecast_assets.transforms.hourly_actuals import hourly_actuals
+from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
+from forecast_assets.transforms.raw_yellow import normalize_trips
+from forecast_assets.config import ActualsConfig
+
+LAKEHOUSE_GROUP = "lakehouse"
+UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
+
+
+def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partition_key: str):
+    record = staging.store().record(name)
+    if record is None:
+        msg = f"{name} is not staged: materialize {upstream} for partition {partition_key} first."
+        raise Failure(description=msg, allow_retries=False)
+    return record
+
+
+@asset(
+    key=AssetKey([NAMESPACE, RAW_YELLOW.name]),
+    deps=[taxi_trip_files],
+    partitions_def=monthly_partitions,
+    group_name=LAKEHOUSE_GROUP,
+    kinds={"spark", "iceberg"},
+)
+def raw_yellow(context: AssetExecutionContext, spark: SparkResource, staging: StagingResource) -> MaterializeResult:
+    """Every TLC yellow-taxi trip as published, one schema for all years, with its source file."""
+    window = MonthWindow.from_partition_key(context.partition_key)
+    name = trip_staging_name(window.month)
+    record = _staged_or_fail(staging, name, "taxi_trip_files", context.partition_key)
+    trips = spark.session.read.parquet(staging.store().spark_path(name))
+    rows = normalize_trips(trips, window.month, name.rsplit("/", 1)[-1], record.fingerprint, datetime.now(UTC))
+    write = replace_month(spark.session, RAW_YELLOW, rows, window.start, window.end)
+    context.log.info(f"{RAW_YELLOW.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
+    metadata = table_metadata(
+        RAW_YELLOW,
+        write,
+        rows.schema,
+        context.partition_key,
+        source_file=name.rsplit("/", 1)[-1],
+        source_fingerprint=record.fingerprint,
+        source_rows=record.rows or 0,
+    )
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
+
+
+@asset(
+    key=AssetKey([NAMESPACE, RAW_WEATHER.name]),
+    deps=[weather_files],
+    partitions_def=monthly_partitions,
+    group_name=LAKEHOUSE_GROUP,
+    kinds={"spark", "iceberg"},
+)
+def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: StagingResource) -> MaterializeResult:
+    """Daily precipitation and temperature for the five NYC counties, one row per county, day and element."""
+    window = MonthWindow.from_partition_key(context.partition_key)
+    names = [weather_staging_name(element, window.month) for element in ELEMENTS]
+    records = [_staged_or_fail(staging, name, "weather_files", context.partition_key) for name in names]
+    paths = [staging.store().spark_path(name) for name in names]
+    csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
+    rows = weather_long(csv_rows)
+    write = replace_month(spark.session, RAW_WEATHER, rows, window.start, window.end)
+    context.log.info(f"{RAW_WEATHER.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
+    metadata = table_metadata(
+        RAW_WEATHER,
+        write,
+        rows.schema,
+        context.partition_key,
+        source_file=", ".join(name.rsplit("/", 1)[-1] for name in names),
+        source_fingerprint=", ".join(record.fingerprint for record in records),
+    )
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
+
+
+def eligible_zones() -> list[int]:
+    return [zone.location_id for zone in load_zones() if zone.borough not in UNKNOWN_BOROUGHS]
+
+
+@asset(
+    key=AssetKey([NAMESPACE, HOURLY_ACTUALS.name]),
+    deps=[raw_yellow],
+    partitions_def=monthly_partitions,
+    group_name=LAKEHOUSE_GROUP,
+    kinds={"spark", "iceberg"},
+)
+def yellow_rides_hourly_actuals(
+    context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
+) -> MaterializeResult:
+    """Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour."""
+    window = MonthWindow.from_partition_key(context.partition_key)
+    session = spark.session
+    trips = month_rows(session, RAW_YELLOW, window.start, window.end)
+    if trips.isEmpty():
+        msg = (
+            f"{RAW_YELLOW.identifier} has no rows for {window.month}: materialize "
+            f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
+        )
+        raise Failure(description=msg, allow_retries=False)
+    source_snapshot = last_write(session, RAW_YELLOW).snapshot_id
+    rows = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
+    write = replace_month(session, HOURLY_ACTUALS, rows, window.start, window.end)
+    zones = write.rows_written // window.hours
+    context.log.info(f"{HOURLY_ACTUALS.identifier} {window.month}: {zones} zones x {window.hours} hours")
+    metadata = table_metadata(
+        HOURLY_ACTUALS,
+        write,
+        rows.schema,
+        context.partition_key,
+        zones=zones,
+        hours=window.hours,
+        top_zones_requested=config.top_zones,
+        **{f"input/{RAW_YELLOW.identifier}/{SNAPSHOT_ID}": source_snapshot},
+    )
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))

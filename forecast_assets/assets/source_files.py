@@ -1,0 +1,96 @@
+"""Source file assets: each month's TLC trip file and NOAA weather files, verified and staged."""
+
+
+import hashlib
+
+from dagster import AssetExecutionContext, DataVersion, Failure, MaterializeResult, MetadataValue, asset
+
+from forecast_assets.months import MonthWindow, monthly_partitions
+from forecast_assets.resources import SourceResource, StagingResource
+from forecast_assets.settings import state_path
+from forecast_assets.sources.download import SourceInvalid, SourceMissing
+from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
+from forecast_assets.sources.stage import StagedFile, stage_file
+from forecast_assets.sources.tlc_format import trip_file_name
+from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
+
+TRIP_PREFIX, WEATHER_PREFIX = "taxi", "weather"
+
+
+def trip_staging_name(month: str) -> str:
+    return f"{TRIP_PREFIX}/{trip_file_name(month)}"
+
+
+def weather_staging_name(element: str, month: str) -> str:
+    return f"{WEATHER_PREFIX}/{weather_file_path(element, month)}"
+
+
+def _stage(context: AssetExecutionContext, url: str, name: str, staging: StagingResource, verify) -> StagedFile:
+    try:
+        return stage_file(url, name, staging.store(), verify, state_path("tmp"), context.log.info)
+    except SourceMissing as err:
+        msg = (
+            f"{err}. Partition {context.partition_key} has no source file yet: TLC and NOAA publish a "
+            "month some weeks after it ends. Materialize an earlier month, or check the base URL "
+            "(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL)."
+        )
+        raise Failure(description=msg, allow_retries=False) from err
+    except SourceInvalid as err:
+        msg = f"{err}. Nothing was staged and no table changed."
+        raise Failure(description=msg, allow_retries=False) from err
+
+
+@asset(partitions_def=monthly_partitions, group_name="sources", kinds={"parquet"})
+def taxi_trip_files(
+    context: AssetExecutionContext, source: SourceResource, staging: StagingResource
+) -> MaterializeResult:
+    """The month's TLC yellow-taxi trip file, downloaded, checked to be TLC Parquet, and fingerprinted."""
+    month = MonthWindow.from_partition_key(context.partition_key).month
+    url = source.trip_url(month)
+    staged = _stage(context, url, trip_staging_name(month), staging, lambda path: verify_trip_file(path, url))
+    metadata = _file_metadata(context.partition_key, staged, url, staging)
+    if staged.facts is not None and staged.facts.unmapped_columns:
+        unmapped = ", ".join(staged.facts.unmapped_columns)
+        context.log.warning(f"{trip_file_name(month)} has columns the raw table does not keep: {unmapped}")
+        metadata["unmapped_columns"] = unmapped
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(staged.record.fingerprint))
+
+
+@asset(partitions_def=monthly_partitions, group_name="sources", kinds={"csv"})
+def weather_files(
+    context: AssetExecutionContext, source: SourceResource, staging: StagingResource
+) -> MaterializeResult:
+    """The month's NOAA nClimGrid-Daily county files (prcp, tavg, tmin, tmax), checked and fingerprinted."""
+    month = MonthWindow.from_partition_key(context.partition_key).month
+    staged_files = []
+    for element in ELEMENTS:
+        url = source.weather_url(element, month)
+        verify = lambda path, url=url, element=element: verify_weather_file(path, url, element, month)  # noqa: E731
+        staged_files.append(_stage(context, url, weather_staging_name(element, month), staging, verify))
+    combined = hashlib.sha256("".join(s.record.fingerprint for s in staged_files).encode()).hexdigest()
+    metadata = {
+        "partition": context.partition_key,
+        "source_fingerprint": f"sha256:{combined}",
+        "dagster/row_count": sum(s.record.rows or 0 for s in staged_files),
+        "downloaded_files": sum(s.downloaded for s in staged_files),
+    }
+    for element, staged in zip(ELEMENTS, staged_files, strict=True):
+        metadata[f"{element}_url"] = MetadataValue.url(staged.record.url)
+        metadata[f"{element}_fingerprint"] = staged.record.fingerprint
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(f"sha256:{combined}"))
+
+
+def _file_metadata(partition_key: str, staged: StagedFile, url: str, staging: StagingResource) -> dict:
+    record = staged.record
+    return {
+        "partition": partition_key,
+        "source_url": MetadataValue.url(url),
+        "staged_path": MetadataValue.path(staging.store().spark_path(staged.name)),
+        "source_file": staged.name.rsplit("/", 1)[-1],
+        "source_fingerprint": record.fingerprint,
+        "size_bytes": record.size,
+        "dagster/row_count": record.rows or 0,
+        "downloaded": staged.downloaded,
+        "content_changed": staged.content_changed,
+        "fetched_at": record.fetched_at,
+    }

@@ -1,0 +1,38 @@
+"""The metadata every table materialization carries; the lineage bridge reads these keys."""
+
+from __future__ import annotations
+
+from dagster import MetadataValue, TableColumn, TableSchema
+from pyspark.sql.types import StructType
+
+from forecast_assets.lakehouse.tables import TableSpec, WriteResult
+
+SNAPSHOT_ID = "iceberg/snapshot_id"
+TABLE_NAME = "dagster/table_name"
+ROW_COUNT = "dagster/row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
+
+
+def table_schema(schema: StructType) -> TableSchema:
+    return TableSchema(
+        columns=[
+            TableColumn(name=field.name, type=field.dataType.simpleString(), description=None)
+            for field in schema.fields
+        ]
+    )
+
+
+def table_metadata(
+    spec: TableSpec, write: WriteResult, schema: StructType, partition_key: str, **extra
+) -> dict:
+    """Identifier, snapshot, partition row count and schema, plus whatever the asset adds."""
+    return {
+        TABLE_NAME: spec.identifier,
+        SNAPSHOT_ID: MetadataValue.int(write.snapshot_id),
+        ROW_COUNT: MetadataValue.int(write.rows_written),
+        COLUMN_SCHEMA: table_schema(schema),
+        "partition": partition_key,
+        "rows_replaced": MetadataValue.int(write.rows_replaced),
+        "table_rows": MetadataValue.int(write.table_rows),
+        **extra,
+    }

@@ -1,0 +1,59 @@
+"""Jobs and the sensor that brings in each new month as soon as TLC and NOAA publish it."""
+
+
+from dagster import (
+    AssetKey,
+    AssetSelection,
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SkipReason,
+    define_asset_job,
+    sensor,
+)
+
+from forecast_assets.months import MonthWindow, monthly_partitions
+from forecast_assets.resources import SourceResource
+from forecast_assets.sources.download import source_version
+from forecast_assets.sources.noaa_format import ELEMENTS
+
+monthly_ingestion_job = define_asset_job(
+    "monthly_ingestion",
+    selection=AssetSelection.groups("sources", "lakehouse"),
+    partitions_def=monthly_partitions,
+    description="Download a month's TLC and NOAA files and rebuild its raw and hourly-actuals partitions.",
+)
+
+# Months past the newest ingested one that each tick looks for; older gaps are a backfill's job.
+MONTHS_TO_WATCH = 24
+NEWEST_WHEN_EMPTY = 2
+
+
+def months_to_look_for(all_keys: list[str], ingested: set[str]) -> list[str]:
+    """Partition keys after the newest ingested one (the newest few when nothing is ingested)."""
+    if not ingested:
+        return all_keys[-NEWEST_WHEN_EMPTY:]
+    newest = max(ingested)
+    return [key for key in all_keys if key > newest][:MONTHS_TO_WATCH]
+
+
+@sensor(
+    job=monthly_ingestion_job,
+    minimum_interval_seconds=3600,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Starts monthly_ingestion for a month once both its TLC and NOAA files are published.",
+)
+def new_source_months(context: SensorEvaluationContext, source: SourceResource):
+    ingested = context.instance.get_materialized_partitions(AssetKey("taxi_trip_files"))
+    candidates = months_to_look_for(monthly_partitions.get_partition_keys(), ingested)
+    requested = 0
+    for key in candidates:
+        month = MonthWindow.from_partition_key(key).month
+        versions = [source_version(source.trip_url(month))]
+        versions += [source_version(source.weather_url(element, month)) for element in ELEMENTS]
+        if None in versions:
+            continue
+        requested += 1
+        yield RunRequest(partition_key=key, run_key=f"{key}:{'|'.join(versions)}")
+    if not requested:
+        yield SkipReason(f"No new month published among {', '.join(candidates) or 'none'}")

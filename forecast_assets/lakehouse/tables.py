@@ -1,0 +1,109 @@
+"""The Iceberg tables: their columns and partitioning, and the month-replacing write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from forecast_assets.settings import NAMESPACE
+from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
+from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
+
+TABLE_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    columns: dict[str, str]
+    partitioned_by: str
+    month_column: str
+    # "text": the column holds ``YYYY-MM``; "time": a date or timestamp inside the month.
+    month_column_kind: str = "time"
+
+    @property
+    def identifier(self) -> str:
+        return f"{NAMESPACE}.{self.name}"
+
+    def month_condition(self, month_start: datetime, month_end: datetime) -> str:
+        """The SQL filter selecting one month's rows, aligned with the table's partitions."""
+        if self.month_column_kind == "text":
+            return f"{self.month_column} = '{month_start:%Y-%m}'"
+        cast = "DATE" if self.columns[self.month_column] == "date" else "TIMESTAMP"
+        return (
+            f"{self.month_column} >= {cast} '{month_start:%Y-%m-%d}' "
+            f"AND {self.month_column} < {cast} '{month_end:%Y-%m-%d}'"
+        )
+
+    def ddl(self) -> str:
+        columns = ", ".join(f"{name} {spark_type}" for name, spark_type in self.columns.items())
+        properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.identifier} ({columns}) USING iceberg "
+            f"PARTITIONED BY ({self.partitioned_by}) TBLPROPERTIES ({properties})"
+        )
+
+
+RAW_YELLOW = TableSpec(
+    name="raw_yellow",
+    columns=RAW_COLUMN_TYPES | LINEAGE_COLUMNS,
+    partitioned_by="source_month",
+    month_column="source_month",
+    month_column_kind="text",
+)
+RAW_WEATHER = TableSpec(
+    name="raw_weather",
+    columns={"county_fips": "string", "date": "date", "element": "string", "value": "double"},
+    partitioned_by="months(date)",
+    month_column="date",
+)
+HOURLY_ACTUALS = TableSpec(
+    name="yellow_rides_hourly_actuals",
+    columns={"pickup_hour": "timestamp", "pulocationid": "int", "total_rides": "bigint"},
+    partitioned_by="months(pickup_hour)",
+    month_column="pickup_hour",
+)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    snapshot_id: int
+    rows_written: int
+    rows_replaced: int
+    table_rows: int
+
+
+def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
+    spark.sql(spec.ddl())
+
+
+def replace_month(
+    spark: SparkSession, spec: TableSpec, rows: DataFrame, month_start: datetime, month_end: datetime
+) -> WriteResult:
+    """Atomically swap one month's partition for ``rows``: a re-run replaces, never appends."""
+    ensure_table(spark, spec)
+    condition = spec.month_condition(month_start, month_end)
+    rows.select(*spec.columns).writeTo(spec.identifier).overwrite(F.expr(condition))
+    return last_write(spark, spec)
+
+
+def last_write(spark: SparkSession, spec: TableSpec) -> WriteResult:
+    snapshot = spark.sql(
+        f"SELECT s.snapshot_id, s.summary FROM {spec.identifier}.snapshots s "
+        f"JOIN {spec.identifier}.refs r ON s.snapshot_id = r.snapshot_id WHERE r.name = 'main'"
+    ).first()
+    summary = snapshot["summary"]
+    return WriteResult(
+        snapshot_id=int(snapshot["snapshot_id"]),
+        rows_written=int(summary.get("added-records", 0)),
+        rows_replaced=int(summary.get("deleted-records", 0)),
+        table_rows=int(summary.get("total-records", 0)),
+    )
+
+
+def month_rows(spark: SparkSession, spec: TableSpec, month_start: datetime, month_end: datetime) -> DataFrame:
+    return spark.table(spec.identifier).where(spec.month_condition(month_start, month_end))

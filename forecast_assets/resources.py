@@ -1,0 +1,96 @@
+"""Dagster resources: the Iceberg catalog, the Spark session over it, staging, and the sources."""
+
+
+from pathlib import Path
+from typing import Any
+
+from dagster import ConfigurableResource
+from dagster_aws.s3 import S3Resource
+from dagster_pyspark.resources import spark_session_from_config
+from pydantic import PrivateAttr
+from pyiceberg.catalog import Catalog
+
+from forecast_assets.lakehouse.catalog import CatalogConfig, open_catalog
+from forecast_assets.lakehouse.spark_session import spark_conf
+from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL
+from forecast_assets.sources.noaa_format import weather_file_path
+from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
+from forecast_assets.sources.tlc_format import trip_file_name
+
+
+class IcebergCatalogResource(ConfigurableResource):
+    """The Iceberg catalog: ``sql`` (SQLite JDBC, local warehouse) or ``glue`` (S3 warehouse)."""
+
+    kind: str = "sql"
+    warehouse: str = ""
+    sqlite_path: str = ""
+    aws_region: str = ""
+
+    def config(self) -> CatalogConfig:
+        return CatalogConfig(
+            kind=self.kind,  # type: ignore[arg-type]
+            warehouse=self.warehouse,
+            sqlite_path=self.sqlite_path,
+            aws_region=self.aws_region,
+        )
+
+    def load(self) -> Catalog:
+        return open_catalog(self.config())
+
+
+class SparkResource(ConfigurableResource):
+    """One SparkSession per process, built with dagster-pyspark, with the Iceberg catalog as default."""
+
+    catalog: IcebergCatalogResource
+    master: str = "local[*]"
+    driver_memory: str = "4g"
+    jars: str = ""
+    extra_config: dict[str, str] = {}
+    _session: Any = PrivateAttr(default=None)
+
+    def spark_config(self) -> dict[str, str]:
+        return spark_conf(
+            self.catalog.config(),
+            master=self.master,
+            driver_memory=self.driver_memory,
+            extra=self.extra_config,
+            explicit_jars=self.jars or None,
+        )
+
+    @property
+    def session(self):
+        # Built on first use: file assets never pay for a JVM.
+        if self._session is None:
+            self._session = spark_session_from_config(self.spark_config())
+            self._session.sparkContext.setLogLevel("ERROR")
+        return self._session
+
+
+class StagingResource(ConfigurableResource):
+    """Where downloaded files are kept: a local folder, or ``s3://bucket/prefix``."""
+
+    location: str
+    s3_region: str = ""
+    s3_endpoint_url: str = ""
+
+    def store(self) -> Staging:
+        if self.location.startswith("s3://"):
+            bucket, prefix = parse_s3_location(self.location)
+            client = S3Resource(
+                region_name=self.s3_region or None, endpoint_url=self.s3_endpoint_url or None
+            ).get_client()
+            return S3Staging(client, bucket, prefix)
+        return LocalStaging(Path(self.location))
+
+
+class SourceResource(ConfigurableResource):
+    """Base URLs of the TLC trip files and NOAA nClimGrid-Daily files (http(s) or file://)."""
+
+    trip_base_url: str = TLC_BASE_URL
+    weather_base_url: str = NOAA_BASE_URL
+
+    def trip_url(self, month: str) -> str:
+        return f"{self.trip_base_url.rstrip('/')}/{trip_file_name(month)}"
+
+    def weather_url(self, element: str, month: str) -> str:
+        return f"{self.weather_base_url.rstrip('/')}/{weather_file_path(element, month)}"

@@ -1,0 +1,161 @@
+"""Fetch a source file over http(s) or file://, skipping it when the source has not changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20
+TIMEOUT_SECONDS = 120
+ATTEMPTS = 3
+MISSING_STATUSES = (403, 404, 410)  # TLC's CDN answers 403 for a month it has not published
+USER_AGENT = "taxi-demand-lineage/0.1"
+
+Progress = Callable[[str], None]
+
+
+class SourceMissing(FileNotFoundError):
+    """The source has no file at this address (a month not published yet, a wrong base URL)."""
+
+
+class SourceInvalid(ValueError):
+    """The file arrived but is not what its name promises."""
+
+
+@dataclass(frozen=True)
+class FetchRecord:
+    """What is known about a staged file; kept beside it so the next fetch can skip it."""
+
+    url: str
+    fingerprint: str
+    size: int
+    etag: str | None
+    last_modified: str | None
+    fetched_at: str
+    rows: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> FetchRecord:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A fresh download waiting in ``path`` to be verified and staged."""
+
+    path: Path
+    record: FetchRecord
+
+
+def fetch_if_changed(
+    url: str, previous: FetchRecord | None, workdir: Path, progress: Progress = log.info
+) -> Fetched | None:
+    """Download ``url`` into ``workdir``; ``None`` when it matches ``previous``."""
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    if previous and previous.url == url and url.startswith("http"):
+        if previous.etag:
+            request.add_header("If-None-Match", previous.etag)
+        if previous.last_modified:
+            request.add_header("If-Modified-Since", previous.last_modified)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+                etag = response.headers.get("ETag")
+                last_modified = response.headers.get("Last-Modified")
+                size = int(response.headers.get("Content-Length") or -1)
+                if previous and _same_source(previous, url, etag, last_modified, size):
+                    return None
+                return _stream(url, response, workdir, etag, last_modified, size, progress)
+        except urllib.error.HTTPError as err:
+            if err.code == 304:
+                return None
+            if err.code in MISSING_STATUSES:
+                msg = f"{url} does not exist (HTTP {err.code})"
+                raise SourceMissing(msg) from err
+            if err.code < 500 or attempt == ATTEMPTS:
+                msg = f"Downloading {url} failed with HTTP {err.code} {err.reason}"
+                raise ConnectionError(msg) from err
+        except urllib.error.URLError as err:
+            if isinstance(err.reason, FileNotFoundError):
+                msg = f"{url} does not exist"
+                raise SourceMissing(msg) from err
+            if attempt == ATTEMPTS:
+                msg = f"Could not reach {url}: {err.reason}"
+                raise ConnectionError(msg) from err
+        progress(f"Attempt {attempt} at {url} failed; retrying")
+        time.sleep(2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _same_source(previous: FetchRecord, url: str, etag: str | None, last_modified: str | None, size: int) -> bool:
+    if previous.url != url:
+        return False
+    if etag and previous.etag:
+        return etag == previous.etag
+    return bool(last_modified) and last_modified == previous.last_modified and size == previous.size
+
+
+def _stream(url, response, workdir: Path, etag, last_modified, size: int, progress: Progress) -> Fetched:
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    workdir.mkdir(parents=True, exist_ok=True)
+    target = workdir / name
+    digest = hashlib.sha256()
+    received, next_report = 0, 0.25
+    with target.open("wb") as out:
+        while chunk := response.read(CHUNK_BYTES):
+            out.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+            if size > 0 and received / size >= next_report:
+                progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
+                next_report += 0.25
+    if size > 0 and received != size:
+        target.unlink()
+        msg = f"{url} was cut off: received {received} of {size} bytes; try again"
+        raise SourceInvalid(msg)
+    record = FetchRecord(
+        url=url,
+        fingerprint=f"sha256:{digest.hexdigest()}",
+        size=received,
+        etag=etag,
+        last_modified=last_modified,
+        fetched_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return Fetched(path=target, record=record)
+
+
+def copy_atomically(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".part")
+    shutil.copyfile(source, tmp)
+    tmp.replace(target)
+
+
+def source_version(url: str) -> str | None:
+    """A cheap look at whether ``url`` exists: its ETag or Last-Modified, ``None`` when it is absent."""
+    request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.headers.get("ETag") or response.headers.get("Last-Modified") or "present"
+    except urllib.error.HTTPError as err:
+        if err.code in MISSING_STATUSES:
+            return None
+        raise
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, FileNotFoundError):
+            return None
+        raise

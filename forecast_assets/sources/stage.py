@@ -1,0 +1,48 @@
+"""Download, verify and stage one source file; a file whose source is unchanged is not fetched again."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from forecast_assets.sources.download import FetchRecord, Progress, fetch_if_changed
+from forecast_assets.sources.staging import Staging
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    name: str
+    record: FetchRecord
+    downloaded: bool
+    content_changed: bool
+    facts: Any = None
+
+
+def stage_file(
+    url: str,
+    name: str,
+    staging: Staging,
+    verify: Callable[[Path], Any],
+    workdir: Path,
+    progress: Progress,
+) -> StagedFile:
+    """``verify`` raises on a bad file and returns facts with a ``rows`` attribute on a good one.
+
+    A bad file never reaches staging, so what was staged before stays in place.
+    """
+    previous = staging.record(name)
+    workdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        fetched = fetch_if_changed(url, previous, Path(tmp), progress)
+        if fetched is None:
+            progress(f"{name} unchanged at {url}; keeping the staged copy ({previous.fingerprint})")
+            return StagedFile(name, previous, downloaded=False, content_changed=False)
+        facts = verify(fetched.path)
+        record = replace(fetched.record, rows=facts.rows)
+        staging.put(fetched.path, name, record)
+    changed = previous is None or previous.fingerprint != record.fingerprint
+    progress(f"Staged {name}: {record.size / 1e6:.1f} MB, {facts.rows} rows, {record.fingerprint}")
+    return StagedFile(name, record, downloaded=True, content_changed=changed, facts=facts)

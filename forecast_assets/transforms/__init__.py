@@ -1,0 +1,1 @@
+"""Spark DataFrame -> DataFrame transforms; no Dagster, no I/O beyond what they are handed."""

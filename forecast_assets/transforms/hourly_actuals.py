@@ -1,0 +1,51 @@
+"""Rides per pickup hour for the busiest zones, every hour of the month present."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+
+def busiest_zones(trips_in_month: DataFrame, eligible_zones: list[int], top_n: int) -> DataFrame:
+    """The ``top_n`` zones by rides, ties broken by zone id so the choice is repeatable."""
+    return (
+        trips_in_month.filter(F.col("pulocationid").isin(eligible_zones))
+        .groupBy("pulocationid")
+        .count()
+        .orderBy(F.desc("count"), F.asc("pulocationid"))
+        .limit(top_n)
+        .select("pulocationid")
+    )
+
+
+def hourly_actuals(
+    spark: SparkSession,
+    trips: DataFrame,
+    month_start: datetime,
+    month_end: datetime,
+    eligible_zones: list[int],
+    top_n: int,
+) -> DataFrame:
+    """``pickup_hour, pulocationid, total_rides`` with zeros for hours without a ride."""
+    in_month = trips.filter(
+        (F.col("tpep_pickup_datetime") >= F.lit(month_start)) & (F.col("tpep_pickup_datetime") < F.lit(month_end))
+    )
+    counts = in_month.groupBy(
+        F.date_trunc("hour", "tpep_pickup_datetime").alias("pickup_hour"), "pulocationid"
+    ).agg(F.count(F.lit(1)).alias("total_rides"))
+    hours = spark.sql(
+        "SELECT explode(sequence(to_timestamp(:start), to_timestamp(:end) - INTERVAL 1 HOUR, INTERVAL 1 HOUR))"
+        " AS pickup_hour",
+        args={"start": month_start.isoformat(sep=" "), "end": month_end.isoformat(sep=" ")},
+    )
+    grid = hours.crossJoin(F.broadcast(busiest_zones(in_month, eligible_zones, top_n)))
+    return (
+        grid.join(counts, ["pickup_hour", "pulocationid"], "left")
+        .select(
+            "pickup_hour",
+            F.col("pulocationid").cast("int").alias("pulocationid"),
+            F.coalesce("total_rides", F.lit(0)).cast("bigint").alias("total_rides"),
+        )
+    )

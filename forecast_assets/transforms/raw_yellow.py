@@ -1,0 +1,37 @@
+"""Normalise a TLC yellow-taxi file into the raw table's columns, whatever year it is from."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
+
+LINEAGE_COLUMNS = {
+    "source_month": "string",
+    "source_file": "string",
+    "source_fingerprint": "string",
+    "ingested_at": "timestamp",
+}
+
+
+def normalize_trips(
+    trips: DataFrame, source_month: str, source_file: str, source_fingerprint: str, ingested_at: datetime
+) -> DataFrame:
+    """Lower-case the columns, cast each to one type for all years, add the source columns."""
+    by_lower_name = {name.lower(): name for name in trips.columns}
+    columns: list[Column] = []
+    for name, spark_type in RAW_COLUMN_TYPES.items():
+        if name in by_lower_name:
+            columns.append(F.col(f"`{by_lower_name[name]}`").cast(spark_type).alias(name))
+        else:
+            columns.append(F.lit(None).cast(spark_type).alias(name))
+    columns += [
+        F.lit(source_month).alias("source_month"),
+        F.lit(source_file).alias("source_file"),
+        F.lit(source_fingerprint).alias("source_fingerprint"),
+        F.lit(ingested_at).cast("timestamp").alias("ingested_at"),
+    ]
+    return trips.select(*columns)
