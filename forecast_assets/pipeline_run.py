@@ -14,7 +14,7 @@ TABLE_KEYS = [AssetKey(["nyc_taxi", name]) for name in ("raw_yellow", "raw_weath
 
 def ingest_months(partition_keys: list[str], instance: DagsterInstance | None = None) -> list[ExecuteInProcessResult]:
     instance = instance or DagsterInstance.get()
-    job = defs.get_job_def(monthly_ingestion_job.name)
+    job = defs.resolve_job_def(monthly_ingestion_job.name)
     return [
         job.execute_in_process(partition_key=key, instance=instance, raise_on_error=False, run_config=QUIET)
         for key in partition_keys

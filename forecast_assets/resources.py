@@ -1,6 +1,7 @@
 """Dagster resources: the Iceberg catalog, the Spark session over it, staging, and the sources."""
 
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,8 @@ class SparkResource(ConfigurableResource):
     def session(self):
         # Built on first use: file assets never pay for a JVM.
         if self._session is None:
+            if self.master.startswith("local"):
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             self._session = spark_session_from_config(self.spark_config())
             self._session.sparkContext.setLogLevel("ERROR")
         return self._session

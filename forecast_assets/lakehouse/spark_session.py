@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from forecast_assets.lakehouse.catalog import CatalogConfig
 from forecast_assets.lakehouse.spark_jars import plan_jars
 
 log = logging.getLogger(__name__)
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 BASE_SPARK_CONF = {
     "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
@@ -29,6 +32,10 @@ def spark_conf(
     jars = plan_jars(catalog.kind, explicit_jars)
     log.info("Spark jars: %s", jars.describe())
     conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
+    if master.startswith("local"):
+        # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     conf |= jars.spark_conf() | catalog.spark_conf()
     if catalog.kind == "glue":
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (

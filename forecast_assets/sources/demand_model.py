@@ -113,9 +113,9 @@ def hourly_rates(
 ) -> tuple[pd.DatetimeIndex, np.ndarray]:
     """Expected trips per (hour, zone) for a month: shape ``(hours, zones)``."""
     hours = month_hours(month)
-    weekend = hours.dayofweek >= 5
+    weekend = hours.day_of_week >= 5
     profile = np.where(weekend, WEEKEND_PROFILE[hours.hour], WEEKDAY_PROFILE[hours.hour])
-    shape = profile * DAY_OF_WEEK_FACTOR[hours.dayofweek]
+    shape = profile * DAY_OF_WEEK_FACTOR[hours.day_of_week]
     reference = (5 * WEEKDAY_PROFILE.mean() * DAY_OF_WEEK_FACTOR[:5].mean()
                  + 2 * WEEKEND_PROFILE.mean() * DAY_OF_WEEK_FACTOR[5:].mean()) / 7  # fmt: skip
     per_hour = spec.trips_per_month / AVERAGE_HOURS_PER_MONTH

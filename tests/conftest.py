@@ -1,0 +1,45 @@
+"""Shared fixtures: an isolated state folder, a sample source served from loopback, one SparkSession."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# The state folder must be chosen before any project module reads it.
+_STATE = Path(tempfile.mkdtemp(prefix="taxi-tests-"))
+os.environ["TAXI_STATE_DIR"] = str(_STATE)
+os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
+
+from tests.loopback import serve_folder  # noqa: E402
+
+TEST_MONTHS = ["2024-12", "2025-01"]
+TEST_TRIPS_PER_MONTH = 20_000
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_STATE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def state_dir() -> Path:
+    return _STATE
+
+
+@pytest.fixture(scope="session")
+def sample_source(tmp_path_factory):
+    from forecast_assets.sources.sample_source import SampleSource
+
+    source = SampleSource(tmp_path_factory.mktemp("sample"), trips_per_month=TEST_TRIPS_PER_MONTH)
+    source.write_months(TEST_MONTHS)
+    return source
+
+
+@pytest.fixture(scope="session")
+def sample_server(sample_source):
+    """The sample source over real HTTP on 127.0.0.1, as the TLC and NOAA servers would serve it."""
+    with serve_folder(sample_source.root) as base_url:
+        yield base_url

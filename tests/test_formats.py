@@ -1,0 +1,45 @@
+"""The TLC and NOAA layouts: what loads, what is refused, and why."""
+
+import pyarrow as pa
+import pytest
+
+from forecast_assets.sources.noaa_format import row_problems
+from forecast_assets.sources.tlc_format import published_schema, schema_problems, unmapped_columns
+
+
+@pytest.mark.parametrize("year", [2022, 2023, 2024, 2025, 2026])
+def test_every_published_layout_loads(year):
+    assert schema_problems(published_schema(year)) == []
+
+
+def test_layouts_drift_as_tlc_published_them():
+    names_2023, names_2024, names_2025 = (published_schema(y).names for y in (2023, 2024, 2025))
+    assert "airport_fee" in names_2023 and "Airport_fee" in names_2024
+    assert "cbd_congestion_fee" not in names_2024 and "cbd_congestion_fee" in names_2025
+    assert published_schema(2023).field("PULocationID").type == pa.int64()
+    assert published_schema(2024).field("PULocationID").type == pa.int32()
+
+
+def test_a_missing_required_column_is_named():
+    schema = published_schema(2024).remove(published_schema(2024).get_field_index("PULocationID"))
+    assert schema_problems(schema) == ["missing column 'pulocationid'"]
+
+
+def test_a_column_of_the_wrong_kind_is_named():
+    schema = published_schema(2024)
+    schema = schema.set(schema.get_field_index("tpep_pickup_datetime"), pa.field("tpep_pickup_datetime", pa.string()))
+    assert schema_problems(schema) == ["column 'tpep_pickup_datetime' is string, expected timestamp"]
+
+
+def test_new_columns_are_reported_not_refused():
+    schema = published_schema(2025).append(pa.field("surge_fee", pa.float64()))
+    assert schema_problems(schema) == []
+    assert unmapped_columns(schema) == ["surge_fee"]
+
+
+def test_noaa_rows_are_checked_for_month_element_and_shape():
+    good = ["cty", "36061", "New York County", "2025", "01", "prcp"] + ["    1.00"] * 31
+    assert row_problems(good, "prcp", "2025-01") == []
+    assert row_problems(good, "tmax", "2025-01") == ["holds element 'prcp', expected 'tmax'"]
+    assert row_problems(good, "prcp", "2025-02") == ["is for 2025-01, expected 2025-02"]
+    assert row_problems(good[:20], "prcp", "2025-01") == ["has 20 fields, expected 37"]
