@@ -20,7 +20,6 @@ from forecast_assets.sources.noaa_format import ELEMENTS
 monthly_ingestion_job = define_asset_job(
     "monthly_ingestion",
     selection=AssetSelection.groups("sources", "lakehouse"),
-    partitions_def=monthly_partitions,
     description="Download a month's TLC and NOAA files and rebuild its raw and hourly-actuals partitions.",
 )
 

@@ -44,14 +44,14 @@ def resources_from_env() -> dict:
     }
 
 
-def build_definitions() -> Definitions:
+def build_definitions(resources: dict | None = None) -> Definitions:
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
         assets=ASSETS,
         asset_checks=ALL_CHECKS,
         jobs=[monthly_ingestion_job],
         sensors=[new_source_months],
-        resources=resources_from_env(),
+        resources=resources if resources is not None else resources_from_env(),
         executor=in_process_executor,
     )
 

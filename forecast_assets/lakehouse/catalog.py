@@ -71,12 +71,17 @@ class CatalogConfig:
         conf = {
             prefix: "org.apache.iceberg.spark.SparkCatalog",
             "spark.sql.defaultCatalog": self.name,
+            # Other writers (pyiceberg in the Metaflow flow) commit to the same tables: always
+            # read the current metadata rather than a session-cached copy.
+            f"{prefix}.cache-enabled": "false",
         }
         if self.kind == "sql":
             Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
             conf |= {
                 f"{prefix}.type": "jdbc",
                 f"{prefix}.uri": f"jdbc:sqlite:{self.sqlite_path}",
+                # V1 adds view support; pyiceberg's SqlCatalog reads and writes the same layout.
+                f"{prefix}.jdbc.schema-version": "V1",
                 f"{prefix}.warehouse": self.local_warehouse().as_uri(),
             }
         else:

@@ -1,0 +1,87 @@
+"""The code location loads, and its names follow the project's conventions."""
+
+import pytest
+from dagster import AssetKey, build_sensor_context
+
+from forecast_assets.automation import months_to_look_for, new_source_months
+from forecast_assets.config import ActualsConfig
+from forecast_assets.definitions import defs
+from forecast_assets.lakehouse.catalog import CatalogConfig, CatalogConfigError
+from forecast_assets.lakehouse.spark_session import spark_conf
+from forecast_assets.months import monthly_partitions
+from forecast_assets.resources import SourceResource
+from forecast_assets.sources.sample_source import SampleSource
+
+TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
+
+
+def test_table_asset_keys_are_the_iceberg_identifiers():
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    assert {AssetKey(t.split(".")) for t in TABLES} <= keys
+    assert {AssetKey("taxi_trip_files"), AssetKey("weather_files")} <= keys
+
+
+def test_every_table_has_checks_and_every_asset_a_description():
+    graph = defs.resolve_asset_graph()
+    checked = {check.asset_key for check in graph.asset_check_keys}
+    assert {AssetKey(t.split(".")) for t in TABLES} <= checked
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).description, key
+
+
+def test_the_ingestion_job_covers_every_asset():
+    job = defs.resolve_job_def("monthly_ingestion")
+    assert len(job.asset_layer.executable_asset_keys) == 5
+
+
+def test_a_bad_top_zones_value_is_refused():
+    with pytest.raises(Exception, match="top_zones"):
+        ActualsConfig(top_zones=0)
+
+
+def test_a_bad_catalog_kind_is_named():
+    with pytest.raises(CatalogConfigError, match="TAXI_CATALOG='hive' is not a catalog kind; use one of sql, glue"):
+        CatalogConfig(kind="hive")  # type: ignore[arg-type]
+
+
+def test_glue_catalog_needs_an_s3_warehouse():
+    with pytest.raises(CatalogConfigError, match="s3://bucket/prefix"):
+        CatalogConfig(kind="glue", warehouse="/tmp/warehouse")
+
+
+def test_aws_mode_is_configuration_only():
+    conf = spark_conf(CatalogConfig(kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1"))
+    assert conf["spark.sql.catalog.lakehouse.type"] == "glue"
+    assert conf["spark.sql.catalog.lakehouse.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert "org.apache.iceberg:iceberg-aws-bundle" in conf["spark.jars.packages"]
+    properties = CatalogConfig(kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1").pyiceberg_properties()
+    assert properties["type"] == "glue" and properties["glue.region"] == "us-east-1"
+
+
+def test_local_spark_and_pyiceberg_open_the_same_catalog(tmp_path):
+    config = CatalogConfig(kind="sql", warehouse=str(tmp_path / "wh"), sqlite_path=str(tmp_path / "c.sqlite"))
+    conf = spark_conf(config)
+    assert conf["spark.sql.catalog.lakehouse.uri"] == f"jdbc:sqlite:{tmp_path / 'c.sqlite'}"
+    assert config.pyiceberg_properties()["uri"] == f"sqlite:///{tmp_path / 'c.sqlite'}"
+    assert conf["spark.sql.catalog.lakehouse.warehouse"] == config.pyiceberg_properties()["warehouse"]
+    assert conf["spark.driver.host"] == "127.0.0.1"
+
+
+def test_sensor_watches_months_after_the_newest_ingested():
+    keys = ["2024-11-01", "2024-12-01", "2025-01-01", "2025-02-01"]
+    assert months_to_look_for(keys, {"2024-11-01", "2024-12-01"}) == ["2025-01-01", "2025-02-01"]
+    assert months_to_look_for(keys, set()) == ["2025-01-01", "2025-02-01"]
+    assert months_to_look_for(keys, {"2025-02-01"}) == []
+
+
+def test_sensor_requests_only_published_months(tmp_path):
+    from dagster import DagsterInstance
+
+    newest = monthly_partitions.get_last_partition_key()
+    source = SampleSource(tmp_path, trips_per_month=2_000)
+    source.write_month(newest[:7])
+    resources = {"source": SourceResource(trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url)}
+    with DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(instance=instance, resources=resources)
+        requests = list(new_source_months(context))
+    assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]

@@ -1,0 +1,220 @@
+"""The monthly ingestion job on real Spark, Iceberg and a Dagster instance, read back with pyiceberg."""
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from dagster import AssetKey, AssetSelection, DagsterInstance, Definitions, define_asset_job, instance_for_test
+from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
+
+from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.definitions import build_definitions, resources_from_env
+from forecast_assets.lakehouse.catalog import open_catalog
+from forecast_assets.resources import SourceResource
+from forecast_assets.settings import TOP_ZONES
+from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
+from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
+from forecast_assets.sources.tlc_format import trip_file_name
+from tests.conftest import TEST_MONTHS
+from tests.loopback import serve_folder
+
+pytestmark = pytest.mark.integration
+
+TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
+
+
+@dataclass
+class Pipeline:
+    instance: DagsterInstance
+    base_url: str
+
+    def run(self, partition_key: str, base_url: str | None = None):
+        base = base_url or self.base_url
+        resources = resources_from_env() | {
+            "source": SourceResource(trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}")
+        }
+        job = build_definitions(resources).resolve_job_def("monthly_ingestion")
+        return job.execute_in_process(partition_key=partition_key, instance=self.instance, raise_on_error=False)
+
+    def latest_metadata(self, key: str) -> dict:
+        event = self.instance.get_latest_materialization_event(AssetKey(key.split(".")))
+        return event.asset_materialization.metadata
+
+
+@pytest.fixture(scope="module")
+def pipeline(sample_server):
+    with instance_for_test() as instance:
+        pipeline = Pipeline(instance, sample_server)
+        pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
+        yield pipeline
+
+
+def _month_filter(column: str, month: str):
+    start = pd.Timestamp(f"{month}-01", tz="UTC")
+    end = start + pd.offsets.MonthBegin(1)
+    if column == "date":
+        return And(GreaterThanOrEqual(column, start.date().isoformat()), LessThan(column, end.date().isoformat()))
+    return And(GreaterThanOrEqual(column, start.isoformat()), LessThan(column, end.isoformat()))
+
+
+def _table(name):
+    return open_catalog().load_table(name)
+
+
+def _snapshots() -> dict[str, int]:
+    return {name: _table(name).current_snapshot().snapshot_id for name in TABLES}
+
+
+def _raw_trips(month):
+    return _table("nyc_taxi.raw_yellow").scan(row_filter=EqualTo("source_month", month)).to_arrow()
+
+
+def _actuals(month):
+    return _table("nyc_taxi.yellow_rides_hourly_actuals").scan(row_filter=_month_filter("pickup_hour", month)).to_pandas()
+
+
+def test_every_month_materializes_every_table_and_passes_every_check(pipeline):
+    for month, result in pipeline.first_runs.items():
+        assert result.success, month
+        materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+        assert materialized == {"taxi_trip_files", "weather_files", *(t.replace(".", "/") for t in TABLES)}
+        evaluations = result.get_asset_check_evaluations()
+        assert len(evaluations) == 11
+        assert [e.check_name for e in evaluations if not e.passed] == []
+
+
+def test_raw_trips_match_the_source_file_with_one_schema_across_years(pipeline, sample_source):
+    for month in TEST_MONTHS:
+        trips = _raw_trips(month)
+        assert trips.num_rows == pq.ParquetFile(sample_source.trip_path(month)).metadata.num_rows
+        assert set(trips.column_names) >= {"pulocationid", "airport_fee", "cbd_congestion_fee", "source_fingerprint"}
+        assert trips.column("airport_fee").null_count < trips.num_rows  # Airport_fee and airport_fee both land
+    assert _raw_trips("2024-12").column("cbd_congestion_fee").null_count == _raw_trips("2024-12").num_rows
+    assert _raw_trips("2025-01").column("cbd_congestion_fee").null_count < _raw_trips("2025-01").num_rows
+
+
+def test_actuals_hold_every_hour_of_the_busiest_zones(pipeline, sample_source):
+    month = "2025-01"
+    actuals = _actuals(month)
+    hours = 31 * 24
+    assert len(actuals) == TOP_ZONES * hours
+    assert actuals.groupby("pulocationid").pickup_hour.nunique().eq(hours).all()
+    # Recount from the source file with pandas, independently of Spark.
+    trips = pq.read_table(sample_source.trip_path(month), columns=["tpep_pickup_datetime", "PULocationID"]).to_pandas()
+    trips = trips[(trips.tpep_pickup_datetime >= "2025-01-01") & (trips.tpep_pickup_datetime < "2025-02-01")]
+    busiest = trips.groupby("PULocationID").size().sort_values(ascending=False).head(TOP_ZONES)
+    assert set(actuals.pulocationid) == set(busiest.index)
+    assert actuals.groupby("pulocationid").total_rides.sum().sort_index().tolist() == busiest.sort_index().tolist()
+    assert (actuals.total_rides == 0).any()  # quiet hours are present as zeros
+
+
+def test_weather_is_long_format_for_the_five_boroughs(pipeline, sample_source):
+    weather = _table("nyc_taxi.raw_weather").scan(row_filter=_month_filter("date", "2024-12")).to_pandas()
+    assert len(weather) == 5 * 31 * len(ELEMENTS)
+    assert set(weather.county_fips) == set(NYC_COUNTY_FIPS)
+    csv_row = next(
+        line.split(",")
+        for line in (sample_source.root / WEATHER_DIR / "2024" / "tmax-202412-cty-scaled.csv").read_text().splitlines()
+        if line.split(",")[1] == "36061"
+    )
+    value = weather[(weather.county_fips == "36061") & (weather.element == "tmax") & (weather.date.astype(str) == "2024-12-07")]
+    assert value.value.item() == pytest.approx(float(csv_row[6 + 6]))
+
+
+def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_source):
+    current = _snapshots()
+    for name in TABLES:
+        metadata = pipeline.latest_metadata(name)
+        assert metadata[SNAPSHOT_ID].value == current[name]
+        assert metadata["dagster/table_name"].value == name
+        assert metadata["partition"].value == "2025-01-01"
+        assert metadata["dagster/column_schema"].value.columns
+    raw = pipeline.latest_metadata("nyc_taxi.raw_yellow")
+    digest = hashlib.sha256(sample_source.trip_path("2025-01").read_bytes()).hexdigest()
+    assert raw["source_fingerprint"].value == f"sha256:{digest}"
+    assert raw["source_file"].value == trip_file_name("2025-01")
+    assert raw["dagster/row_count"].value == _raw_trips("2025-01").num_rows
+
+
+def test_rematerializing_a_month_replaces_it_with_identical_counts(pipeline):
+    before = {name: pipeline.latest_metadata(name) for name in TABLES}
+    table_rows = {name: _table(name).scan().to_arrow().num_rows for name in TABLES}
+    result = pipeline.run("2025-01-01")
+    assert result.success
+    for name in TABLES:
+        after = pipeline.latest_metadata(name)
+        assert after["dagster/row_count"].value == before[name]["dagster/row_count"].value
+        assert after[SNAPSHOT_ID].value != before[name][SNAPSHOT_ID].value
+        assert _table(name).scan().to_arrow().num_rows == table_rows[name]
+    files = pipeline.latest_metadata("taxi_trip_files")
+    assert files["downloaded"].value is False  # unchanged at the source: not fetched again
+
+
+def test_a_check_fails_on_duplicated_actuals(pipeline):
+    table = _table("nyc_taxi.yellow_rides_hourly_actuals")
+    good_snapshot = table.current_snapshot().snapshot_id
+    table.append(table.scan(row_filter=_month_filter("pickup_hour", "2025-01"), limit=3).to_arrow())
+    try:
+        checks_only = define_asset_job(
+            "actuals_checks", selection=AssetSelection.checks_for_assets(AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"]))
+        )
+        job = Definitions.merge(build_definitions(), Definitions(jobs=[checks_only])).resolve_job_def("actuals_checks")
+        # A checks-only run names its partition by tag, as the UI's "Execute checks" does.
+        result = job.execute_in_process(
+            tags={"dagster/partition": "2025-01-01"}, instance=pipeline.instance, raise_on_error=False
+        )
+        failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
+        assert set(failed) == {"actuals_no_duplicate_keys"}
+        assert failed["actuals_no_duplicate_keys"].metadata["duplicate_keys"].value == 3
+    finally:
+        table.manage_snapshots().rollback_to_snapshot(good_snapshot).commit()
+
+
+@pytest.fixture
+def bad_source(sample_source, tmp_path):
+    """A copy of the sample source whose 2025-01 trip file a test spoils."""
+    root = tmp_path / "source"
+    shutil.copytree(sample_source.root, root)
+    return root, root / TRIP_DIR / trip_file_name("2025-01")
+
+
+def _spoil(kind: str, path, sample_source):
+    good = sample_source.trip_path("2025-01")
+    if kind == "html":
+        path.write_text("<!DOCTYPE html><html><body><h1>403 Forbidden</h1></body></html>")
+    elif kind == "truncated":
+        path.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    elif kind == "missing_column":
+        pq.write_table(pq.read_table(good).drop(["tpep_pickup_datetime"]), path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "partition", "expected"),
+    [
+        ("html", "2025-01-01", "yellow_tripdata_2025-01.parquet from .* is an HTML page"),
+        ("truncated", "2025-01-01", "yellow_tripdata_2025-01.parquet from .* is truncated"),
+        ("missing_column", "2025-01-01", "missing column 'tpep_pickup_datetime'"),
+        ("missing_month", "2025-03-01", "yellow_tripdata_2025-03.parquet does not exist .* Materialize an earlier month"),
+    ],
+)
+def test_bad_input_fails_clearly_and_changes_no_table(pipeline, sample_source, bad_source, kind, partition, expected):
+    root, trip_file = bad_source
+    _spoil(kind, trip_file, sample_source)
+    before = _snapshots()
+    weather_before = _table("nyc_taxi.raw_weather").scan().to_pandas().sort_values(["county_fips", "date", "element"])
+    staged_before = pipeline.latest_metadata("taxi_trip_files")["source_fingerprint"].value
+    with serve_folder(root) as base_url:
+        result = pipeline.run(partition, base_url)
+    assert not result.success
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "taxi_trip_files")
+    message = failure.step_failure_data.error.message + " " + str(failure.step_failure_data.user_failure_data)
+    assert pd.Series([message]).str.contains(expected, regex=True).item(), message
+    after = _snapshots()
+    assert after["nyc_taxi.raw_yellow"] == before["nyc_taxi.raw_yellow"]
+    assert after["nyc_taxi.yellow_rides_hourly_actuals"] == before["nyc_taxi.yellow_rides_hourly_actuals"]
+    weather_after = _table("nyc_taxi.raw_weather").scan().to_pandas().sort_values(["county_fips", "date", "element"])
+    pd.testing.assert_frame_equal(weather_after.reset_index(drop=True), weather_before.reset_index(drop=True))
+    assert pipeline.latest_metadata("taxi_trip_files")["source_fingerprint"].value == staged_before
