@@ -1,6 +1,5 @@
 """Jobs and the sensor that brings in each new month as soon as TLC and NOAA publish it."""
 
-
 from dagster import (
     AssetKey,
     AssetSelection,

@@ -1,6 +1,5 @@
 """Per-run settings a user can change in the Dagster launchpad."""
 
-
 from dagster import Config
 from pydantic import Field
 

@@ -1,6 +1,5 @@
 """Dagster resources: the Iceberg catalog, the Spark session over it, staging, and the sources."""
 
-
 import os
 from pathlib import Path
 from typing import Any

@@ -54,7 +54,9 @@ def test_aws_mode_is_configuration_only():
     assert conf["spark.sql.catalog.lakehouse.type"] == "glue"
     assert conf["spark.sql.catalog.lakehouse.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
     assert "org.apache.iceberg:iceberg-aws-bundle" in conf["spark.jars.packages"]
-    properties = CatalogConfig(kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1").pyiceberg_properties()
+    properties = CatalogConfig(
+        kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1"
+    ).pyiceberg_properties()
     assert properties["type"] == "glue" and properties["glue.region"] == "us-east-1"
 
 

@@ -3,15 +3,21 @@
 import pytest
 
 from forecast_assets.sources.download import SourceMissing, fetch_if_changed, source_version
-from forecast_assets.sources.staging import LocalStaging
 from forecast_assets.sources.stage import stage_file
+from forecast_assets.sources.staging import LocalStaging
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
 
 
 def _stage(url, staging, tmp_path):
-    return stage_file(url, "taxi/" + url.rsplit("/", 1)[-1], staging, lambda p: verify_trip_file(p, url),
-                      tmp_path / "work", progress=lambda message: None)
+    return stage_file(
+        url,
+        "taxi/" + url.rsplit("/", 1)[-1],
+        staging,
+        lambda p: verify_trip_file(p, url),
+        tmp_path / "work",
+        progress=lambda message: None,
+    )
 
 
 def test_http_download_is_skipped_when_the_source_is_unchanged(sample_server, tmp_path):

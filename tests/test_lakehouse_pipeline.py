@@ -73,7 +73,9 @@ def _raw_trips(month):
 
 
 def _actuals(month):
-    return _table("nyc_taxi.yellow_rides_hourly_actuals").scan(row_filter=_month_filter("pickup_hour", month)).to_pandas()
+    return (
+        _table("nyc_taxi.yellow_rides_hourly_actuals").scan(row_filter=_month_filter("pickup_hour", month)).to_pandas()
+    )
 
 
 def test_every_month_materializes_every_table_and_passes_every_check(pipeline):
@@ -120,7 +122,9 @@ def test_weather_is_long_format_for_the_five_boroughs(pipeline, sample_source):
         for line in (sample_source.root / WEATHER_DIR / "2024" / "tmax-202412-cty-scaled.csv").read_text().splitlines()
         if line.split(",")[1] == "36061"
     )
-    value = weather[(weather.county_fips == "36061") & (weather.element == "tmax") & (weather.date.astype(str) == "2024-12-07")]
+    value = weather[
+        (weather.county_fips == "36061") & (weather.element == "tmax") & (weather.date.astype(str) == "2024-12-07")
+    ]
     assert value.value.item() == pytest.approx(float(csv_row[6 + 6]))
 
 
@@ -159,7 +163,8 @@ def test_a_check_fails_on_duplicated_actuals(pipeline):
     table.append(table.scan(row_filter=_month_filter("pickup_hour", "2025-01"), limit=3).to_arrow())
     try:
         checks_only = define_asset_job(
-            "actuals_checks", selection=AssetSelection.checks_for_assets(AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"]))
+            "actuals_checks",
+            selection=AssetSelection.checks_for_assets(AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"])),
         )
         job = Definitions.merge(build_definitions(), Definitions(jobs=[checks_only])).resolve_job_def("actuals_checks")
         # A checks-only run names its partition by tag, as the UI's "Execute checks" does.
@@ -197,7 +202,11 @@ def _spoil(kind: str, path, sample_source):
         ("html", "2025-01-01", "yellow_tripdata_2025-01.parquet from .* is an HTML page"),
         ("truncated", "2025-01-01", "yellow_tripdata_2025-01.parquet from .* is truncated"),
         ("missing_column", "2025-01-01", "missing column 'tpep_pickup_datetime'"),
-        ("missing_month", "2025-03-01", "yellow_tripdata_2025-03.parquet does not exist .* Materialize an earlier month"),
+        (
+            "missing_month",
+            "2025-03-01",
+            "yellow_tripdata_2025-03.parquet does not exist .* Materialize an earlier month",
+        ),
     ],
 )
 def test_bad_input_fails_clearly_and_changes_no_table(pipeline, sample_source, bad_source, kind, partition, expected):

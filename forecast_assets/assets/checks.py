@@ -53,7 +53,9 @@ def raw_yellow_row_count_matches_source(context, spark: SparkResource, staging: 
     record = staging.store().record(trip_staging_name(window.month))
     source_rows = record.rows if record else -1
     table_rows = rows.count()
-    return AssetCheckResult(passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows})
+    return AssetCheckResult(
+        passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows}
+    )
 
 
 @asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
@@ -94,7 +96,9 @@ def raw_weather_row_count_matches_source(context, spark: SparkResource, staging:
     staged = [staging.store().record(weather_staging_name(element, window.month)) for element in ELEMENTS]
     expected = len(NYC_COUNTY_FIPS) * window.days * sum(record is not None for record in staged)
     table_rows = rows.count()
-    return AssetCheckResult(passed=table_rows == expected, metadata={"table_rows": table_rows, "expected_rows": expected})
+    return AssetCheckResult(
+        passed=table_rows == expected, metadata={"table_rows": table_rows, "expected_rows": expected}
+    )
 
 
 @asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
@@ -119,12 +123,17 @@ def raw_weather_values_in_physical_range(context, spark: SparkResource) -> Asset
     for element, (low, high) in VALUE_RANGES.items():
         out_of_range = out_of_range | ((F.col("element") == element) & ~F.col("value").between(low, high))
     counts = rows.agg(
-        F.sum(out_of_range.cast("int")).alias("out_of_range"), F.sum(F.col("value").isNull().cast("int")).alias("missing")
+        F.sum(out_of_range.cast("int")).alias("out_of_range"),
+        F.sum(F.col("value").isNull().cast("int")).alias("missing"),
     ).first()
     bad = int(counts["out_of_range"] or 0)
     return AssetCheckResult(
         passed=bad == 0,
-        metadata={"values_out_of_range": bad, "missing_values": int(counts["missing"] or 0), "ranges": str(VALUE_RANGES)},
+        metadata={
+            "values_out_of_range": bad,
+            "missing_values": int(counts["missing"] or 0),
+            "ranges": str(VALUE_RANGES),
+        },
     )
 
 

@@ -1,13 +1,20 @@
 """Iceberg table assets written by Spark: raw trips, raw weather, hourly actuals."""
 
-
 from datetime import UTC, datetime
 
 from dagster import AssetExecutionContext, AssetKey, DataVersion, Failure, MaterializeResult, asset
 
 from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID, table_metadata
-from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, last_write, month_rows, replace_month
+from forecast_assets.config import ActualsConfig
+from forecast_assets.lakehouse.tables import (
+    HOURLY_ACTUALS,
+    RAW_WEATHER,
+    RAW_YELLOW,
+    last_write,
+    month_rows,
+    replace_month,
+)
 from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.settings import NAMESPACE
@@ -16,7 +23,6 @@ from forecast_assets.sources.zones import load_zones
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
 from forecast_assets.transforms.raw_yellow import normalize_trips
-from forecast_assets.config import ActualsConfig
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
@@ -74,7 +80,9 @@ def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: S
     csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
     rows = weather_long(csv_rows)
     write = replace_month(spark.session, RAW_WEATHER, rows, window.start, window.end)
-    context.log.info(f"{RAW_WEATHER.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
+    context.log.info(
+        f"{RAW_WEATHER.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
+    )
     metadata = table_metadata(
         RAW_WEATHER,
         write,

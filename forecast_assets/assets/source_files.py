@@ -1,6 +1,5 @@
 """Source file assets: each month's TLC trip file and NOAA weather files, verified and staged."""
 
-
 import hashlib
 
 from dagster import AssetExecutionContext, DataVersion, Failure, MaterializeResult, MetadataValue, asset

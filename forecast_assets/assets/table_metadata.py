@@ -22,9 +22,7 @@ def table_schema(schema: StructType) -> TableSchema:
     )
 
 
-def table_metadata(
-    spec: TableSpec, write: WriteResult, schema: StructType, partition_key: str, **extra
-) -> dict:
+def table_metadata(spec: TableSpec, write: WriteResult, schema: StructType, partition_key: str, **extra) -> dict:
     """Identifier, snapshot, partition row count and schema, plus whatever the asset adds."""
     return {
         TABLE_NAME: spec.identifier,

@@ -38,7 +38,5 @@ def spark_conf(
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
     conf |= jars.spark_conf() | catalog.spark_conf()
     if catalog.kind == "glue":
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
-            "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
-        )
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
     return conf | (extra or {})

@@ -32,20 +32,17 @@ def hourly_actuals(
     in_month = trips.filter(
         (F.col("tpep_pickup_datetime") >= F.lit(month_start)) & (F.col("tpep_pickup_datetime") < F.lit(month_end))
     )
-    counts = in_month.groupBy(
-        F.date_trunc("hour", "tpep_pickup_datetime").alias("pickup_hour"), "pulocationid"
-    ).agg(F.count(F.lit(1)).alias("total_rides"))
+    counts = in_month.groupBy(F.date_trunc("hour", "tpep_pickup_datetime").alias("pickup_hour"), "pulocationid").agg(
+        F.count(F.lit(1)).alias("total_rides")
+    )
     hours = spark.sql(
         "SELECT explode(sequence(to_timestamp(:start), to_timestamp(:end) - INTERVAL 1 HOUR, INTERVAL 1 HOUR))"
         " AS pickup_hour",
         args={"start": month_start.isoformat(sep=" "), "end": month_end.isoformat(sep=" ")},
     )
     grid = hours.crossJoin(F.broadcast(busiest_zones(in_month, eligible_zones, top_n)))
-    return (
-        grid.join(counts, ["pickup_hour", "pulocationid"], "left")
-        .select(
-            "pickup_hour",
-            F.col("pulocationid").cast("int").alias("pulocationid"),
-            F.coalesce("total_rides", F.lit(0)).cast("bigint").alias("total_rides"),
-        )
+    return grid.join(counts, ["pickup_hour", "pulocationid"], "left").select(
+        "pickup_hour",
+        F.col("pulocationid").cast("int").alias("pulocationid"),
+        F.coalesce("total_rides", F.lit(0)).cast("bigint").alias("total_rides"),
     )
