@@ -14,7 +14,6 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 
 def main() -> int:
@@ -35,7 +34,9 @@ def main() -> int:
     started = time.perf_counter()
     source = SampleSource(state_path("sample_source"), trips_per_month=args.trips)
     source.write_month(args.month)
-    print(f"sample month {args.month}: {args.trips:,} trips requested, written in {time.perf_counter() - started:.1f} s")
+    print(
+        f"sample month {args.month}: {args.trips:,} trips requested, written in {time.perf_counter() - started:.1f} s"
+    )
 
     resources = resources_from_env() | {
         "source": SourceResource(trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url)

@@ -136,11 +136,17 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
         assert metadata["dagster/table_name"].value == name
         assert metadata["partition"].value == "2025-01-01"
         assert metadata["dagster/column_schema"].value.columns
+        summary = _table(name).current_snapshot().summary
+        assert summary["dagster.partition"] == "2025-01-01"
+        assert summary["dagster.run-id"] == pipeline.first_runs["2025-01"].run_id
     raw = pipeline.latest_metadata("nyc_taxi.raw_yellow")
     digest = hashlib.sha256(sample_source.trip_path("2025-01").read_bytes()).hexdigest()
     assert raw["source_fingerprint"].value == f"sha256:{digest}"
     assert raw["source_file"].value == trip_file_name("2025-01")
     assert raw["dagster/row_count"].value == _raw_trips("2025-01").num_rows
+    actuals = pipeline.latest_metadata("nyc_taxi.yellow_rides_hourly_actuals")
+    assert actuals["source_fingerprint"].value == raw["source_fingerprint"].value
+    assert actuals[f"input/nyc_taxi.raw_yellow/{SNAPSHOT_ID}"].value == raw[SNAPSHOT_ID].value
 
 
 def test_rematerializing_a_month_replaces_it_with_identical_counts(pipeline):

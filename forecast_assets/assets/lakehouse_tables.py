@@ -50,7 +50,8 @@ def raw_yellow(context: AssetExecutionContext, spark: SparkResource, staging: St
     record = _staged_or_fail(staging, name, "taxi_trip_files", context.partition_key)
     trips = spark.session.read.parquet(staging.store().spark_path(name))
     rows = normalize_trips(trips, window.month, name.rsplit("/", 1)[-1], record.fingerprint, datetime.now(UTC))
-    write = replace_month(spark.session, RAW_YELLOW, rows, window.start, window.end)
+    properties = _snapshot_properties(context, **{"source.fingerprint": record.fingerprint})
+    write = replace_month(spark.session, RAW_YELLOW, rows, window.start, window.end, properties)
     context.log.info(f"{RAW_YELLOW.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
     metadata = table_metadata(
         RAW_YELLOW,
@@ -79,7 +80,9 @@ def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: S
     paths = [staging.store().spark_path(name) for name in names]
     csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
     rows = weather_long(csv_rows)
-    write = replace_month(spark.session, RAW_WEATHER, rows, window.start, window.end)
+    fingerprints = ", ".join(record.fingerprint for record in records)
+    properties = _snapshot_properties(context, **{"source.fingerprint": fingerprints})
+    write = replace_month(spark.session, RAW_WEATHER, rows, window.start, window.end, properties)
     context.log.info(
         f"{RAW_WEATHER.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
@@ -89,9 +92,13 @@ def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: S
         rows.schema,
         context.partition_key,
         source_file=", ".join(name.rsplit("/", 1)[-1] for name in names),
-        source_fingerprint=", ".join(record.fingerprint for record in records),
+        source_fingerprint=fingerprints,
     )
     return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
+
+
+def _snapshot_properties(context: AssetExecutionContext, **sources: str) -> dict[str, str]:
+    return {"dagster.run-id": context.run.run_id, "dagster.partition": context.partition_key, **sources}
 
 
 def eligible_zones() -> list[int]:
@@ -119,8 +126,12 @@ def yellow_rides_hourly_actuals(
         )
         raise Failure(description=msg, allow_retries=False)
     source_snapshot = last_write(session, RAW_YELLOW).snapshot_id
+    sources = trips.select("source_file", "source_fingerprint").distinct().collect()
+    source_files = ", ".join(sorted(row["source_file"] for row in sources))
+    source_fingerprints = ", ".join(sorted(row["source_fingerprint"] for row in sources))
     rows = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
-    write = replace_month(session, HOURLY_ACTUALS, rows, window.start, window.end)
+    properties = _snapshot_properties(context, **{f"input.{RAW_YELLOW.identifier}.snapshot-id": str(source_snapshot)})
+    write = replace_month(session, HOURLY_ACTUALS, rows, window.start, window.end, properties)
     zones = write.rows_written // window.hours
     context.log.info(f"{HOURLY_ACTUALS.identifier} {window.month}: {zones} zones x {window.hours} hours")
     metadata = table_metadata(
@@ -131,6 +142,8 @@ def yellow_rides_hourly_actuals(
         zones=zones,
         hours=window.hours,
         top_zones_requested=config.top_zones,
+        source_file=source_files,
+        source_fingerprint=source_fingerprints,
         **{f"input/{RAW_YELLOW.identifier}/{SNAPSHOT_ID}": source_snapshot},
     )
     return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))

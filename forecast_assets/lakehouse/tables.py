@@ -82,12 +82,24 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
 
 
 def replace_month(
-    spark: SparkSession, spec: TableSpec, rows: DataFrame, month_start: datetime, month_end: datetime
+    spark: SparkSession,
+    spec: TableSpec,
+    rows: DataFrame,
+    month_start: datetime,
+    month_end: datetime,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> WriteResult:
-    """Atomically swap one month's partition for ``rows``: a re-run replaces, never appends."""
+    """Atomically swap one month's partition for ``rows``: a re-run replaces, never appends.
+
+    ``snapshot_properties`` land in the Iceberg snapshot summary, so the table itself records
+    which run and which source file made each version.
+    """
     ensure_table(spark, spec)
     condition = spec.month_condition(month_start, month_end)
-    rows.select(*spec.columns).writeTo(spec.identifier).overwrite(F.expr(condition))
+    writer = rows.select(*spec.columns).writeTo(spec.identifier)
+    for key, value in (snapshot_properties or {}).items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    writer.overwrite(F.expr(condition))
     return last_write(spark, spec)
 
 
