@@ -10,7 +10,7 @@ from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yel
 from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
 from forecast_assets.months import MonthWindow, monthly_partitions
-from forecast_assets.resources import SparkResource, StagingResource
+from forecast_assets.resources import IcebergCatalogResource, SparkResource, StagingResource
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS, VALUE_RANGES
 
 # Partitioned asset checks are a Dagster preview feature; we rely on it knowingly, once per module load.
@@ -31,6 +31,12 @@ def _partition(spark: SparkResource, spec: TableSpec, partition_key: str) -> tup
     return month_rows(spark.session, spec, window.start, window.end), window
 
 
+def _iceberg_row_count(catalog: IcebergCatalogResource, spec: TableSpec, window: MonthWindow) -> int:
+    """Rows in the month's partition, counted by pyiceberg from table metadata, without Spark."""
+    table = catalog.load().load_table(spec.identifier)
+    return table.scan(row_filter=spec.iceberg_filter(window.start, window.end)).count()
+
+
 def _null_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
     counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
     nulls = {k: int(counts[k] or 0) for k in keys}
@@ -47,12 +53,14 @@ def _duplicate_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
 
 
 @asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
-def raw_yellow_row_count_matches_source(context, spark: SparkResource, staging: StagingResource) -> AssetCheckResult:
+def raw_yellow_row_count_matches_source(
+    context, catalog: IcebergCatalogResource, staging: StagingResource
+) -> AssetCheckResult:
     """The month's partition holds exactly as many rows as the staged TLC file."""
-    rows, window = _partition(spark, RAW_YELLOW, context.partition_key)
+    window = MonthWindow.from_partition_key(context.partition_key)
     record = staging.store().record(trip_staging_name(window.month))
     source_rows = record.rows if record else -1
-    table_rows = rows.count()
+    table_rows = _iceberg_row_count(catalog, RAW_YELLOW, window)
     return AssetCheckResult(
         passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows}
     )
@@ -90,12 +98,14 @@ def raw_yellow_pickups_inside_month(context, spark: SparkResource) -> AssetCheck
 
 
 @asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
-def raw_weather_row_count_matches_source(context, spark: SparkResource, staging: StagingResource) -> AssetCheckResult:
+def raw_weather_row_count_matches_source(
+    context, catalog: IcebergCatalogResource, staging: StagingResource
+) -> AssetCheckResult:
     """One row per NYC county, day and element in the source files."""
-    rows, window = _partition(spark, RAW_WEATHER, context.partition_key)
+    window = MonthWindow.from_partition_key(context.partition_key)
     staged = [staging.store().record(weather_staging_name(element, window.month)) for element in ELEMENTS]
     expected = len(NYC_COUNTY_FIPS) * window.days * sum(record is not None for record in staged)
-    table_rows = rows.count()
+    table_rows = _iceberg_row_count(catalog, RAW_WEATHER, window)
     return AssetCheckResult(
         passed=table_rows == expected, metadata={"table_rows": table_rows, "expected_rows": expected}
     )

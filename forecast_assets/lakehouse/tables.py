@@ -38,6 +38,13 @@ class TableSpec:
             f"AND {self.month_column} < {cast} '{month_end:%Y-%m-%d}'"
         )
 
+    def iceberg_filter(self, month_start: datetime, month_end: datetime) -> str:
+        """The same month as a pyiceberg row filter (Spark's timestamps are UTC-adjusted in Iceberg)."""
+        if self.month_column_kind == "text":
+            return self.month_condition(month_start, month_end)
+        fmt = "%Y-%m-%d" if self.columns[self.month_column] == "date" else "%Y-%m-%dT%H:%M:%S+00:00"
+        return f"{self.month_column} >= '{month_start:{fmt}}' AND {self.month_column} < '{month_end:{fmt}}'"
+
     def ddl(self) -> str:
         columns = ", ".join(f"{name} {spark_type}" for name, spark_type in self.columns.items())
         properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
