@@ -37,6 +37,36 @@ def _iceberg_row_count(catalog: IcebergCatalogResource, spec: TableSpec, window:
     return table.scan(row_filter=spec.iceberg_filter(window.start, window.end)).count()
 
 
+def null_key_check(asset, spec: TableSpec, keys: list[str], prefix: str):
+    @asset_check(
+        asset=asset,
+        name=f"{prefix}_no_null_keys",
+        partitions_def=monthly_partitions,
+        blocking=True,
+        description=f"Every row has a {' and a '.join(keys)}.",
+    )
+    def _check(context, spark: SparkResource) -> AssetCheckResult:
+        rows, _ = _partition(spark, spec, context.partition_key)
+        return _null_key_result(rows, keys)
+
+    return _check
+
+
+def duplicate_key_check(asset, spec: TableSpec, keys: list[str], prefix: str):
+    @asset_check(
+        asset=asset,
+        name=f"{prefix}_no_duplicate_keys",
+        partitions_def=monthly_partitions,
+        blocking=True,
+        description=f"At most one row per {', '.join(keys)}.",
+    )
+    def _check(context, spark: SparkResource) -> AssetCheckResult:
+        rows, _ = _partition(spark, spec, context.partition_key)
+        return _duplicate_key_result(rows, keys)
+
+    return _check
+
+
 def _null_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
     counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
     nulls = {k: int(counts[k] or 0) for k in keys}
@@ -64,13 +94,6 @@ def raw_yellow_row_count_matches_source(
     return AssetCheckResult(
         passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows}
     )
-
-
-@asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
-def raw_yellow_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
-    """No trip lacks a pickup time or a pickup zone."""
-    rows, _ = _partition(spark, RAW_YELLOW, context.partition_key)
-    return _null_key_result(rows, RAW_YELLOW_KEYS)
 
 
 @asset_check(asset=raw_yellow, partitions_def=monthly_partitions)
@@ -111,20 +134,6 @@ def raw_weather_row_count_matches_source(
     )
 
 
-@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
-def raw_weather_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
-    """Every row names its county, date and element."""
-    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
-    return _null_key_result(rows, WEATHER_KEYS)
-
-
-@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
-def raw_weather_no_duplicate_keys(context, spark: SparkResource) -> AssetCheckResult:
-    """At most one value per county, date and element."""
-    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
-    return _duplicate_key_result(rows, WEATHER_KEYS)
-
-
 @asset_check(asset=raw_weather, partitions_def=monthly_partitions)
 def raw_weather_values_in_physical_range(context, spark: SparkResource) -> AssetCheckResult:
     """Precipitation and temperatures are physically possible; missing values are counted."""
@@ -145,20 +154,6 @@ def raw_weather_values_in_physical_range(context, spark: SparkResource) -> Asset
             "ranges": str(VALUE_RANGES),
         },
     )
-
-
-@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
-def actuals_no_null_keys(context, spark: SparkResource) -> AssetCheckResult:
-    """Every row names its pickup hour and zone."""
-    rows, _ = _partition(spark, HOURLY_ACTUALS, context.partition_key)
-    return _null_key_result(rows, ACTUALS_KEYS)
-
-
-@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
-def actuals_no_duplicate_keys(context, spark: SparkResource) -> AssetCheckResult:
-    """At most one row per pickup hour and zone."""
-    rows, _ = _partition(spark, HOURLY_ACTUALS, context.partition_key)
-    return _duplicate_key_result(rows, ACTUALS_KEYS)
 
 
 @asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
@@ -185,14 +180,14 @@ def actuals_every_zone_has_every_hour(context, spark: SparkResource) -> AssetChe
 
 ALL_CHECKS = [
     raw_yellow_row_count_matches_source,
-    raw_yellow_no_null_keys,
+    null_key_check(raw_yellow, RAW_YELLOW, RAW_YELLOW_KEYS, "raw_yellow"),
     raw_yellow_no_duplicate_trips,
     raw_yellow_pickups_inside_month,
     raw_weather_row_count_matches_source,
-    raw_weather_no_null_keys,
-    raw_weather_no_duplicate_keys,
+    null_key_check(raw_weather, RAW_WEATHER, WEATHER_KEYS, "raw_weather"),
+    duplicate_key_check(raw_weather, RAW_WEATHER, WEATHER_KEYS, "raw_weather"),
     raw_weather_values_in_physical_range,
-    actuals_no_null_keys,
-    actuals_no_duplicate_keys,
+    null_key_check(yellow_rides_hourly_actuals, HOURLY_ACTUALS, ACTUALS_KEYS, "actuals"),
+    duplicate_key_check(yellow_rides_hourly_actuals, HOURLY_ACTUALS, ACTUALS_KEYS, "actuals"),
     actuals_every_zone_has_every_hour,
 ]

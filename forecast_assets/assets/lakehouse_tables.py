@@ -3,14 +3,16 @@
 from datetime import UTC, datetime
 
 from dagster import AssetExecutionContext, AssetKey, DataVersion, Failure, MaterializeResult, asset
+from pyspark.sql import DataFrame
 
 from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
-from forecast_assets.assets.table_metadata import SNAPSHOT_ID, table_metadata
+from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID, table_metadata
 from forecast_assets.config import ActualsConfig
 from forecast_assets.lakehouse.tables import (
     HOURLY_ACTUALS,
     RAW_WEATHER,
     RAW_YELLOW,
+    TableSpec,
     last_write,
     month_rows,
     replace_month,
@@ -26,6 +28,40 @@ from forecast_assets.transforms.raw_yellow import normalize_trips
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
+
+
+def _replace_month(
+    context: AssetExecutionContext,
+    spark: SparkResource,
+    spec: TableSpec,
+    rows: DataFrame,
+    window: MonthWindow,
+    source_file: str,
+    source_fingerprint: str,
+    snapshot_properties: dict[str, str] | None = None,
+    **metadata,
+) -> MaterializeResult:
+    """Replace the month in ``spec``'s table and report the new snapshot as the asset's version."""
+    properties = {
+        "dagster.run-id": context.run.run_id,
+        "dagster.partition": context.partition_key,
+        "source.fingerprint": source_fingerprint,
+        **(snapshot_properties or {}),
+    }
+    write = replace_month(spark.session, spec, rows, window.start, window.end, properties)
+    context.log.info(f"{spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
+    return MaterializeResult(
+        metadata=table_metadata(
+            spec,
+            write,
+            rows.schema,
+            context.partition_key,
+            source_file=source_file,
+            source_fingerprint=source_fingerprint,
+            **metadata,
+        ),
+        data_version=DataVersion(str(write.snapshot_id)),
+    )
 
 
 def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partition_key: str):
@@ -49,20 +85,11 @@ def raw_yellow(context: AssetExecutionContext, spark: SparkResource, staging: St
     name = trip_staging_name(window.month)
     record = _staged_or_fail(staging, name, "taxi_trip_files", context.partition_key)
     trips = spark.session.read.parquet(staging.store().spark_path(name))
-    rows = normalize_trips(trips, window.month, name.rsplit("/", 1)[-1], record.fingerprint, datetime.now(UTC))
-    properties = _snapshot_properties(context, **{"source.fingerprint": record.fingerprint})
-    write = replace_month(spark.session, RAW_YELLOW, rows, window.start, window.end, properties)
-    context.log.info(f"{RAW_YELLOW.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
-    metadata = table_metadata(
-        RAW_YELLOW,
-        write,
-        rows.schema,
-        context.partition_key,
-        source_file=name.rsplit("/", 1)[-1],
-        source_fingerprint=record.fingerprint,
-        source_rows=record.rows or 0,
+    source_file = name.rsplit("/", 1)[-1]
+    rows = normalize_trips(trips, window.month, source_file, record.fingerprint, datetime.now(UTC))
+    return _replace_month(
+        context, spark, RAW_YELLOW, rows, window, source_file, record.fingerprint, source_rows=record.rows or 0
     )
-    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
 
 
 @asset(
@@ -79,26 +106,9 @@ def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: S
     records = [_staged_or_fail(staging, name, "weather_files", context.partition_key) for name in names]
     paths = [staging.store().spark_path(name) for name in names]
     csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
-    rows = weather_long(csv_rows)
+    source_files = ", ".join(name.rsplit("/", 1)[-1] for name in names)
     fingerprints = ", ".join(record.fingerprint for record in records)
-    properties = _snapshot_properties(context, **{"source.fingerprint": fingerprints})
-    write = replace_month(spark.session, RAW_WEATHER, rows, window.start, window.end, properties)
-    context.log.info(
-        f"{RAW_WEATHER.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
-    )
-    metadata = table_metadata(
-        RAW_WEATHER,
-        write,
-        rows.schema,
-        context.partition_key,
-        source_file=", ".join(name.rsplit("/", 1)[-1] for name in names),
-        source_fingerprint=fingerprints,
-    )
-    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
-
-
-def _snapshot_properties(context: AssetExecutionContext, **sources: str) -> dict[str, str]:
-    return {"dagster.run-id": context.run.run_id, "dagster.partition": context.partition_key, **sources}
+    return _replace_month(context, spark, RAW_WEATHER, weather_long(csv_rows), window, source_files, fingerprints)
 
 
 def eligible_zones() -> list[int]:
@@ -130,20 +140,18 @@ def yellow_rides_hourly_actuals(
     source_files = ", ".join(sorted(row["source_file"] for row in sources))
     source_fingerprints = ", ".join(sorted(row["source_fingerprint"] for row in sources))
     rows = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
-    properties = _snapshot_properties(context, **{f"input.{RAW_YELLOW.identifier}.snapshot-id": str(source_snapshot)})
-    write = replace_month(session, HOURLY_ACTUALS, rows, window.start, window.end, properties)
-    zones = write.rows_written // window.hours
-    context.log.info(f"{HOURLY_ACTUALS.identifier} {window.month}: {zones} zones x {window.hours} hours")
-    metadata = table_metadata(
+    result = _replace_month(
+        context,
+        spark,
         HOURLY_ACTUALS,
-        write,
-        rows.schema,
-        context.partition_key,
-        zones=zones,
+        rows,
+        window,
+        source_files,
+        source_fingerprints,
+        snapshot_properties={f"input.{RAW_YELLOW.identifier}.snapshot-id": str(source_snapshot)},
         hours=window.hours,
         top_zones_requested=config.top_zones,
-        source_file=source_files,
-        source_fingerprint=source_fingerprints,
         **{f"input/{RAW_YELLOW.identifier}/{SNAPSHOT_ID}": source_snapshot},
     )
-    return MaterializeResult(metadata=metadata, data_version=DataVersion(str(write.snapshot_id)))
+    zones = result.metadata[ROW_COUNT].value // window.hours
+    return MaterializeResult(metadata={**result.metadata, "zones": zones}, data_version=result.data_version)
