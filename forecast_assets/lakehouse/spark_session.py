@@ -7,6 +7,7 @@ from pathlib import Path
 
 from forecast_assets.lakehouse.catalog import CatalogConfig
 from forecast_assets.lakehouse.spark_jars import plan_jars
+from forecast_assets.settings import state_dir
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,8 @@ def spark_conf(
     jars = plan_jars(catalog.kind, explicit_jars)
     log.info("Spark jars: %s", jars.describe())
     conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
+    # Spark's own session catalog is unused, but it would create spark-warehouse/ in the cwd.
+    conf["spark.sql.warehouse.dir"] = (state_dir() / "spark-warehouse").as_uri()
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
     if master.startswith("local"):
         # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.
