@@ -1,0 +1,1 @@
+"""Metaflow flows and the plain modules they call."""

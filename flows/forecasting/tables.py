@@ -1,0 +1,125 @@
+"""Read the actuals and weather tables and write the forecast table, through pyiceberg."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pandas as pd
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.expressions import EqualTo
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.transforms import DayTransform
+from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
+
+from flows.lineage import record_read, record_write
+
+ACTUALS = "nyc_taxi.yellow_rides_hourly_actuals"
+WEATHER = "nyc_taxi.raw_weather"
+FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
+ACTUALS_ASSET = "nyc_taxi/yellow_rides_hourly_actuals"
+WEATHER_ASSET = "nyc_taxi/raw_weather"
+
+FORECAST_SCHEMA = Schema(
+    NestedField(1, "pickup_hour", TimestamptzType(), required=False),
+    NestedField(2, "pulocationid", IntegerType(), required=False),
+    NestedField(3, "forecasted_total_rides", DoubleType(), required=False),
+    NestedField(4, "model_name", StringType(), required=False),
+    NestedField(5, "model_version", StringType(), required=False),
+    NestedField(6, "metaflow_run_id", StringType(), required=False),
+    NestedField(7, "created_at", TimestamptzType(), required=False),
+)
+FORECAST_PARTITIONING = PartitionSpec(
+    PartitionField(source_id=1, field_id=1000, transform=DayTransform(), name="pickup_hour_day")
+)
+
+
+class MissingInput(RuntimeError):
+    """A table the flow reads does not exist or has no rows in the window asked for."""
+
+
+def _utc(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+def _load(catalog: Catalog, identifier: str, asset: str) -> Table:
+    try:
+        return catalog.load_table(identifier)
+    except NoSuchTableError as err:
+        msg = (
+            f"Table {identifier} does not exist: materialize the Dagster asset {asset} first "
+            "(`uv run taxi demo`, or materialize it in `dagster dev`)."
+        )
+        raise MissingInput(msg) from err
+
+
+def actuals_end(catalog: Catalog) -> datetime:
+    """The hour after the newest one in the actuals table: where the next forecast starts."""
+    table = _load(catalog, ACTUALS, ACTUALS_ASSET)
+    hours = table.scan(selected_fields=("pickup_hour",)).to_arrow().column("pickup_hour")
+    if len(hours) == 0:
+        msg = f"Table {ACTUALS} is empty: materialize {ACTUALS_ASSET} for at least one month first."
+        raise MissingInput(msg)
+    newest = pa.compute.max(hours).as_py()
+    return newest.replace(tzinfo=None) + timedelta(hours=1)
+
+
+def read_actuals(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.DataFrame, int]:
+    """Hourly rides in ``[start, end)`` and the snapshot they were read at."""
+    table = _load(catalog, ACTUALS, ACTUALS_ASSET)
+    snapshot_id = table.current_snapshot().snapshot_id
+    frame = table.scan(
+        row_filter=f"pickup_hour >= '{_utc(start)}' AND pickup_hour < '{_utc(end)}'", snapshot_id=snapshot_id
+    ).to_pandas()
+    if frame.empty:
+        msg = (
+            f"Table {ACTUALS} has no rows between {start:%Y-%m-%d %H:%M} and {end:%Y-%m-%d %H:%M}: "
+            f"materialize {ACTUALS_ASSET} for those months, or pick an as-of time inside the data."
+        )
+        raise MissingInput(msg)
+    frame["pickup_hour"] = frame["pickup_hour"].dt.tz_localize(None)
+    frame = frame.sort_values(["pulocationid", "pickup_hour"]).reset_index(drop=True)
+    record_read(ACTUALS, snapshot_id, rows=len(frame))
+    return frame, snapshot_id
+
+
+def read_weather(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.DataFrame, int]:
+    """Daily weather per county in ``[start, end)``, one column per element."""
+    table = _load(catalog, WEATHER, WEATHER_ASSET)
+    snapshot_id = table.current_snapshot().snapshot_id
+    long = table.scan(
+        row_filter=f"date >= '{start:%Y-%m-%d}' AND date < '{end:%Y-%m-%d}'", snapshot_id=snapshot_id
+    ).to_pandas()
+    if long.empty:
+        msg = (
+            f"Table {WEATHER} has no rows between {start:%Y-%m-%d} and {end:%Y-%m-%d}: materialize "
+            f"{WEATHER_ASSET} for those months, or train without weather."
+        )
+        raise MissingInput(msg)
+    wide = long.pivot_table(index=["county_fips", "date"], columns="element", values="value").reset_index()
+    wide["date"] = pd.to_datetime(wide["date"])
+    record_read(WEATHER, snapshot_id, rows=len(long))
+    return wide, snapshot_id
+
+
+def write_forecasts(catalog: Catalog, forecasts: pd.DataFrame, run_id: str) -> int:
+    """Replace this run's rows in the forecast table (a re-run of the same run never duplicates)."""
+    table = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
+    frame = forecasts.assign(
+        pickup_hour=pd.to_datetime(forecasts["pickup_hour"]).dt.tz_localize("UTC"),
+        created_at=pd.Timestamp.now(tz="UTC"),
+    )
+    arrow = pa.Table.from_pandas(frame[[f.name for f in FORECAST_SCHEMA.fields]], preserve_index=False)
+    arrow = arrow.cast(FORECAST_SCHEMA.as_arrow())
+    table.overwrite(arrow, overwrite_filter=EqualTo("metaflow_run_id", run_id))
+    snapshot_id = table.current_snapshot().snapshot_id
+    record_write(FORECAST, snapshot_id, rows=len(frame))
+    return snapshot_id
+
+
+def read_forecasts(catalog: Catalog, run_id: str) -> pd.DataFrame:
+    table = catalog.load_table(FORECAST)
+    return table.scan(row_filter=EqualTo("metaflow_run_id", run_id)).to_pandas()

@@ -1,0 +1,159 @@
+"""Train, evaluate and version the hourly taxi-demand model, and write its forecasts to Iceberg.
+
+    python flows/train.py run [--use-weather true] [--as-of 2025-01-25]
+
+Steps:
+    start     resolve the as-of time and candidate list
+    load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg
+    train     one branch per candidate: a rolling-origin backtest
+    evaluate  MAE, RMSE and WAPE per candidate and zone; choose the champion
+    predict   refit the champion on all data; forecast the next horizon hours for every zone
+    write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast; plot
+    end       summary
+"""
+
+from flows import metaflow_env  # noqa: F401  (configures Metaflow before it is imported)
+
+# isort: split
+import pandas as pd
+from metaflow import FlowSpec, Parameter, card, current, step
+from metaflow.cards import Image, Markdown, Table
+
+from flows.forecasting import backtest, features, noise_floor, tables
+from flows.forecasting.models import CANDIDATES, make_candidate
+from flows.lineage import record_lineage, record_write
+from flows.run_settings import RunSettings, resolve_settings
+from forecast_assets.lakehouse.catalog import CatalogConfig, open_catalog
+from forecast_assets.settings import state_path
+
+MODEL_DATASET = "forecast_model"
+# What every train branch carries unchanged from load, merged back in the join.
+SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
+                    "actuals_snapshot_id", "weather_snapshot_id", "features"]  # fmt: skip
+
+
+@record_lineage
+class TrainForecastModelFlow(FlowSpec):
+    as_of = Parameter(
+        "as_of",
+        default="",
+        help="Forecast origin, YYYY-MM-DD or YYYY-MM-DDTHH (default: the hour after the newest actuals)",
+    )
+    lookback_days = Parameter("lookback_days", default=42, type=int, help="Days of actuals to read before the origin")
+    backtest_days = Parameter("backtest_days", default=7, type=int, help="Daily forecast origins in the backtest")
+    horizon_hours = Parameter("horizon_hours", default=24, type=int, help="Hours ahead to forecast")
+    zones = Parameter("zones", default=50, type=int, help="How many of the busiest zones to forecast")
+    use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
+    candidates = Parameter(
+        "candidates",
+        default=",".join(CANDIDATES),
+        help=f"Comma-separated candidate models from: {', '.join(CANDIDATES)}",
+    )
+
+    @step
+    def start(self):
+        self.catalog_config = CatalogConfig.from_env()
+        as_of = self.as_of or tables.actuals_end(open_catalog(self.catalog_config)).isoformat()
+        self.settings: RunSettings = resolve_settings(
+            as_of=as_of,
+            lookback_days=self.lookback_days,
+            backtest_days=self.backtest_days,
+            horizon_hours=self.horizon_hours,
+            zones=self.zones,
+            use_weather=self.use_weather,
+            candidates=self.candidates,
+        )
+        self.model_version = f"{current.flow_name}/{current.run_id}"
+        print(f"Model version {self.model_version}: {self.settings.describe()}")
+        self.next(self.load)
+
+    @step
+    def load(self):
+        catalog = open_catalog(self.catalog_config)
+        window = self.settings.window_start, self.settings.as_of
+        actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, *window)
+        self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
+        self.actuals = actuals[actuals.pulocationid.isin(self.zone_ids)].reset_index(drop=True)
+        self.weather, self.weather_snapshot_id = None, None
+        if self.settings.use_weather:
+            self.weather, self.weather_snapshot_id = tables.read_weather(catalog, *window)
+        self.candidate_names = self.settings.candidates
+        print(f"Read {len(self.actuals)} rows of {len(self.zone_ids)} zones at snapshot {self.actuals_snapshot_id}")
+        self.next(self.train, foreach="candidate_names")
+
+    @step
+    def train(self):
+        frame, self.features = self._features(end=self.settings.as_of)
+        origins = backtest.backtest_origins(
+            self.settings.as_of, self.settings.backtest_days, self.settings.horizon_hours
+        )
+        self.backtest = backtest.rolling_origin_backtest(
+            frame, self.features, lambda: make_candidate(self.input), origins, self.settings.horizon_hours
+        )
+        self.next(self.evaluate)
+
+    @card(type="blank", id="backtest")
+    @step
+    def evaluate(self, inputs):
+        self.merge_artifacts(inputs, include=SHARED_ARTIFACTS)
+        self.backtest = pd.concat([branch.backtest for branch in inputs], ignore_index=True)
+        self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
+        self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
+        self.champion = backtest.choose_champion(self.metrics)
+        self.noise_floor = noise_floor.noise_floor(self.backtest, state_path("sample_source") / "truth")
+        current.card.append(Markdown(f"# Backtest of {self.model_version}\nChampion: **{self.champion}**"))
+        current.card.append(Table.from_dataframe(self.metrics.round(3)))
+        print(self.metrics.round(3).to_string(index=False))
+        if self.noise_floor:
+            floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
+            current.card.append(Markdown(floor))
+            print(floor)
+        self.next(self.predict)
+
+    @step
+    def predict(self):
+        frame, _ = self._features(end=self.settings.forecast_end)
+        model = make_candidate(self.champion)
+        self.model = model.fit(
+            features.training_rows(frame[frame.pickup_hour < self.settings.as_of], self.features), self.features
+        )
+        future = frame[frame.pickup_hour >= self.settings.as_of]
+        self.forecast = future[["pickup_hour", "pulocationid"]].assign(
+            forecasted_total_rides=model.predict(future, self.features),
+            model_name=self.champion,
+            model_version=self.model_version,
+            metaflow_run_id=current.run_id,
+        )
+        self.model_parameters = {"name": model.name, **model.params}
+        self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
+        record_write(MODEL_DATASET, self.model_version, kind="model")
+        self.next(self.write)
+
+    @card(type="blank", id="forecast")
+    @step
+    def write(self):
+        from flows.forecasting import plots  # matplotlib is slow to import; only this step draws
+
+        catalog = open_catalog(self.catalog_config)
+        self.forecast_snapshot_id = tables.write_forecasts(catalog, self.forecast, current.run_id)
+        figure = plots.forecast_figure(self.actuals, self.backtest, self.forecast, self.champion)
+        self.plot_path = str(plots.save_png(figure, state_path("plots") / f"forecast_{current.run_id}.png"))
+        current.card.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})"))
+        current.card.append(Image.from_matplotlib(figure))
+        self.next(self.end)
+
+    @step
+    def end(self):
+        best = self.metrics.set_index("candidate").loc[self.champion]
+        print(
+            f"{self.model_version}: {self.champion} (backtest MAE {best.mae:.3f}), {len(self.forecast)} "
+            f"forecast rows at snapshot {self.forecast_snapshot_id}; plot {self.plot_path}"
+        )
+
+    def _features(self, end):
+        grid = features.complete_grid(self.actuals, self.zone_ids, self.settings.window_start, end)
+        return features.build_features(grid, self.settings.horizon_hours, self.weather)
+
+
+if __name__ == "__main__":
+    TrainForecastModelFlow()
