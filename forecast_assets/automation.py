@@ -22,6 +22,12 @@ monthly_ingestion_job = define_asset_job(
     description="Download a month's TLC and NOAA files and rebuild its raw and hourly-actuals partitions.",
 )
 
+training_job = define_asset_job(
+    "train_forecast_model",
+    selection=AssetSelection.groups("training"),
+    description="Run the Metaflow training flow and record the new model version and its forecasts.",
+)
+
 # Months past the newest ingested one that each tick looks for; older gaps are a backfill's job.
 MONTHS_TO_WATCH = 24
 NEWEST_WHEN_EMPTY = 2

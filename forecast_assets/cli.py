@@ -29,13 +29,15 @@ def init(months: list[str], scale: str) -> dict[str, str]:
     return values
 
 
-def demo(months: list[str], scale: str) -> int:
+def demo(months: list[str], scale: str, use_weather: bool) -> int:
     started = time.monotonic()
     values = init(months, scale)
     # Imported after the environment points at the state folder and the sample source.
-    from forecast_assets.pipeline_run import ingest_months, print_summary
+    from forecast_assets.pipeline_run import ingest_months, print_summary, train
 
     results = ingest_months([f"{month}-01" for month in months])
+    if all(result.success for result in results):
+        results.append(train(use_weather=use_weather))
     print_summary(results, values, time.monotonic() - started)
     return 0 if all(result.success for result in results) else 1
 
@@ -46,14 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", default="demo", help="trips per month: demo, full (~3M) or a number")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("init", help="write the sample source and .env for dagster dev")
-    commands.add_parser("demo", help="init, then ingest the months and build hourly actuals")
+    demo_command = commands.add_parser("demo", help="init, ingest the months, build actuals, train and forecast")
+    demo_command.add_argument("--weather", action="store_true", help="train the weather-aware candidates too")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "init":
         for key, value in init(args.months, args.scale).items():
             print(f"{key}={value}")
         return 0
-    return demo(args.months, args.scale)
+    return demo(args.months, args.scale, args.weather)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -60,6 +61,18 @@ class CatalogConfig:
             aws_region=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "")),
         )
 
+    def prepare_sqlite(self) -> None:
+        """Put the catalog file in WAL mode (a persistent setting of the file).
+
+        Spark keeps JDBC connections open for the life of its session; in SQLite's default
+        journal mode an open reader there blocks a pyiceberg commit from the Metaflow flow
+        ("database is locked"). In WAL mode readers never block the writer.
+        """
+        path = Path(self.sqlite_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(path) as connection:
+            connection.execute("PRAGMA journal_mode=WAL")
+
     def local_warehouse(self) -> Path:
         path = Path(self.warehouse)
         path.mkdir(parents=True, exist_ok=True)
@@ -76,12 +89,14 @@ class CatalogConfig:
             f"{prefix}.cache-enabled": "false",
         }
         if self.kind == "sql":
-            Path(self.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+            self.prepare_sqlite()
             conf |= {
                 f"{prefix}.type": "jdbc",
                 f"{prefix}.uri": f"jdbc:sqlite:{self.sqlite_path}",
                 # V1 adds view support; pyiceberg's SqlCatalog reads and writes the same layout.
                 f"{prefix}.jdbc.schema-version": "V1",
+                # Wait for a concurrent writer (another process's commit) instead of failing.
+                f"{prefix}.jdbc.busy_timeout": "30000",
                 f"{prefix}.warehouse": self.local_warehouse().as_uri(),
             }
         else:
@@ -96,6 +111,7 @@ class CatalogConfig:
 
     def pyiceberg_properties(self) -> dict[str, str]:
         if self.kind == "sql":
+            self.prepare_sqlite()
             return {
                 "type": "sql",
                 "uri": f"sqlite:///{self.sqlite_path}",

@@ -1,0 +1,108 @@
+"""The Metaflow-made assets: the forecast model and the forecast table, trained by running the flow."""
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    multi_asset,
+)
+from pydantic import Field
+
+from forecast_assets.assets.lakehouse_tables import raw_weather, yellow_rides_hourly_actuals
+from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME
+from forecast_assets.settings import NAMESPACE
+
+FORECAST_MODEL = AssetKey("forecast_model")
+FORECAST_TABLE = AssetKey([NAMESPACE, "yellow_rides_hourly_forecast"])
+TRAINING_GROUP = "training"
+
+
+class TrainingConfig(Config):
+    use_weather: bool = Field(default=False, description="Train weather-aware candidates on nyc_taxi.raw_weather.")
+    as_of: str = Field(default="", description="Forecast origin (default: the hour after the newest actuals).")
+    lookback_days: int = Field(default=42, gt=0, description="Days of actuals to read.")
+    horizon_hours: int = Field(default=24, gt=0, le=168, description="Hours ahead to forecast.")
+
+    def flow_parameters(self) -> dict:
+        parameters = {"use_weather": self.use_weather, "lookback_days": self.lookback_days}
+        parameters["horizon_hours"] = self.horizon_hours
+        return parameters | ({"as_of": self.as_of} if self.as_of else {})
+
+
+@multi_asset(
+    name="train_forecast_model",
+    specs=[
+        AssetSpec(
+            FORECAST_MODEL,
+            deps=[yellow_rides_hourly_actuals, raw_weather],
+            group_name=TRAINING_GROUP,
+            kinds={"metaflow", "scikitlearn"},
+            description="The champion demand model of a TrainForecastModelFlow run; its version is the run pathspec.",
+        ),
+        AssetSpec(
+            FORECAST_TABLE,
+            deps=[FORECAST_MODEL],
+            group_name=TRAINING_GROUP,
+            kinds={"metaflow", "iceberg"},
+            description="Forecast rides per zone for the next hours, one set of rows per model version.",
+        ),
+    ],
+)
+def train_forecast_model(context: AssetExecutionContext, config: TrainingConfig):
+    """Runs flows/train.py through Metaflow's Runner, passing this Dagster run as the flow's parent."""
+    from flows.launch import FlowFailed, run_training  # Metaflow loads only when training runs
+
+    try:
+        run = run_training(config.flow_parameters(), dagster_run_id=context.run.run_id, dagster_job=context.job_name)
+    except FlowFailed as err:
+        raise Failure(description=str(err), allow_retries=False) from err
+    data = run.data
+    context.log.info(f"Metaflow run {run.pathspec}: champion {data.champion}")
+    yield MaterializeResult(asset_key=FORECAST_MODEL, metadata=model_metadata(run))
+    yield MaterializeResult(asset_key=FORECAST_TABLE, metadata=forecast_table_metadata(run))
+
+
+def model_metadata(run) -> dict:
+    data = run.data
+    metrics = data.metrics.set_index("candidate")
+    metadata = {
+        "model_version": data.model_version,
+        "metaflow_run": run.pathspec,
+        "champion": data.champion,
+        "backtest_mae": MetadataValue.float(float(metrics.loc[data.champion, "mae"])),
+        "uses_weather": data.settings.use_weather,
+        "training_window": f"{data.training_window['start']} .. {data.training_window['end']}",
+        "features": ", ".join(data.features),
+        "backtest": MetadataValue.table(
+            records=[TableRecord(record) for record in data.metrics.round(4).to_dict(orient="records")]
+        ),
+        f"input/nyc_taxi.yellow_rides_hourly_actuals/{SNAPSHOT_ID}": data.actuals_snapshot_id,
+    }
+    if data.weather_snapshot_id is not None:
+        metadata[f"input/nyc_taxi.raw_weather/{SNAPSHOT_ID}"] = data.weather_snapshot_id
+    if data.noise_floor:
+        metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
+    return metadata
+
+
+def forecast_table_metadata(run) -> dict:
+
+    from flows.forecasting.tables import FORECAST, FORECAST_SCHEMA
+
+    data = run.data
+    return {
+        TABLE_NAME: FORECAST,
+        SNAPSHOT_ID: MetadataValue.int(data.forecast_snapshot_id),
+        ROW_COUNT: MetadataValue.int(len(data.forecast)),
+        COLUMN_SCHEMA: TableSchema(columns=[TableColumn(f.name, str(f.field_type)) for f in FORECAST_SCHEMA.fields]),
+        "model_version": data.model_version,
+        "metaflow_run_id": run.id,
+        "plot": MetadataValue.path(data.plot_path),
+    }
