@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from flows import metaflow_env  # noqa: F401  (configures Metaflow before it is imported)
-
-# isort: split
 from metaflow import Run, Runner
 
 from flows.lineage import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV
@@ -12,6 +9,7 @@ from forecast_assets.settings import PROJECT_ROOT
 
 TRAIN_FLOW_FILE = PROJECT_ROOT / "flows" / "train.py"
 STDERR_TAIL_LINES = 25
+TASK_STATUS_LINES = {"Task is starting.", "Task failed.", "Task finished successfully."}
 
 
 class FlowFailed(RuntimeError):
@@ -32,7 +30,15 @@ def run_training(
     runner = Runner(str(TRAIN_FLOW_FILE), show_output=show_output, env=run_env, cwd=str(PROJECT_ROOT))
     with runner.run(**(parameters or {})) as running:
         if running.status != "successful":
-            tail = "\n".join(running.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
-            msg = f"TrainForecastModelFlow run {running.run.pathspec if running.run else '?'} failed:\n{tail}"
-            raise FlowFailed(msg)
+            msg = f"TrainForecastModelFlow run {running.run.pathspec if running.run else '?'} failed:\n"
+            raise FlowFailed(msg + _failure_report(running))
         return running.run
+
+
+def _failure_report(running) -> str:
+    """The failed task's exception line first, then the end of its traceback."""
+    task_output = [line.split(")] ", 1)[1] for line in running.stdout.splitlines() if ")] " in line and "(pid " in line]
+    lines = [line for line in task_output if line.strip() and line.strip() not in TASK_STATUS_LINES]
+    if not lines:
+        return running.stderr.strip()
+    return lines[-1].strip() + "\n\n" + "\n".join(lines[-STDERR_TAIL_LINES:])

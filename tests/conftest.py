@@ -15,6 +15,7 @@ os.environ["TAXI_STATE_DIR"] = str(_STATE)
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 
 from tests.loopback import serve_folder  # noqa: E402
+from tests.pipeline import Pipeline  # noqa: E402
 
 TEST_MONTHS = ["2024-12", "2025-01"]
 TEST_TRIPS_PER_MONTH = 20_000
@@ -43,3 +44,14 @@ def sample_server(sample_source):
     """The sample source over real HTTP on 127.0.0.1, as the TLC and NOAA servers would serve it."""
     with serve_folder(sample_source.root) as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def pipeline(sample_server):
+    """A Dagster instance on which both sample months were ingested by the real job."""
+    from dagster import instance_for_test
+
+    with instance_for_test() as instance:
+        pipeline = Pipeline(instance, sample_server)
+        pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
+        yield pipeline

@@ -2,18 +2,16 @@
 
 import hashlib
 import shutil
-from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, AssetSelection, DagsterInstance, Definitions, define_asset_job, instance_for_test
+from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
 from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
 
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
-from forecast_assets.definitions import build_definitions, resources_from_env
+from forecast_assets.definitions import build_definitions
 from forecast_assets.lakehouse.catalog import open_catalog
-from forecast_assets.resources import SourceResource
 from forecast_assets.settings import TOP_ZONES
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
@@ -24,32 +22,6 @@ from tests.loopback import serve_folder
 pytestmark = pytest.mark.integration
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
-
-
-@dataclass
-class Pipeline:
-    instance: DagsterInstance
-    base_url: str
-
-    def run(self, partition_key: str, base_url: str | None = None):
-        base = base_url or self.base_url
-        resources = resources_from_env() | {
-            "source": SourceResource(trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}")
-        }
-        job = build_definitions(resources).resolve_job_def("monthly_ingestion")
-        return job.execute_in_process(partition_key=partition_key, instance=self.instance, raise_on_error=False)
-
-    def latest_metadata(self, key: str) -> dict:
-        event = self.instance.get_latest_materialization_event(AssetKey(key.split(".")))
-        return event.asset_materialization.metadata
-
-
-@pytest.fixture(scope="module")
-def pipeline(sample_server):
-    with instance_for_test() as instance:
-        pipeline = Pipeline(instance, sample_server)
-        pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
-        yield pipeline
 
 
 def _month_filter(column: str, month: str):

@@ -1,0 +1,33 @@
+"""Drive the Dagster ingestion job against a served sample source, as the tests need it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dagster import AssetKey, DagsterInstance
+
+from forecast_assets.definitions import build_definitions, resources_from_env
+from forecast_assets.resources import SourceResource
+from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
+
+
+@dataclass
+class Pipeline:
+    instance: DagsterInstance
+    base_url: str
+    first_runs: dict = field(default_factory=dict)
+
+    def definitions(self, base_url: str | None = None):
+        base = base_url or self.base_url
+        resources = resources_from_env() | {
+            "source": SourceResource(trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}")
+        }
+        return build_definitions(resources)
+
+    def run(self, partition_key: str, base_url: str | None = None):
+        job = self.definitions(base_url).resolve_job_def("monthly_ingestion")
+        return job.execute_in_process(partition_key=partition_key, instance=self.instance, raise_on_error=False)
+
+    def latest_metadata(self, key: str) -> dict:
+        event = self.instance.get_latest_materialization_event(AssetKey(key.replace(".", "/").split("/")))
+        return event.asset_materialization.metadata
