@@ -17,6 +17,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
+PROGRESS_MIN_BYTES = 8 << 20  # smaller files arrive too fast for progress lines to help
 TIMEOUT_SECONDS = 120
 ATTEMPTS = 3
 MISSING_STATUSES = (403, 404, 410)  # TLC's CDN answers 403 for a month it has not published
@@ -120,7 +121,7 @@ def _stream(url, response, workdir: Path, etag, last_modified, size: int, progre
             out.write(chunk)
             digest.update(chunk)
             received += len(chunk)
-            if size > 0 and received / size >= next_report:
+            if size > PROGRESS_MIN_BYTES and received / size >= next_report:
                 progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
                 next_report += 0.25
     if size > 0 and received != size:
