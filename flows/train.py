@@ -101,6 +101,8 @@ class TrainForecastModelFlow(FlowSpec):
         self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
         self.champion = backtest.choose_champion(self.metrics)
         self.noise_floor = noise_floor.noise_floor(self.backtest, state_path("sample_source") / "truth")
+        from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
+
         current.card.append(Markdown(f"# Backtest of {self.model_version}\nChampion: **{self.champion}**"))
         current.card.append(Table.from_dataframe(self.metrics.round(3)))
         print(self.metrics.round(3).to_string(index=False))
@@ -108,6 +110,9 @@ class TrainForecastModelFlow(FlowSpec):
             floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
             current.card.append(Markdown(floor))
             print(floor)
+        figure = plots.backtest_figure(self.metrics, self.noise_floor)
+        self.backtest_plot_path = str(plots.save_png(figure, state_path("plots") / f"backtest_{current.run_id}.png"))
+        current.card.append(Image.from_matplotlib(figure))
         self.next(self.predict)
 
     @step
@@ -132,7 +137,7 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="forecast")
     @step
     def write(self):
-        from flows.forecasting import plots  # matplotlib is slow to import; only this step draws
+        from flows.forecasting import plots
 
         catalog = open_catalog(self.catalog_config)
         self.forecast_snapshot_id = tables.write_forecasts(catalog, self.forecast, current.run_id)

@@ -1,6 +1,7 @@
 """Real Metaflow runs of TrainForecastModelFlow on tables made by the real Dagster assets."""
 
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -46,6 +47,8 @@ def test_a_by_hand_run_succeeds_and_is_a_model_version(by_hand_run):
     assert data.champion in {"seasonal_naive", "gbm"}
     assert data.training_window["end"] == str(data.settings.as_of)
     assert data.features and data.model_parameters["name"] == data.champion
+    for picture in (data.plot_path, data.backtest_plot_path):
+        assert Path(picture).read_bytes().startswith(b"\x89PNG")
 
 
 def test_forecasts_cover_every_zone_and_every_hour_of_the_horizon(by_hand_run):

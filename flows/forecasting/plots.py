@@ -41,3 +41,20 @@ def save_png(figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     return path
+
+
+def backtest_figure(metrics: pd.DataFrame, floor: dict | None):
+    """MAE and RMSE per candidate, with the noise floor when the sample's true rates are known."""
+    ordered = metrics.sort_values("mae")
+    figure, axis = plt.subplots(figsize=(7, 3.2))
+    positions = range(len(ordered))
+    axis.bar([p - 0.2 for p in positions], ordered.mae, width=0.4, label="MAE", color="tab:blue")
+    axis.bar([p + 0.2 for p in positions], ordered.rmse, width=0.4, label="RMSE", color="tab:gray")
+    if floor:
+        axis.axhline(floor["mae"], color="tab:red", linestyle="--", linewidth=1, label="noise floor MAE")
+    axis.set_xticks(list(positions), ordered.candidate)
+    axis.set_ylabel("rides / hour")
+    axis.set_title("Backtest error per candidate (rolling origin)", fontsize=10, loc="left")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure
