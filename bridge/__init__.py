@@ -1,0 +1,1 @@
+"""The lineage bridge: Dagster's event log and Metaflow's runs as OpenLineage events."""

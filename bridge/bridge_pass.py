@@ -1,0 +1,49 @@
+"""One bridge pass: read each source past its cursor, queue the events, deliver what is queued."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from openlineage.client.serde import Serde
+
+from bridge.delivery import DeliveryResult, deliver, make_client
+from bridge.outbox import Outbox
+from forecast_assets.settings import state_path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PassResult:
+    queued: dict[str, int] = field(default_factory=dict)
+    event_types: Counter = field(default_factory=Counter)
+    delivery: DeliveryResult | None = None
+
+
+def default_outbox() -> Outbox:
+    return Outbox(state_path("lineage") / "outbox.sqlite")
+
+
+def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
+    """Read ``source`` past its cursor and queue its events with the new cursor, atomically."""
+    events, cursor = source.read(outbox.cursor(name))
+    types: Counter = Counter()
+    with outbox.batch(name) as batch:
+        for key, event in events:
+            batch.add(key, Serde.to_json(event))
+            types[event.eventType.value] += 1
+        batch.set_cursor(cursor)
+    return batch.added, types
+
+
+def run_pass(sources: dict, outbox: Outbox | None = None, client=None) -> PassResult:
+    outbox = outbox or default_outbox()
+    result = PassResult()
+    for name, source in sources.items():
+        added, types = queue_source(outbox, name, source)
+        result.queued[name] = added
+        result.event_types.update(types)
+    result.delivery = deliver(outbox, client or make_client())
+    return result

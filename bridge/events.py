@@ -1,0 +1,163 @@
+"""Pure builders of OpenLineage run events and facets: no I/O, no Dagster, no Metaflow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from uuid import UUID
+
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState, set_producer
+from openlineage.client.facet_v2 import (
+    data_quality_assertions_dataset,
+    dataset_version_dataset,
+    error_message_run,
+    job_dependencies_run,
+    job_type_job,
+    nominal_time_run,
+    parent_run,
+    schema_dataset,
+    symlinks_dataset,
+)
+
+from bridge.naming import DatasetName
+
+PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
+set_producer(PRODUCER)  # facets name this project as their producer too
+
+
+@dataclass(frozen=True)
+class Assertion:
+    name: str
+    success: bool
+    severity: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A dataset as one event sees it: name, version and what is known about it."""
+
+    name: DatasetName
+    version: str | None = None
+    schema: tuple[tuple[str, str], ...] = ()
+    assertions: tuple[Assertion, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+    run_id: UUID
+
+
+@dataclass
+class EventSpec:
+    """Everything one run event says; :func:`run_event` turns it into the typed event."""
+
+    state: RunState
+    time: datetime
+    job: JobRef
+    integration: str
+    job_type: str
+    inputs: list[DatasetRef] = field(default_factory=list)
+    outputs: list[DatasetRef] = field(default_factory=list)
+    parent: JobRef | None = None
+    root: JobRef | None = None
+    error: str | None = None
+    nominal_start: datetime | None = None
+    nominal_end: datetime | None = None
+    upstream_jobs: list[JobRef] = field(default_factory=list)
+
+
+def _iso(moment: datetime) -> str:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def dataset_facets(ref: DatasetRef) -> dict:
+    facets: dict = {}
+    if ref.name.catalog_name:
+        facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
+            identifiers=[
+                symlinks_dataset.Identifier(
+                    namespace=ref.name.catalog_namespace or "", name=ref.name.catalog_name, type="TABLE"
+                )
+            ]
+        )
+    if ref.version is not None:
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=str(ref.version))
+    if ref.schema:
+        facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema]
+        )
+    if ref.assertions:
+        facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+            assertions=[
+                data_quality_assertions_dataset.Assertion(
+                    assertion=a.name, success=a.success, severity=a.severity, name=a.name, description=a.description
+                )
+                for a in ref.assertions
+            ]
+        )
+    return facets
+
+
+def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFacet:
+    root = root or parent
+    return parent_run.ParentRunFacet(
+        run=parent_run.Run(runId=str(parent.run_id)),
+        job=parent_run.Job(namespace=parent.namespace, name=parent.name),
+        root=parent_run.Root(
+            run=parent_run.RootRun(runId=str(root.run_id)),
+            job=parent_run.RootJob(namespace=root.namespace, name=root.name),
+        ),
+    )
+
+
+def event_key(spec: EventSpec, discriminator: str = "") -> str:
+    """What makes an event unique: replays of the same source record give the same key."""
+    return f"{spec.job.namespace}/{spec.job.name}/{spec.job.run_id}/{spec.state.value}/{discriminator}"
+
+
+def run_event(spec: EventSpec) -> RunEvent:
+    run_facets: dict = {}
+    if spec.parent:
+        run_facets["parent"] = _parent_facet(spec.parent, spec.root)
+    if spec.error:
+        run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+            message=spec.error, programmingLanguage="python"
+        )
+    if spec.nominal_start:
+        run_facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
+            nominalStartTime=_iso(spec.nominal_start),
+            nominalEndTime=_iso(spec.nominal_end) if spec.nominal_end else None,
+        )
+    if spec.upstream_jobs:
+        run_facets["jobDependencies"] = job_dependencies_run.JobDependenciesRunFacet(
+            upstream=[
+                job_dependencies_run.JobDependency(
+                    job=job_dependencies_run.JobIdentifier(namespace=job.namespace, name=job.name),
+                    run=job_dependencies_run.RunIdentifier(runId=str(job.run_id)),
+                    dependency_type="DIRECT_INVOCATION",
+                )
+                for job in spec.upstream_jobs
+            ]
+        )
+    job_facets = {
+        "jobType": job_type_job.JobTypeJobFacet(
+            processingType="BATCH", integration=spec.integration, jobType=spec.job_type
+        )
+    }
+    return RunEvent(
+        eventType=spec.state,
+        eventTime=_iso(spec.time),
+        run=Run(runId=str(spec.job.run_id), facets=run_facets),
+        job=Job(namespace=spec.job.namespace, name=spec.job.name, facets=job_facets),
+        inputs=[
+            InputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.inputs
+        ],
+        outputs=[
+            OutputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.outputs
+        ],
+        producer=PRODUCER,
+    )

@@ -1,0 +1,101 @@
+"""The durable outbox: translated events and the source cursors, committed together in SQLite.
+
+A pass inserts its events and moves its cursor in one transaction, so an interrupted pass leaves
+neither; a replay inserts nothing new (events are keyed by identity). Delivery reads undelivered
+events in order and marks each one once its transport accepted it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_key TEXT NOT NULL UNIQUE,
+    payload TEXT NOT NULL,
+    delivered_at TEXT
+);
+CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class QueuedEvent:
+    seq: int
+    key: str
+    payload: str
+
+
+class Outbox:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        with self._connect() as connection:
+            connection.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        return connection
+
+    def cursor(self, source: str) -> dict:
+        with self._connect() as connection:
+            row = connection.execute("SELECT value FROM cursors WHERE source = ?", (source,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    @contextmanager
+    def batch(self, source: str) -> Iterator[Batch]:
+        """Queue events and move ``source``'s cursor atomically: all of it, or none of it."""
+        connection = self._connect()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            batch = Batch(connection, source)
+            yield batch
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        finally:
+            connection.close()
+
+    def pending(self, limit: int = 1000) -> list[QueuedEvent]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT seq, event_key, payload FROM events WHERE delivered_at IS NULL ORDER BY seq LIMIT ?", (limit,)
+            ).fetchall()
+        return [QueuedEvent(*row) for row in rows]
+
+    def mark_delivered(self, seq: int) -> None:
+        with self._connect() as connection:
+            connection.execute("UPDATE events SET delivered_at = datetime('now') WHERE seq = ?", (seq,))
+
+    def counts(self) -> dict[str, int]:
+        with self._connect() as connection:
+            total, pending = connection.execute(
+                "SELECT count(*), count(*) - count(delivered_at) FROM events"
+            ).fetchone()
+        return {"queued": total, "pending": pending}
+
+
+class Batch:
+    def __init__(self, connection: sqlite3.Connection, source: str) -> None:
+        self.connection, self.source, self.added = connection, source, 0
+
+    def add(self, key: str, payload: str) -> None:
+        inserted = self.connection.execute(
+            "INSERT OR IGNORE INTO events (event_key, payload) VALUES (?, ?)", (key, payload)
+        ).rowcount
+        self.added += inserted
+
+    def set_cursor(self, value: dict) -> None:
+        self.connection.execute(
+            "INSERT INTO cursors (source, value) VALUES (?, ?) "
+            "ON CONFLICT(source) DO UPDATE SET value = excluded.value",
+            (self.source, json.dumps(value, sort_keys=True)),
+        )
