@@ -134,49 +134,61 @@ class RunView:
 def translate(view: RunView, new_records: list[EventLogRecord]) -> list[tuple[str, object]]:
     """OpenLineage events, with their outbox keys, for ``new_records`` of one run."""
     events = []
-    nominal_start, nominal_end = view.nominal_time()
     for record in new_records:
-        kind = _type(record)
-        step_key = _step(record)
-        if kind == DagsterEventType.RUN_START or kind in RUN_TERMINAL:
-            state = RunState.START if kind == DagsterEventType.RUN_START else RUN_TERMINAL[kind]
-            planned = set(view.planned())
-            inputs = {ref.name.key: ref for key in planned for ref in view.upstream(key, record.storage_id)}
-            inputs = [
-                ref for ref in inputs.values() if ref.name not in {dataset_for_asset(list(k.path)) for k in planned}
-            ]
-            outputs = view.materialized() if state != RunState.START else [output_ref(k) for k in view.planned()]
-            spec = EventSpec(
-                state=state,
-                time=_time(record),
-                job=view.run_job,
-                integration=INTEGRATION,
-                job_type="JOB",
-                inputs=inputs,
-                outputs=outputs,
-                error=record.event_log_entry.message if state == RunState.FAIL else None,
-                nominal_start=nominal_start,
-                nominal_end=nominal_end,
-            )
-        elif kind in STEP_STATES:
-            spec = _step_spec(view, record, step_key, STEP_STATES[kind], nominal_start, nominal_end)
-        elif kind == DagsterEventType.ASSET_OBSERVATION:
-            observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
-            version = observation.tags.get("dagster/data_version") if observation.tags else None
-            spec = EventSpec(
-                state=RunState.OTHER,
-                time=_time(record),
-                job=view.step_job(step_key) if step_key else view.run_job,
-                integration=INTEGRATION,
-                job_type="OBSERVATION",
-                outputs=[output_ref(observation.asset_key, _metadata(observation), version)],
-                parent=view.run_job if step_key else None,
-            )
-            events.append((event_key(spec, str(record.storage_id)), run_event(spec)))
-            continue
-        else:
-            continue
-        events.append((event_key(spec), run_event(spec)))
+        try:
+            events += _translate_record(view, record)
+        except Exception:  # one bad record must not stop the bridge; it is logged and counted
+            log.exception("Could not translate Dagster event %s of run %s", record.storage_id, view.dagster_run_id)
+            UNTRANSLATED.append(record.storage_id)
+    return events
+
+
+# Storage ids of records that failed to translate in this process (reported by the pass).
+UNTRANSLATED: list[int] = []
+
+
+def _translate_record(view: RunView, record: EventLogRecord) -> list[tuple[str, object]]:
+    events = []
+    nominal_start, nominal_end = view.nominal_time()
+    kind = _type(record)
+    step_key = _step(record)
+    if kind == DagsterEventType.RUN_START or kind in RUN_TERMINAL:
+        state = RunState.START if kind == DagsterEventType.RUN_START else RUN_TERMINAL[kind]
+        planned = set(view.planned())
+        inputs = {ref.name.key: ref for key in planned for ref in view.upstream(key, record.storage_id)}
+        inputs = [ref for ref in inputs.values() if ref.name not in {dataset_for_asset(list(k.path)) for k in planned}]
+        outputs = view.materialized() if state != RunState.START else [output_ref(k) for k in view.planned()]
+        spec = EventSpec(
+            state=state,
+            time=_time(record),
+            job=view.run_job,
+            integration=INTEGRATION,
+            job_type="JOB",
+            inputs=inputs,
+            outputs=outputs,
+            error=record.event_log_entry.message if state == RunState.FAIL else None,
+            nominal_start=nominal_start,
+            nominal_end=nominal_end,
+        )
+    elif kind in STEP_STATES:
+        spec = _step_spec(view, record, step_key, STEP_STATES[kind], nominal_start, nominal_end)
+    elif kind == DagsterEventType.ASSET_OBSERVATION:
+        observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
+        version = observation.tags.get("dagster/data_version") if observation.tags else None
+        spec = EventSpec(
+            state=RunState.OTHER,
+            time=_time(record),
+            job=view.step_job(step_key) if step_key else view.run_job,
+            integration=INTEGRATION,
+            job_type="OBSERVATION",
+            outputs=[output_ref(observation.asset_key, _metadata(observation), version)],
+            parent=view.run_job if step_key else None,
+        )
+        events.append((event_key(spec, str(record.storage_id)), run_event(spec)))
+        return events
+    else:
+        return events
+    events.append((event_key(spec), run_event(spec)))
     return events
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from openlineage.client.event_v2 import RunState
 
+import flows  # noqa: F401  (points Metaflow at the state folder before Metaflow is imported)
 from bridge.events import DatasetRef, EventSpec, JobRef, event_key, run_event
 from bridge.naming import dataset_for_metaflow_use, job_name, job_namespace, run_id
 
@@ -43,8 +44,6 @@ class MetaflowSource:
     def read(self, cursor: dict) -> tuple[list[tuple[str, object]], dict]:
         from metaflow import Flow, namespace
         from metaflow.exception import MetaflowNotFound
-
-        import flows  # noqa: F401  (points Metaflow at the state folder before it loads)
 
         namespace(None)
         finished = dict(cursor.get("finished", {}))

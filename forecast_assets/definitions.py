@@ -10,6 +10,7 @@ from forecast_assets.assets.source_files import taxi_trip_files, weather_files
 from forecast_assets.assets.training import train_forecast_model
 from forecast_assets.automation import monthly_ingestion_job, new_source_months, training_job
 from forecast_assets.lakehouse.catalog import CatalogConfig
+from forecast_assets.lineage_sensor import openlineage_bridge
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
 from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL, env, state_dir
 
@@ -51,7 +52,7 @@ def build_definitions(resources: dict | None = None) -> Definitions:
         assets=ASSETS,
         asset_checks=ALL_CHECKS,
         jobs=[monthly_ingestion_job, training_job],
-        sensors=[new_source_months],
+        sensors=[new_source_months, openlineage_bridge],
         resources=resources if resources is not None else resources_from_env(),
         executor=in_process_executor,
     )

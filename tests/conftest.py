@@ -55,3 +55,23 @@ def pipeline(sample_server):
         pipeline = Pipeline(instance, sample_server)
         pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
         yield pipeline
+
+
+@pytest.fixture(scope="session")
+def by_hand_run(pipeline):
+    """The training flow run as a person runs it: no Dagster parent, weather off."""
+    from flows.launch import run_training
+
+    return run_training(show_output=False)
+
+
+@pytest.fixture(scope="session")
+def dagster_run(pipeline, by_hand_run):
+    """The training flow launched by Dagster's training job, with weather features on."""
+    from metaflow import Run
+
+    job = pipeline.definitions().resolve_job_def("train_forecast_model")
+    config = {"ops": {"train_forecast_model": {"config": {"use_weather": True}}}}
+    result = job.execute_in_process(instance=pipeline.instance, run_config=config, raise_on_error=False)
+    assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
+    return result, Run(pipeline.latest_metadata("forecast_model")["model_version"].value)

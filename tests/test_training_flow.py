@@ -16,25 +16,6 @@ pytestmark = pytest.mark.integration
 HORIZON = 24
 
 
-@pytest.fixture(scope="module")
-def by_hand_run(pipeline):
-    """The flow run as a person runs it: no Dagster parent, weather off."""
-    return run_training(show_output=False)
-
-
-@pytest.fixture(scope="module")
-def dagster_run(pipeline, by_hand_run):
-    """The flow launched by Dagster's training job, with weather features on."""
-    job = pipeline.definitions().resolve_job_def("train_forecast_model")
-    config = {"ops": {"train_forecast_model": {"config": {"use_weather": True}}}}
-    result = job.execute_in_process(instance=pipeline.instance, run_config=config, raise_on_error=False)
-    assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
-    version = pipeline.latest_metadata("forecast_model")["model_version"].value
-    from metaflow import Run
-
-    return result, Run(version)
-
-
 def _lineage(run, step):
     return run[step].task.data.lineage_io
 
@@ -122,5 +103,7 @@ def test_missing_actuals_fail_naming_the_table_and_what_to_do(tmp_path):
 
 
 def test_an_as_of_before_the_data_fails_naming_the_table(pipeline):
-    with pytest.raises(FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-11-20 00:00 and 2020-01-01"):
+    with pytest.raises(
+        FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-11-20 00:00 and 2020-01-01"
+    ):
         run_training({"as_of": "2020-01-01"}, show_output=False)
