@@ -39,6 +39,10 @@ def demo(months: list[str], scale: str, use_weather: bool) -> int:
     if all(result.success for result in results):
         results.append(train(use_weather=use_weather))
     print_summary(results, values, time.monotonic() - started)
+    from bridge.cli import main as lineage_pass
+
+    print()
+    lineage_pass([])
     return 0 if all(result.success for result in results) else 1
 
 

@@ -183,3 +183,16 @@ def test_http_backend_down_then_up_receives_every_event_once(pipeline, by_hand_r
     assert up.delivery.error is None and up.delivery.delivered == queued and up.delivery.pending == 0
     identities = Counter((e["run"]["runId"], e["eventType"], e["job"]["name"]) for e in server.received)
     assert len(server.received) == queued and max(identities.values()) == 1
+
+
+def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_path, monkeypatch):
+    from dagster import build_sensor_context
+
+    from forecast_assets.lineage_sensor import openlineage_bridge
+
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
+    result = openlineage_bridge(build_sensor_context(instance=pipeline.instance))
+    assert "queued" in result.skip_message and "0 waiting" in result.skip_message
+    events = (tmp_path / "lineage" / "openlineage_events.jsonl").read_text().splitlines()
+    assert len(events) > 0
+    assert f"queued {len(events)} new events" in result.skip_message
