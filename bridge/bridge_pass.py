@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 class PassResult:
     queued: dict[str, int] = field(default_factory=dict)
     event_types: Counter = field(default_factory=Counter)
+    untranslated: list[int] = field(default_factory=list)
     delivery: DeliveryResult | None = None
 
 
@@ -45,5 +46,6 @@ def run_pass(sources: dict, outbox: Outbox | None = None, client=None) -> PassRe
         added, types = queue_source(outbox, name, source)
         result.queued[name] = added
         result.event_types.update(types)
+        result.untranslated += getattr(source, "untranslated", [])
     result.delivery = deliver(outbox, client or make_client())
     return result

@@ -131,20 +131,22 @@ class RunView:
         return window.start, window.end
 
 
-def translate(view: RunView, new_records: list[EventLogRecord]) -> list[tuple[str, object]]:
-    """OpenLineage events, with their outbox keys, for ``new_records`` of one run."""
+def translate(
+    view: RunView, new_records: list[EventLogRecord], untranslated: list[int] | None = None
+) -> list[tuple[str, object]]:
+    """OpenLineage events, with their outbox keys, for ``new_records`` of one run.
+
+    A record that cannot be translated is logged with its storage id and added to ``untranslated``.
+    """
     events = []
     for record in new_records:
         try:
             events += _translate_record(view, record)
         except Exception:  # one bad record must not stop the bridge; it is logged and counted
             log.exception("Could not translate Dagster event %s of run %s", record.storage_id, view.dagster_run_id)
-            UNTRANSLATED.append(record.storage_id)
+            if untranslated is not None:
+                untranslated.append(record.storage_id)
     return events
-
-
-# Storage ids of records that failed to translate in this process (reported by the pass).
-UNTRANSLATED: list[int] = []
 
 
 def _translate_record(view: RunView, record: EventLogRecord) -> list[tuple[str, object]]:
@@ -246,6 +248,7 @@ class DagsterSource:
         self, instance: DagsterInstance, asset_parents: Callable[[AssetKey], list[AssetKey]], batch: int = 200
     ):
         self.instance, self.asset_parents, self.batch = instance, asset_parents, batch
+        self.untranslated: list[int] = []
 
     def upstream_versions(self, key: AssetKey, partition: str | None, before_storage_id: int) -> list[DatasetRef]:
         """Each parent of ``key`` at its newest materialization before ``before_storage_id``."""
@@ -298,7 +301,7 @@ class DagsterSource:
                 records,
                 lambda key, before, partition=partition: self.upstream_versions(key, partition, before),
             )
-            events += translate(view, new)
+            events += translate(view, new, self.untranslated)
             if any(_type(r) in RUN_TERMINAL for r in new):
                 del cursor["open_runs"][dagster_run_id]
             else:

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     demo_command = commands.add_parser("demo", help="init, ingest the months, build actuals, train and forecast")
     demo_command.add_argument("--weather", action="store_true", help="train the weather-aware candidates too")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("forecast_assets").setLevel(logging.INFO)
     if args.command == "init":
         for key, value in init(args.months, args.scale).items():
             print(f"{key}={value}")
