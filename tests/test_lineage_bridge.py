@@ -196,3 +196,15 @@ def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_p
     events = (tmp_path / "lineage" / "openlineage_events.jsonl").read_text().splitlines()
     assert len(events) > 0
     assert f"queued {len(events)} new events" in result.skip_message
+
+
+def test_the_command_does_one_pass_and_says_where_the_events_are(pipeline, by_hand_run, tmp_path, monkeypatch, capsys):
+    from bridge.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", pipeline.instance.root_directory)
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
+    assert main([]) == 0
+    events_file = tmp_path / "lineage" / "openlineage_events.jsonl"
+    printed = capsys.readouterr().out
+    assert f"to file {events_file}" in printed and "0 still queued" in printed
+    assert f"Lineage pass: {len(events_file.read_text().splitlines())} new events" in printed
