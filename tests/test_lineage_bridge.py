@@ -26,7 +26,15 @@ def _http_client(port: int) -> OpenLineageClient:
 
 
 @pytest.fixture(scope="module")
-def emitted(pipeline, by_hand_run, dagster_run, tmp_path_factory):
+def failed_run(pipeline):
+    """An ingestion run that fails: the sample source has no 2025-03."""
+    result = pipeline.run("2025-03-01")
+    assert not result.success
+    return result
+
+
+@pytest.fixture(scope="module")
+def emitted(pipeline, by_hand_run, dagster_run, failed_run, tmp_path_factory):
     """One bridge pass over the whole pipeline, delivered to a JSON-lines file."""
     folder = tmp_path_factory.mktemp("lineage")
     result = run_pass(
@@ -73,6 +81,17 @@ def test_dagster_runs_steps_checks_and_metaflow_steps_become_jobs(emitted, by_ha
     assert {"actuals_every_zone_has_every_hour", "raw_yellow_row_count_matches_source"} <= {
         a["name"] for a in assertions
     }
+
+
+def test_a_failed_run_and_step_carry_the_error(emitted, failed_run):
+    _, events = emitted
+    failed = [e for e in events if e["eventType"] == "FAIL"]
+    step = [e for e in failed if e["job"]["name"] == "monthly_ingestion.taxi_trip_files"]
+    run = [e for e in failed if e["job"]["name"] == "monthly_ingestion"]
+    assert step and run
+    assert "yellow_tripdata_2025-03.parquet does not exist" in step[-1]["run"]["facets"]["errorMessage"]["message"]
+    assert step[-1]["outputs"][0]["name"].endswith("/staging/taxi")  # the materialization that failed
+    assert run[-1]["run"]["facets"]["errorMessage"]["message"]
 
 
 def test_an_asset_step_has_its_upstream_inputs_and_versioned_outputs(emitted, pipeline):

@@ -67,41 +67,46 @@ def actuals_end(catalog: Catalog) -> datetime:
     return newest.replace(tzinfo=None) + timedelta(hours=1)
 
 
+def _read_window(
+    catalog: Catalog, identifier: str, asset: str, row_filter: str, window: str, otherwise: str
+) -> tuple[pd.DataFrame, int]:
+    """Rows matching ``row_filter`` at the current snapshot, recorded as this step's read."""
+    table = _load(catalog, identifier, asset)
+    snapshot_id = table.current_snapshot().snapshot_id
+    frame = table.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_pandas()
+    if frame.empty:
+        msg = f"Table {identifier} has no rows between {window}: materialize {asset} for those months, {otherwise}."
+        raise MissingInput(msg)
+    record_read(identifier, snapshot_id, rows=len(frame))
+    return frame, snapshot_id
+
+
 def read_actuals(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.DataFrame, int]:
     """Hourly rides in ``[start, end)`` and the snapshot they were read at."""
-    table = _load(catalog, ACTUALS, ACTUALS_ASSET)
-    snapshot_id = table.current_snapshot().snapshot_id
-    frame = table.scan(
-        row_filter=f"pickup_hour >= '{_utc(start)}' AND pickup_hour < '{_utc(end)}'", snapshot_id=snapshot_id
-    ).to_pandas()
-    if frame.empty:
-        msg = (
-            f"Table {ACTUALS} has no rows between {start:%Y-%m-%d %H:%M} and {end:%Y-%m-%d %H:%M}: "
-            f"materialize {ACTUALS_ASSET} for those months, or pick an as-of time inside the data."
-        )
-        raise MissingInput(msg)
+    frame, snapshot_id = _read_window(
+        catalog,
+        ACTUALS,
+        ACTUALS_ASSET,
+        f"pickup_hour >= '{_utc(start)}' AND pickup_hour < '{_utc(end)}'",
+        f"{start:%Y-%m-%d %H:%M} and {end:%Y-%m-%d %H:%M}",
+        "or pick an as-of time inside the data",
+    )
     frame["pickup_hour"] = frame["pickup_hour"].dt.tz_localize(None)
-    frame = frame.sort_values(["pulocationid", "pickup_hour"]).reset_index(drop=True)
-    record_read(ACTUALS, snapshot_id, rows=len(frame))
-    return frame, snapshot_id
+    return frame.sort_values(["pulocationid", "pickup_hour"]).reset_index(drop=True), snapshot_id
 
 
 def read_weather(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.DataFrame, int]:
     """Daily weather per county in ``[start, end)``, one column per element."""
-    table = _load(catalog, WEATHER, WEATHER_ASSET)
-    snapshot_id = table.current_snapshot().snapshot_id
-    long = table.scan(
-        row_filter=f"date >= '{start:%Y-%m-%d}' AND date < '{end:%Y-%m-%d}'", snapshot_id=snapshot_id
-    ).to_pandas()
-    if long.empty:
-        msg = (
-            f"Table {WEATHER} has no rows between {start:%Y-%m-%d} and {end:%Y-%m-%d}: materialize "
-            f"{WEATHER_ASSET} for those months, or train without weather."
-        )
-        raise MissingInput(msg)
+    long, snapshot_id = _read_window(
+        catalog,
+        WEATHER,
+        WEATHER_ASSET,
+        f"date >= '{start:%Y-%m-%d}' AND date < '{end:%Y-%m-%d}'",
+        f"{start:%Y-%m-%d} and {end:%Y-%m-%d}",
+        "or train without weather",
+    )
     wide = long.pivot_table(index=["county_fips", "date"], columns="element", values="value").reset_index()
     wide["date"] = pd.to_datetime(wide["date"])
-    record_read(WEATHER, snapshot_id, rows=len(long))
     return wide, snapshot_id
 
 
