@@ -33,8 +33,8 @@ def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
     types: Counter = Counter()
     with outbox.batch(name) as batch:
         for key, event in events:
-            batch.add(key, Serde.to_json(event))
-            types[event.eventType.value] += 1
+            if batch.add(key, Serde.to_json(event)):
+                types[event.eventType.value] += 1
         batch.set_cursor(cursor)
     return batch.added, types
 

@@ -87,11 +87,13 @@ class Batch:
     def __init__(self, connection: sqlite3.Connection, source: str) -> None:
         self.connection, self.source, self.added = connection, source, 0
 
-    def add(self, key: str, payload: str) -> None:
+    def add(self, key: str, payload: str) -> bool:
+        """Queue an event; ``False`` when an event with this key is already queued."""
         inserted = self.connection.execute(
             "INSERT OR IGNORE INTO events (event_key, payload) VALUES (?, ?)", (key, payload)
         ).rowcount
         self.added += inserted
+        return bool(inserted)
 
     def set_cursor(self, value: dict) -> None:
         self.connection.execute(

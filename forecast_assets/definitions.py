@@ -7,14 +7,14 @@ from dagster import Definitions, in_process_executor
 from forecast_assets.assets.checks import ALL_CHECKS
 from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yellow_rides_hourly_actuals
 from forecast_assets.assets.source_files import taxi_trip_files, weather_files
-from forecast_assets.assets.training import train_forecast_model
+from forecast_assets.assets.training import run_training_flow
 from forecast_assets.automation import monthly_ingestion_job, new_source_months, training_job
 from forecast_assets.lakehouse.catalog import CatalogConfig
 from forecast_assets.lineage_sensor import openlineage_bridge
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
 from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL, env, state_dir
 
-ASSETS = [taxi_trip_files, weather_files, raw_yellow, raw_weather, yellow_rides_hourly_actuals, train_forecast_model]
+ASSETS = [taxi_trip_files, weather_files, raw_yellow, raw_weather, yellow_rides_hourly_actuals, run_training_flow]
 
 
 def resources_from_env() -> dict:

@@ -26,7 +26,7 @@ def ingest_months(partition_keys: list[str], instance: DagsterInstance | None = 
 def train(instance: DagsterInstance | None = None, use_weather: bool = False) -> ExecuteInProcessResult:
     """Run the Metaflow training flow through Dagster, so the run and its outputs show in the UI."""
     instance = instance or DagsterInstance.get()
-    run_config = QUIET | {"ops": {"train_forecast_model": {"config": {"use_weather": use_weather}}}}
+    run_config = QUIET | {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
     job = defs.resolve_job_def(training_job.name)
     return job.execute_in_process(instance=instance, raise_on_error=False, run_config=run_config)
 

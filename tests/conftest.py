@@ -71,7 +71,7 @@ def dagster_run(pipeline, by_hand_run):
     from metaflow import Run
 
     job = pipeline.definitions().resolve_job_def("train_forecast_model")
-    config = {"ops": {"train_forecast_model": {"config": {"use_weather": True}}}}
+    config = {"ops": {"run_training_flow": {"config": {"use_weather": True}}}}
     result = job.execute_in_process(instance=pipeline.instance, run_config=config, raise_on_error=False)
     assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
     return result, Run(pipeline.latest_metadata("forecast_model")["model_version"].value)

@@ -87,3 +87,9 @@ def test_sensor_requests_only_published_months(tmp_path):
         context = build_sensor_context(instance=instance, resources=resources)
         requests = list(new_source_months(context))
     assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
+
+
+def test_the_code_location_loads_as_dagster_dev_loads_it():
+    from dagster import Definitions
+
+    Definitions.validate_loadable(defs)

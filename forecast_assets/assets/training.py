@@ -37,7 +37,7 @@ class TrainingConfig(Config):
 
 
 @multi_asset(
-    name="train_forecast_model",
+    name="run_training_flow",
     specs=[
         AssetSpec(
             FORECAST_MODEL,
@@ -55,7 +55,7 @@ class TrainingConfig(Config):
         ),
     ],
 )
-def train_forecast_model(context: AssetExecutionContext, config: TrainingConfig):
+def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     """Runs flows/train.py through Metaflow's Runner, passing this Dagster run as the flow's parent."""
     from flows.launch import FlowFailed, run_training  # Metaflow loads only when training runs
 
