@@ -150,48 +150,53 @@ def translate(
 
 
 def _translate_record(view: RunView, record: EventLogRecord) -> list[tuple[str, object]]:
-    events = []
-    nominal_start, nominal_end = view.nominal_time()
     kind = _type(record)
-    step_key = _step(record)
     if kind == DagsterEventType.RUN_START or kind in RUN_TERMINAL:
-        state = RunState.START if kind == DagsterEventType.RUN_START else RUN_TERMINAL[kind]
-        planned = set(view.planned())
-        inputs = {ref.name.key: ref for key in planned for ref in view.upstream(key, record.storage_id)}
-        inputs = [ref for ref in inputs.values() if ref.name not in {dataset_for_asset(list(k.path)) for k in planned}]
-        outputs = view.materialized() if state != RunState.START else [output_ref(k) for k in view.planned()]
-        spec = EventSpec(
-            state=state,
-            time=_time(record),
-            job=view.run_job,
-            integration=INTEGRATION,
-            job_type="JOB",
-            inputs=inputs,
-            outputs=outputs,
-            error=record.event_log_entry.message if state == RunState.FAIL else None,
-            nominal_start=nominal_start,
-            nominal_end=nominal_end,
-        )
-    elif kind in STEP_STATES:
-        spec = _step_spec(view, record, step_key, STEP_STATES[kind], nominal_start, nominal_end)
-    elif kind == DagsterEventType.ASSET_OBSERVATION:
-        observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
-        version = observation.tags.get("dagster/data_version") if observation.tags else None
-        spec = EventSpec(
-            state=RunState.OTHER,
-            time=_time(record),
-            job=view.step_job(step_key) if step_key else view.run_job,
-            integration=INTEGRATION,
-            job_type="OBSERVATION",
-            outputs=[output_ref(observation.asset_key, _metadata(observation), version)],
-            parent=view.run_job if step_key else None,
-        )
-        events.append((event_key(spec, str(record.storage_id)), run_event(spec)))
-        return events
-    else:
-        return events
-    events.append((event_key(spec), run_event(spec)))
-    return events
+        spec = _run_spec(view, record, RunState.START if kind == DagsterEventType.RUN_START else RUN_TERMINAL[kind])
+        return [(event_key(spec), run_event(spec))]
+    if kind in STEP_STATES:
+        nominal_start, nominal_end = view.nominal_time()
+        spec = _step_spec(view, record, _step(record), STEP_STATES[kind], nominal_start, nominal_end)
+        return [(event_key(spec), run_event(spec))]
+    if kind == DagsterEventType.ASSET_OBSERVATION:
+        spec = _observation_spec(view, record)
+        # A step may observe many times: the storage id tells its events apart.
+        return [(event_key(spec, str(record.storage_id)), run_event(spec))]
+    return []
+
+
+def _run_spec(view: RunView, record: EventLogRecord, state: RunState) -> EventSpec:
+    planned = view.planned()
+    produced = {dataset_for_asset(list(key.path)) for key in planned}
+    upstream = {ref.name.key: ref for key in planned for ref in view.upstream(key, record.storage_id)}
+    nominal_start, nominal_end = view.nominal_time()
+    return EventSpec(
+        state=state,
+        time=_time(record),
+        job=view.run_job,
+        integration=INTEGRATION,
+        job_type="JOB",
+        inputs=[ref for ref in upstream.values() if ref.name not in produced],
+        outputs=[output_ref(key) for key in planned] if state == RunState.START else view.materialized(),
+        error=record.event_log_entry.message if state == RunState.FAIL else None,
+        nominal_start=nominal_start,
+        nominal_end=nominal_end,
+    )
+
+
+def _observation_spec(view: RunView, record: EventLogRecord) -> EventSpec:
+    step_key = _step(record)
+    observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
+    version = observation.tags.get("dagster/data_version") if observation.tags else None
+    return EventSpec(
+        state=RunState.OTHER,
+        time=_time(record),
+        job=view.step_job(step_key) if step_key else view.run_job,
+        integration=INTEGRATION,
+        job_type="OBSERVATION",
+        outputs=[output_ref(observation.asset_key, _metadata(observation), version)],
+        parent=view.run_job if step_key else None,
+    )
 
 
 def _step_spec(view: RunView, record, step_key: str, state: RunState, nominal_start, nominal_end) -> EventSpec:
