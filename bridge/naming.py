@@ -107,5 +107,6 @@ def datahub_urn(dataset: DatasetName, env: str = "PROD") -> str:
     if dataset.catalog_name:
         platform = "glue" if dataset.catalog_namespace == "glue" else "iceberg"
         return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{dataset.catalog_name},{env})"
-    platform = "s3" if dataset.namespace.startswith("s3://") else "file"
-    return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{dataset.key},{env})"
+    if dataset.namespace.startswith("s3://"):
+        return f"urn:li:dataset:(urn:li:dataPlatform:s3,{dataset.namespace.removeprefix('s3://')}{dataset.name},{env})"
+    return f"urn:li:dataset:(urn:li:dataPlatform:file,{dataset.name},{env})"

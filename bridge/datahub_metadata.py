@@ -1,0 +1,131 @@
+"""Translate OpenLineage run events into native DataHub metadata (acryl-datahub SDK aspects).
+
+Pure: events in, ``MetadataChangeProposalWrapper``s out. Flows and jobs come from OpenLineage job
+names (``{parent}.{leaf}``), datasets from ``bridge.naming`` (so replays update, never duplicate),
+and each OpenLineage run becomes a DataProcessInstance of its job.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from datahub.emitter import mce_builder as builder
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as models
+
+from bridge.naming import DatasetName, datahub_urn
+
+ACTOR = "urn:li:corpuser:taxi-demand-bridge"
+RUN_RESULTS = {
+    "COMPLETE": models.RunResultTypeClass.SUCCESS,
+    "FAIL": models.RunResultTypeClass.FAILURE,
+    "ABORT": models.RunResultTypeClass.SKIPPED,
+}
+
+
+def dataset_urn(dataset: dict) -> str:
+    symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
+    catalog = symlinks[0] if symlinks else {}
+    name = DatasetName(dataset["namespace"], dataset["name"], catalog.get("name"), catalog.get("namespace"))
+    return datahub_urn(name)
+
+
+def flow_and_job(event: dict) -> tuple[str, str | None]:
+    """The DataFlow URN and, for a step job, its DataJob URN."""
+    integration = event["job"]["facets"]["jobType"]["integration"].lower()
+    parent, _, leaf = event["job"]["name"].partition(".")
+    flow = builder.make_data_flow_urn(integration, parent, cluster="PROD")
+    return flow, builder.make_data_job_urn_with_flow(flow, leaf) if leaf else None
+
+
+def _millis(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def metadata_for(event: dict) -> list[MetadataChangeProposalWrapper]:
+    flow, job = flow_and_job(event)
+    integration = event["job"]["facets"]["jobType"]["integration"].lower()
+    inputs = [dataset_urn(d) for d in event.get("inputs", [])]
+    outputs = [dataset_urn(d) for d in event.get("outputs", [])]
+    flow_info = models.DataFlowInfoClass(
+        name=event["job"]["name"].partition(".")[0], customProperties={"orchestrator": integration}
+    )
+    aspects: list[tuple[str, object]] = [(flow, flow_info)]
+    entity = job or flow
+    if job:
+        upstream_jobs = [
+            flow_and_job({"job": {"name": dep["job"]["name"], "facets": event["job"]["facets"]}})[1]
+            for dep in event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
+        ]
+        job_info = models.DataJobInfoClass(
+            name=event["job"]["name"].partition(".")[2], type=integration.upper(), flowUrn=flow
+        )
+        aspects.append((job, job_info))
+        if event["eventType"] != "START" or inputs or outputs:
+            aspects.append(
+                (job, models.DataJobInputOutputClass(
+                    inputDatasets=sorted(set(inputs)), outputDatasets=sorted(set(outputs)),
+                    inputDatajobs=sorted({j for j in upstream_jobs if j}),
+                ))
+            )  # fmt: skip
+    for dataset in event.get("outputs", []):
+        aspects += _dataset_aspects(dataset, inputs)
+    aspects += _run_aspects(event, entity, inputs, outputs)
+    return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
+
+
+def _dataset_aspects(dataset: dict, upstream: list[str]) -> list[tuple[str, object]]:
+    urn = dataset_urn(dataset)
+    facets = dataset.get("facets", {})
+    properties = {"openlineage_namespace": dataset["namespace"], "openlineage_name": dataset["name"]}
+    if "version" in facets:
+        properties["version"] = facets["version"]["datasetVersion"]
+    aspects: list[tuple[str, object]] = [
+        (urn, models.DatasetPropertiesClass(name=urn.split(",")[1], customProperties=properties))
+    ]
+    if upstream:
+        aspects.append(
+            (urn, models.UpstreamLineageClass(
+                upstreams=[models.UpstreamClass(dataset=u, type=models.DatasetLineageTypeClass.TRANSFORMED)
+                           for u in sorted(set(upstream)) if u != urn]
+            ))
+        )  # fmt: skip
+    fields = facets.get("schema", {}).get("fields", [])
+    if fields:
+        aspects.append(
+            (urn, models.SchemaMetadataClass(
+                schemaName=urn.split(",")[1], platform=urn.split(",")[0].split("(")[1], version=0, hash="",
+                platformSchema=models.OtherSchemaClass(rawSchema=""),
+                fields=[models.SchemaFieldClass(fieldPath=f["name"], nativeDataType=f.get("type") or "",
+                                                type=models.SchemaFieldDataTypeClass(type=models.StringTypeClass()))
+                        for f in fields],
+            ))
+        )  # fmt: skip
+    return aspects
+
+
+def _run_aspects(event: dict, template: str, inputs: list[str], outputs: list[str]) -> list[tuple[str, object]]:
+    """The run as a DataProcessInstance, with what this run (this version) read and wrote."""
+    urn = f"urn:li:dataProcessInstance:{event['run']['runId']}"
+    when = _millis(event["eventTime"])
+    aspects: list[tuple[str, object]] = [
+        (urn, models.DataProcessInstanceRelationshipsClass(upstreamInstances=[], parentTemplate=template)),
+    ]
+    if inputs:
+        aspects.append((urn, models.DataProcessInstanceInputClass(inputs=sorted(set(inputs)))))
+    if outputs:
+        aspects.append((urn, models.DataProcessInstanceOutputClass(outputs=sorted(set(outputs)))))
+    if event["eventType"] == "START":
+        name = f"{event['job']['name']} {event['run']['runId']}"
+        created = models.AuditStampClass(time=when, actor=ACTOR)
+        started = models.DataProcessInstanceRunEventClass(
+            timestampMillis=when, status=models.DataProcessRunStatusClass.STARTED
+        )
+        aspects += [(urn, models.DataProcessInstancePropertiesClass(name=name, created=created)), (urn, started)]
+    elif event["eventType"] in RUN_RESULTS:
+        result = models.DataProcessInstanceRunResultClass(
+            type=RUN_RESULTS[event["eventType"]], nativeResultType=event["eventType"]
+        )
+        aspects.append((urn, models.DataProcessInstanceRunEventClass(
+            timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result)))  # fmt: skip
+    return aspects
