@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from openlineage.client.serde import Serde
 
+from bridge.datahub_sink import SinkResult, open_writer, write_to_datahub
 from bridge.delivery import DeliveryResult, deliver, make_client
 from bridge.outbox import Outbox
 from forecast_assets.settings import state_path
@@ -21,6 +22,7 @@ class PassResult:
     event_types: Counter = field(default_factory=Counter)
     untranslated: list[int] = field(default_factory=list)
     delivery: DeliveryResult | None = None
+    datahub: SinkResult | None = None
 
 
 def default_outbox() -> Outbox:
@@ -39,7 +41,8 @@ def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
     return batch.added, types
 
 
-def run_pass(sources: dict, outbox: Outbox | None = None, client=None) -> PassResult:
+def run_pass(sources: dict, outbox: Outbox | None = None, client=None, datahub=None) -> PassResult:
+    """``datahub``: a DataHub writer; by default the configured one (DataHub Lite unless set off)."""
     outbox = outbox or default_outbox()
     result = PassResult()
     for name, source in sources.items():
@@ -48,4 +51,11 @@ def run_pass(sources: dict, outbox: Outbox | None = None, client=None) -> PassRe
         result.event_types.update(types)
         result.untranslated += getattr(source, "untranslated", [])
     result.delivery = deliver(outbox, client or make_client())
+    writer = datahub if datahub is not None else open_writer()
+    if writer is not None:
+        try:
+            result.datahub = write_to_datahub(outbox, writer)
+        finally:
+            if datahub is None:
+                writer.close()
     return result

@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Lineage pass: {queued} new events ({dict(result.event_types)}) in {seconds:.1f} s")
     print(f"  per source: {result.queued}")
     print(f"  delivered {result.delivery.delivered} to {describe(client)}; {result.delivery.pending} still queued")
+    if result.datahub is not None:
+        print(f"  DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
+              + (f"; stopped: {result.datahub.error}" if result.datahub.error else ""))  # fmt: skip
     if result.untranslated:
         print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
     if result.delivery.error:

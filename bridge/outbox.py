@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS events (
     delivered_at TEXT
 );
 CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sink_offsets (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 """
 
 
@@ -70,6 +71,26 @@ class Outbox:
                 "SELECT seq, event_key, payload FROM events WHERE delivered_at IS NULL ORDER BY seq LIMIT ?", (limit,)
             ).fetchall()
         return [QueuedEvent(*row) for row in rows]
+
+    def events_after(self, seq: int, limit: int = 1000) -> list[QueuedEvent]:
+        """Queued events in order, for sinks that keep their own offset (delivered or not)."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT seq, event_key, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            ).fetchall()
+        return [QueuedEvent(*row) for row in rows]
+
+    def sink_offset(self, sink: str) -> int:
+        with self._connect() as connection:
+            row = connection.execute("SELECT seq FROM sink_offsets WHERE sink = ?", (sink,)).fetchone()
+        return row[0] if row else 0
+
+    def set_sink_offset(self, sink: str, seq: int) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                "INSERT INTO sink_offsets (sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = excluded.seq",
+                (sink, seq),
+            )
 
     def mark_delivered(self, seq: int) -> None:
         with self._connect() as connection:

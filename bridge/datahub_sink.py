@@ -1,0 +1,90 @@
+"""Write the queued lineage into DataHub: DataHub Lite in the state folder by default, a GMS by config.
+
+``TAXI_DATAHUB`` chooses the emitter: ``lite`` (default; ``.state/datahub/lite.sqlite``), ``rest``
+(``DATAHUB_GMS_URL`` and ``DATAHUB_GMS_TOKEN``) or ``off``. The sink keeps its own offset in the
+outbox and writes upserts, so a replay leaves the graph as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.datahub_metadata import metadata_for
+from bridge.outbox import Outbox
+from forecast_assets.settings import state_path
+
+log = logging.getLogger(__name__)
+
+DATAHUB_ENV = "TAXI_DATAHUB"
+SINK_NAME = "datahub"
+
+
+def lite_path() -> Path:
+    return state_path("datahub") / "lite.sqlite"
+
+
+def open_lite(path: Path | None = None, read_only: bool = False):
+    from datahub.lite.lite_util import get_datahub_lite
+
+    config = {"file": str(path or lite_path()), "read_only": read_only, "options": {"journal_mode": "WAL"}}
+    return get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
+
+
+class RestWriter:
+    """The same writes, to a DataHub GMS through the SDK's REST emitter."""
+
+    def __init__(self, server: str, token: str | None) -> None:
+        from datahub.emitter.rest_emitter import DatahubRestEmitter
+
+        self.emitter = DatahubRestEmitter(gms_server=server, token=token)
+
+    def write(self, mcp) -> None:
+        self.emitter.emit(mcp)
+
+    def close(self) -> None:
+        self.emitter.close()
+
+
+def open_writer():
+    """The configured DataHub writer, or ``None`` when DataHub is off."""
+    kind = os.environ.get(DATAHUB_ENV, "lite")
+    if kind == "off":
+        return None
+    if kind == "rest":
+        server = os.environ.get("DATAHUB_GMS_URL")
+        if not server:
+            raise ValueError(f"{DATAHUB_ENV}=rest needs DATAHUB_GMS_URL (and DATAHUB_GMS_TOKEN if GMS has auth)")
+        return RestWriter(server, os.environ.get("DATAHUB_GMS_TOKEN"))
+    if kind != "lite":
+        raise ValueError(f"{DATAHUB_ENV}={kind!r} is not one of lite, rest, off")
+    return open_lite()
+
+
+@dataclass(frozen=True)
+class SinkResult:
+    events: int
+    aspects: int
+    error: str | None
+
+
+def write_to_datahub(outbox: Outbox, writer) -> SinkResult:
+    """Translate every event past the sink's offset and write it; stop at the first failure."""
+    events = aspects = 0
+    offset = outbox.sink_offset(SINK_NAME)
+    while batch := outbox.events_after(offset):
+        for queued in batch:
+            try:
+                for mcp in metadata_for(json.loads(queued.payload)):
+                    writer.write(mcp)
+                    aspects += 1
+            except Exception as err:  # DataHub down or refusing: resume from this event next pass
+                log.warning("DataHub write stopped at event %s (%s)", queued.seq, err)
+                return SinkResult(events, aspects, str(err))
+            offset = queued.seq
+            outbox.set_sink_offset(SINK_NAME, offset)
+            events += 1
+    return SinkResult(events, aspects, None)
