@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from openlineage.client.serde import Serde
 
-from bridge.datahub_sink import SinkResult, open_writer, write_to_datahub
+from bridge.datahub_sink import SinkResult, datahub_kind, open_writer, sink_name, write_to_datahub
 from bridge.delivery import DeliveryResult, deliver, make_client
 from bridge.outbox import Outbox
 from forecast_assets.settings import state_path
@@ -42,7 +42,7 @@ def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
 
 
 def run_pass(sources: dict, outbox: Outbox | None = None, client=None, datahub=None) -> PassResult:
-    """``datahub``: a DataHub writer; by default the configured one (DataHub Lite unless set off)."""
+    """``datahub``: ``(sink name, writer)``; by default the configured one (DataHub Lite unless set off)."""
     outbox = outbox or default_outbox()
     result = PassResult()
     for name, source in sources.items():
@@ -51,10 +51,10 @@ def run_pass(sources: dict, outbox: Outbox | None = None, client=None, datahub=N
         result.event_types.update(types)
         result.untranslated += getattr(source, "untranslated", [])
     result.delivery = deliver(outbox, client or make_client())
-    writer = datahub if datahub is not None else open_writer()
+    name, writer = datahub if datahub is not None else (sink_name(datahub_kind()), open_writer())
     if writer is not None:
         try:
-            result.datahub = write_to_datahub(outbox, writer)
+            result.datahub = write_to_datahub(outbox, writer, name)
         finally:
             if datahub is None:
                 writer.close()

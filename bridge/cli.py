@@ -1,25 +1,32 @@
-"""`taxi-lineage`: one bridge pass without the Dagster daemon (for scripts, CI and the demo)."""
+"""`taxi-lineage`: one bridge pass without the Dagster daemon, and a look at the lineage graph.
+
+taxi-lineage                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (Lite)
+taxi-lineage show DATASET_OR_JOB   upstream and downstream across both tools, versions, last runs
+taxi-lineage model [VERSION]       model versions and the datasets each was trained on
+taxi-lineage picture [--out FILE]  the whole graph as an SVG to open in a browser
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 from bridge.bridge_pass import default_outbox, run_pass
 from bridge.delivery import describe, make_client
 from forecast_assets.local_state import dagster_home
+from forecast_assets.settings import state_path
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="taxi-lineage", description=__doc__)
-    parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+def lineage_pass() -> int:
     os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
     from dagster import DagsterInstance
 
+    from bridge.dagster_reports import report_metaflow_outputs
     from bridge.sources import sources_for
 
     started = time.monotonic()
@@ -27,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     outbox = default_outbox()
     with DagsterInstance.get() as instance:
         result = run_pass(sources_for(instance), outbox, client)
+        reported = report_metaflow_outputs(instance, outbox)
     seconds = time.monotonic() - started
     queued = sum(result.queued.values())
     print(f"Lineage pass: {queued} new events ({dict(result.event_types)}) in {seconds:.1f} s")
@@ -35,11 +43,109 @@ def main(argv: list[str] | None = None) -> int:
     if result.datahub is not None:
         print(f"  DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
               + (f"; stopped: {result.datahub.error}" if result.datahub.error else ""))  # fmt: skip
+    if reported:
+        print(f"  reported {len(reported)} Metaflow runs from the shell to Dagster as materializations")
     if result.untranslated:
         print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
     if result.delivery.error:
         print(f"  delivery stopped: {result.delivery.error} (queued events are retried on the next pass)")
     return 0
+
+
+def _graph():
+    from bridge.datahub_sink import open_lite
+    from bridge.graph_view import LineageGraph
+
+    lite = open_lite(read_only=True)
+    try:
+        return LineageGraph.from_lite(lite), lite
+    except Exception:
+        lite.close()
+        raise
+
+
+def show(name: str) -> int:
+    graph, lite = _graph()
+    lite.close()
+    node = graph.find(name)
+    print(f"{graph.labels[node]}  ({graph.kinds[node]})")
+    for title, upstream in (("upstream", True), ("downstream", False)):
+        print(f"\n{title}:")
+        for depth, other in graph.walk(node, upstream):
+            print(f"  {'  ' * (depth - 1)}{graph.labels[other]}  [{graph.kinds[other]}]")
+    label = graph.labels[node]
+    runs = []
+    for queued in default_outbox().events_after(0, limit=1_000_000):
+        event = json.loads(queued.payload)
+        if event["eventType"] != "COMPLETE":
+            continue
+        for dataset in event.get("outputs", []):
+            names = {d.get("name") for d in dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])}
+            if label in names or dataset["name"].endswith(label) or event["job"]["name"] == label:
+                version = dataset.get("facets", {}).get("version", {}).get("datasetVersion", "?")
+                runs.append((event["eventTime"], event["job"]["name"], version))
+    if runs:
+        print("\nlast versions written (time, job, version):")
+        for when, job, version in sorted(set(runs))[-8:]:
+            print(f"  {when}  {job}  {version}")
+    return 0
+
+
+def model(version: str | None) -> int:
+    graph, lite = _graph()
+    try:
+        for urn in sorted(lite.list_ids()):
+            if not urn.startswith("urn:li:mlModel:"):
+                continue
+            properties = (lite.get(urn, aspects=["mlModelProperties"]) or {}).get("mlModelProperties") or {}
+            tag = properties.get("version", {}).get("versionTag", "")
+            if version and version not in tag:
+                continue
+            metrics = ", ".join(f"{m['name']}={m['value']}" for m in properties.get("trainingMetrics", []))
+            print(f"{tag}  {metrics}")
+            for dataset in properties.get("customProperties", {}).get("input_datasets", "").split(", "):
+                print(f"  input {dataset.split(',')[1] if ',' in dataset else dataset}")
+    finally:
+        lite.close()
+    return 0
+
+
+def picture(out: Path) -> int:
+    from bridge.graph_view import to_svg
+
+    graph, lite = _graph()
+    lite.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pictured = graph.without_dead_ends()
+    out.write_text(to_svg(pictured, "NYC taxi demand: lineage across Dagster and Metaflow"))
+    print(
+        f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
+        "open it in a browser"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="taxi-lineage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("pass", help="one bridge pass (the default)")
+    show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
+    show_parser.add_argument("name", help="e.g. nyc_taxi.yellow_rides_hourly_forecast or TrainForecastModelFlow.load")
+    model_parser = commands.add_parser("model", help="model versions and their input datasets")
+    model_parser.add_argument("version", nargs="?", help="a Metaflow run pathspec, or part of it")
+    picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
+    picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "show":
+        return show(args.name)
+    if args.command == "model":
+        return model(args.version)
+    if args.command == "picture":
+        return picture(args.out or state_path("lineage") / "lineage_graph.svg")
+    return lineage_pass()
 
 
 if __name__ == "__main__":

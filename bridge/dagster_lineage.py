@@ -62,7 +62,8 @@ def output_ref(key: AssetKey, metadata: dict | None = None, data_version: str | 
     version = metadata.get("iceberg/snapshot_id") or metadata.get("model_version") or data_version
     schema = metadata.get("dagster/column_schema")
     columns = tuple((c.name, c.type) for c in schema.columns) if schema is not None else ()
-    return DatasetRef(dataset_for_asset(list(key.path)), None if version is None else str(version), columns)
+    rows = metadata.get("dagster/row_count")
+    return DatasetRef(dataset_for_asset(list(key.path)), None if version is None else str(version), columns, rows=rows)
 
 
 def _metadata(materialization) -> dict:

@@ -42,7 +42,11 @@ def _millis(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def metadata_for(event: dict) -> list[MetadataChangeProposalWrapper]:
+MODEL_GROUP = builder.make_ml_model_group_urn("metaflow", "forecast_model", "PROD")
+
+
+def metadata_for(event: dict, model_details=None) -> list[MetadataChangeProposalWrapper]:
+    """DataHub aspects for one event; ``model_details(version)`` adds metrics to model versions."""
     flow, job = flow_and_job(event)
     integration = event["job"]["facets"]["jobType"]["integration"].lower()
     inputs = [dataset_urn(d) for d in event.get("inputs", [])]
@@ -68,18 +72,29 @@ def metadata_for(event: dict) -> list[MetadataChangeProposalWrapper]:
                     inputDatajobs=sorted({j for j in upstream_jobs if j}),
                 ))
             )  # fmt: skip
+    partition = event["run"]["facets"].get("nominalTime", {}).get("nominalStartTime", "")[:10] or None
     for dataset in event.get("outputs", []):
-        aspects += _dataset_aspects(dataset, inputs)
+        aspects += _dataset_aspects(dataset, inputs, partition)
     aspects += _run_aspects(event, entity, inputs, outputs)
+    if event["eventType"] == "COMPLETE":
+        aspects += [a for d in event.get("inputs", []) for a in _assertion_aspects(event, d)]
+    if not job and event["eventType"] == "COMPLETE":
+        aspects += _model_aspects(event, inputs, model_details)
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
 
 
-def _dataset_aspects(dataset: dict, upstream: list[str]) -> list[tuple[str, object]]:
+def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) -> list[tuple[str, object]]:
+    """Properties of the dataset's latest version (version, rows written, partition) and lineage."""
     urn = dataset_urn(dataset)
     facets = dataset.get("facets", {})
     properties = {"openlineage_namespace": dataset["namespace"], "openlineage_name": dataset["name"]}
     if "version" in facets:
         properties["version"] = facets["version"]["datasetVersion"]
+    rows = dataset.get("outputFacets", {}).get("outputStatistics", {}).get("rowCount")
+    if rows is not None:
+        properties["rows_written"] = str(rows)
+    if partition:
+        properties["partition"] = partition
     aspects: list[tuple[str, object]] = [
         (urn, models.DatasetPropertiesClass(name=urn.split(",")[1], customProperties=properties))
     ]
@@ -123,9 +138,82 @@ def _run_aspects(event: dict, template: str, inputs: list[str], outputs: list[st
         )
         aspects += [(urn, models.DataProcessInstancePropertiesClass(name=name, created=created)), (urn, started)]
     elif event["eventType"] in RUN_RESULTS:
+        # The run's properties again, now with the dataset versions it read and wrote.
+        versions = {
+            f"{direction}:{dataset_urn(d).split(',')[1]}": d["facets"]["version"]["datasetVersion"]
+            for direction in ("input", "output")
+            for d in event.get(f"{direction}s", [])
+            if "version" in d.get("facets", {})
+        }
+        properties = models.DataProcessInstancePropertiesClass(
+            name=f"{event['job']['name']} {event['run']['runId']}",
+            created=models.AuditStampClass(time=when, actor=ACTOR),
+            customProperties=versions,
+        )
+        aspects.append((urn, properties))
         result = models.DataProcessInstanceRunResultClass(
             type=RUN_RESULTS[event["eventType"]], nativeResultType=event["eventType"]
         )
         aspects.append((urn, models.DataProcessInstanceRunEventClass(
             timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result)))  # fmt: skip
+    return aspects
+
+
+def _model_aspects(event: dict, inputs: list[str], model_details) -> list[tuple[str, object]]:
+    """A flow run that wrote the model: the model group and one MLModel for this version."""
+    models_written = [
+        d
+        for d in event.get("outputs", [])
+        if d["name"].endswith("/forecast_model") and "version" in d.get("facets", {})
+    ]
+    aspects: list[tuple[str, object]] = []
+    for dataset in models_written:
+        version = dataset["facets"]["version"]["datasetVersion"]
+        details = model_details(version) if model_details else {}
+        urn = builder.make_ml_model_urn("metaflow", f"forecast_model_{version.replace('/', '_')}", "PROD")
+        properties = models.MLModelPropertiesClass(
+            name=f"forecast_model {version}",
+            version=models.VersionTagClass(versionTag=version),
+            trainingMetrics=[models.MLMetricClass(name=k, value=str(v)) for k, v in details.get("metrics", {}).items()],
+            hyperParams=[models.MLHyperParamClass(name=k, value=str(v)) for k, v in details.get("params", {}).items()],
+            trainingJobs=[f"urn:li:dataProcessInstance:{event['run']['runId']}"],
+            groups=[MODEL_GROUP],
+            customProperties={"input_datasets": ", ".join(sorted(set(inputs))), "model_dataset": dataset_urn(dataset)},
+        )
+        aspects += [
+            (MODEL_GROUP, models.MLModelGroupPropertiesClass(name="forecast_model", description="Hourly taxi demand")),
+            (urn, properties),
+        ]
+    return aspects
+
+
+def _assertion_aspects(event: dict, dataset: dict) -> list[tuple[str, object]]:
+    """Each asset check on a dataset as a DataHub assertion, with this run's result."""
+    facet = dataset.get("facets", {}).get("dataQualityAssertions", {})
+    target = dataset_urn(dataset)
+    aspects: list[tuple[str, object]] = []
+    for check in facet.get("assertions", []):
+        urn = builder.make_assertion_urn(builder.datahub_guid({"dataset": target, "check": check["assertion"]}))
+        info = models.AssertionInfoClass(
+            type=models.AssertionTypeClass.DATASET,
+            datasetAssertion=models.DatasetAssertionInfoClass(
+                dataset=target,
+                scope=models.DatasetAssertionScopeClass.DATASET_ROWS,
+                operator=models.AssertionStdOperatorClass._NATIVE_,
+                nativeType=check["assertion"],
+            ),
+            description=f"Dagster asset check {check['assertion']} (severity {check.get('severity', 'error')})",
+        )
+        outcome = (
+            models.AssertionResultTypeClass.SUCCESS if check["success"] else models.AssertionResultTypeClass.FAILURE
+        )
+        run_event = models.AssertionRunEventClass(
+            timestampMillis=_millis(event["eventTime"]),
+            runId=event["run"]["runId"],
+            asserteeUrn=target,
+            assertionUrn=urn,
+            status=models.AssertionRunStatusClass.COMPLETE,
+            result=models.AssertionResultClass(type=outcome),
+        )
+        aspects += [(urn, info), (urn, run_event)]
     return aspects

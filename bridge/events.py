@@ -14,6 +14,7 @@ from openlineage.client.facet_v2 import (
     job_dependencies_run,
     job_type_job,
     nominal_time_run,
+    output_statistics_output_dataset,
     parent_run,
     schema_dataset,
     symlinks_dataset,
@@ -41,6 +42,7 @@ class DatasetRef:
     version: str | None = None
     schema: tuple[tuple[str, str], ...] = ()
     assertions: tuple[Assertion, ...] = ()
+    rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,12 @@ def dataset_facets(ref: DatasetRef) -> dict:
     return facets
 
 
+def _output_facets(ref: DatasetRef) -> dict:
+    if ref.rows is None:
+        return {}
+    return {"outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(rowCount=ref.rows)}
+
+
 def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFacet:
     root = root or parent
     return parent_run.ParentRunFacet(
@@ -157,7 +165,10 @@ def run_event(spec: EventSpec) -> RunEvent:
             InputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.inputs
         ],
         outputs=[
-            OutputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.outputs
+            OutputDataset(
+                namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d), outputFacets=_output_facets(d)
+            )
+            for d in spec.outputs
         ],
         producer=PRODUCER,
     )

@@ -129,7 +129,7 @@ def run_state(run) -> RunState:
 
 
 def _ref(use: dict) -> DatasetRef:
-    return DatasetRef(dataset_for_metaflow_use(use["name"], use["kind"]), use["version"])
+    return DatasetRef(dataset_for_metaflow_use(use["name"], use["kind"]), use["version"], rows=use.get("rows"))
 
 
 def _task_error(task) -> str:

@@ -39,10 +39,13 @@ def demo(months: list[str], scale: str, use_weather: bool) -> int:
     if all(result.success for result in results):
         results.append(train(use_weather=use_weather))
     print_summary(results, values, time.monotonic() - started)
-    from bridge.cli import main as lineage_pass
+    from bridge.cli import main as lineage
 
     print()
-    lineage_pass([])
+    lineage([])
+    lineage(["picture"])
+    print("Lineage of the forecast: uv run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
+    print("Model versions:          uv run taxi-lineage model")
     return 0 if all(result.success for result in results) else 1
 
 

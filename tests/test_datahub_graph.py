@@ -6,7 +6,7 @@ import pytest
 from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import run_pass
-from bridge.datahub_sink import SINK_NAME, open_lite, write_to_datahub
+from bridge.datahub_sink import open_lite, write_to_datahub
 from bridge.outbox import Outbox
 from bridge.sources import sources_for
 
@@ -22,7 +22,7 @@ def graph(pipeline, by_hand_run, dagster_run, tmp_path_factory):
     outbox = Outbox(folder / "outbox.sqlite")
     client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(folder / "ol.jsonl")}})
     lite = open_lite(folder / "lite.sqlite")
-    result = run_pass(sources_for(pipeline.instance), outbox, client, datahub=lite)
+    result = run_pass(sources_for(pipeline.instance), outbox, client, datahub=("datahub-test", lite))
     assert result.datahub.error is None and result.datahub.events == sum(result.queued.values())
     yield lite, outbox
     lite.close()
@@ -68,7 +68,9 @@ def test_the_graph_holds_the_whole_cross_tool_path(graph):
     assert raw in _aspect(lite, dagster_actuals_jobs[0], "dataJobInputOutput")["inputDatasets"]
     lineage = _aspect(lite, actuals, "upstreamLineage")
     assert raw in [u["dataset"] for u in lineage["upstreams"]]
-    assert _aspect(lite, actuals, "datasetProperties")["customProperties"]["version"].isdigit()
+    properties = _aspect(lite, actuals, "datasetProperties")["customProperties"]
+    assert properties["version"].isdigit() and int(properties["rows_written"]) > 0
+    assert properties["partition"] in {"2024-12-01", "2025-01-01"}
 
 
 def test_each_run_keeps_its_own_inputs_so_the_weather_version_shows(graph):
@@ -84,6 +86,40 @@ def test_each_run_keeps_its_own_inputs_so_the_weather_version_shows(graph):
     inputs = [set((_aspect(lite, urn, "dataProcessInstanceInput") or {}).get("inputs", [])) for urn in load_runs]
     assert any(weather in found for found in inputs), "the weather-enabled run read raw_weather"
     assert any(found and weather not in found for found in inputs), "the first run did not"
+    versions = [
+        (_aspect(lite, urn, "dataProcessInstanceProperties") or {}).get("customProperties", {}) for urn in load_runs
+    ]
+    assert all(v.get("input:nyc_taxi.yellow_rides_hourly_actuals", "").isdigit() for v in versions if v)
+
+
+def test_each_model_version_is_an_mlmodel_with_metrics_and_its_own_inputs(graph, by_hand_run, dagster_run):
+    lite, _ = graph
+    _, weather_run = dagster_run
+    versions = {}
+    for urn in lite.list_ids():
+        if urn.startswith("urn:li:mlModel:"):
+            properties = _aspect(lite, urn, "mlModelProperties")
+            versions[properties["version"]["versionTag"]] = properties
+    assert {by_hand_run.pathspec, weather_run.pathspec} <= set(versions)
+    weather = ICEBERG.format("nyc_taxi.raw_weather")
+    assert weather in versions[weather_run.pathspec]["customProperties"]["input_datasets"]
+    assert weather not in versions[by_hand_run.pathspec]["customProperties"]["input_datasets"]
+    metrics = {m["name"]: float(m["value"]) for m in versions[by_hand_run.pathspec]["trainingMetrics"]}
+    champion = by_hand_run.data.metrics.set_index("candidate").loc[by_hand_run.data.champion]
+    assert metrics["backtest_mae"] == pytest.approx(champion.mae, abs=1e-4)
+    assert all("urn:li:mlModelGroup:" in g for v in versions.values() for g in v["groups"])
+
+
+def test_asset_checks_are_assertions_with_results(graph):
+    lite, _ = graph
+    actuals = ICEBERG.format("nyc_taxi.yellow_rides_hourly_actuals")
+    checks = {}
+    for urn in lite.list_ids():
+        if urn.startswith("urn:li:assertion:"):
+            info = _aspect(lite, urn, "assertionInfo")
+            if info["datasetAssertion"]["dataset"] == actuals:
+                checks[info["datasetAssertion"]["nativeType"]] = urn
+    assert set(checks) == {"actuals_no_null_keys", "actuals_no_duplicate_keys", "actuals_every_zone_has_every_hour"}
 
 
 def test_a_replay_leaves_the_graph_unchanged(graph):
@@ -93,7 +129,80 @@ def test_a_replay_leaves_the_graph_unchanged(graph):
         return {urn: json.dumps(lite.get(urn, aspects=None), sort_keys=True, default=str) for urn in lite.list_ids()}
 
     before = snapshot()
-    outbox.set_sink_offset(SINK_NAME, 0)
-    result = write_to_datahub(outbox, lite)
+    outbox.set_sink_offset("datahub-test", 0)
+    result = write_to_datahub(outbox, lite, "datahub-test")
     assert result.error is None and result.events > 0
     assert snapshot() == before
+
+
+def test_the_lineage_command_shows_paths_model_inputs_and_a_picture(
+    pipeline, by_hand_run, dagster_run, tmp_path, monkeypatch, capsys
+):
+    from bridge.cli import main
+
+    _, weather_run = dagster_run
+    monkeypatch.setenv("DAGSTER_HOME", pipeline.instance.root_directory)
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
+    assert main([]) == 0
+    assert "reported 1 Metaflow runs from the shell to Dagster" in capsys.readouterr().out
+    from dagster import AssetKey
+
+    reported = pipeline.instance.fetch_materializations(AssetKey("forecast_model"), limit=10).records
+    versions = {r.asset_materialization.metadata["model_version"].value: r.run_id for r in reported}
+    assert versions[by_hand_run.pathspec] == ""  # runless: reported, not run by Dagster
+    assert versions[weather_run.pathspec]  # materialized by the Dagster run that launched it
+    main(["show", "nyc_taxi.yellow_rides_hourly_forecast"])
+    upstream = capsys.readouterr().out.split("downstream:")[0]
+    for step in ("TrainForecastModelFlow.write", "TrainForecastModelFlow.load", "nyc_taxi.yellow_rides_hourly_actuals",
+                 "monthly_ingestion.nyc_taxi__yellow_rides_hourly_actuals", "nyc_taxi.raw_yellow"):  # fmt: skip
+        assert step in upstream
+    main(["model", weather_run.pathspec])
+    assert "input nyc_taxi.raw_weather" in capsys.readouterr().out
+    main(["model", by_hand_run.pathspec])
+    printed = capsys.readouterr().out
+    assert by_hand_run.pathspec in printed and "raw_weather" not in printed
+    main(["picture"])
+    svg = (tmp_path / "lineage" / "lineage_graph.svg").read_text()
+    assert (
+        svg.startswith("<svg")
+        and "nyc_taxi.yellow_rides_hourly_forecast" in svg
+        and "TrainForecastModelFlow.load" in svg
+    )
+
+
+def test_the_rest_emitter_sends_the_graph_to_a_gms(graph):
+    from bridge.datahub_sink import RestWriter
+    from tests.loopback_gms import GmsStandIn
+
+    _, outbox = graph
+    with GmsStandIn() as gms:
+        writer = RestWriter(gms.url, token=None)
+        result = write_to_datahub(outbox, writer, "datahub-rest-test")
+        writer.close()
+    assert result.error is None and result.events == outbox.counts()["queued"]
+    assert {path for path, _ in gms.requests} == {"/aspects?action=ingestProposal"}
+    assert len(gms.requests) == result.aspects
+    assert {
+        ICEBERG.format("nyc_taxi.yellow_rides_hourly_forecast"),
+        f"urn:li:dataJob:({FLOW},load)",
+        "urn:li:dataFlow:(dagster,monthly_ingestion,PROD)",
+    } <= gms.urns()
+
+
+def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bridge.datahub_sink import FileWriter
+
+    _, outbox = graph
+    writer = FileWriter(tmp_path / "metadata.json")
+    result = write_to_datahub(outbox, writer, "datahub-file-test")
+    writer.close()
+    datahub_cli = Path(sys.executable).parent / "datahub"
+    check = subprocess.run(
+        [str(datahub_cli), "check", "metadata-file", str(tmp_path / "metadata.json")], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"{result.aspects} MCEs found - all valid" in check.stdout + check.stderr

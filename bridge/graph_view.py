@@ -1,0 +1,139 @@
+"""Read the DataHub Lite graph back: nodes, edges, walks up and down, and an SVG picture."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LineageGraph:
+    """Datasets and jobs as nodes; an edge ``a -> b`` means b was made from (or after) a."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+
+    @classmethod
+    def from_lite(cls, lite) -> LineageGraph:
+        graph = cls()
+        for urn in lite.list_ids():
+            if urn.startswith("urn:li:dataJob:"):
+                io = (lite.get(urn, aspects=["dataJobInputOutput"]) or {}).get("dataJobInputOutput") or {}
+                graph.add(urn)
+                for dataset in io.get("inputDatasets", []):
+                    graph.add(dataset)
+                    graph.edges.add((dataset, urn))
+                for dataset in io.get("outputDatasets", []):
+                    graph.add(dataset)
+                    graph.edges.add((urn, dataset))
+                for job in io.get("inputDatajobs", []):
+                    graph.add(job)
+                    graph.edges.add((job, urn))
+        return graph
+
+    def add(self, urn: str) -> None:
+        if urn in self.labels:
+            return
+        if urn.startswith("urn:li:dataJob:"):
+            flow = urn.split("(urn:li:dataFlow:(", 1)[1].split(")", 1)[0]
+            tool, name, _ = flow.split(",")
+            self.labels[urn] = f"{name}.{urn.rsplit(',', 1)[1].rstrip(')')}"
+            self.kinds[urn] = tool
+        else:
+            self.labels[urn] = urn.split(",")[1]
+            self.kinds[urn] = "dataset"
+
+    def find(self, name: str) -> str:
+        """A node by URN, label or label suffix (``nyc_taxi.raw_yellow``, ``TrainForecastModelFlow.load``)."""
+        matches = [u for u, label in self.labels.items() if name in (u, label) or label.endswith(name)]
+        if not matches:
+            raise KeyError(f"{name!r} is not in the lineage graph; run a lineage pass first (uv run taxi-lineage)")
+        return min(matches, key=lambda u: len(self.labels[u]))
+
+    def walk(self, start: str, upstream: bool) -> list[tuple[int, str]]:
+        """Nodes reachable from ``start`` against (upstream) or along the edges, with their distance."""
+        neighbours = defaultdict(list)
+        for a, b in self.edges:
+            neighbours[b if upstream else a].append(a if upstream else b)
+        seen, queue, order = {start}, deque([(0, start)]), []
+        while queue:
+            depth, node = queue.popleft()
+            for nxt in sorted(neighbours[node]):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    order.append((depth + 1, nxt))
+                    queue.append((depth + 1, nxt))
+        return order
+
+    def without_dead_ends(self) -> LineageGraph:
+        """The graph minus jobs that only read (asset checks): they clutter a picture of the flow."""
+        sources = {a for a, _ in self.edges}
+        dead = {u for u, kind in self.kinds.items() if kind != "dataset" and u not in sources}
+        dead = {u for u in dead if not any(b == u and a.startswith("urn:li:dataJob:") for a, b in self.edges)}
+        keep = {u: label for u, label in self.labels.items() if u not in dead}
+        return LineageGraph(
+            labels=keep,
+            kinds={u: self.kinds[u] for u in keep},
+            edges={(a, b) for a, b in self.edges if a in keep and b in keep},
+        )
+
+    def layers(self) -> dict[str, int]:
+        """Longest-path layer of each node, so every edge points rightwards."""
+        incoming = defaultdict(set)
+        for a, b in self.edges:
+            incoming[b].add(a)
+        layer: dict[str, int] = {}
+
+        def depth(node: str, trail: frozenset = frozenset()) -> int:
+            if node not in layer:
+                parents = [p for p in incoming[node] if p not in trail]
+                layer[node] = 1 + max((depth(p, trail | {node}) for p in parents), default=-1)
+            return layer[node]
+
+        for node in self.labels:
+            depth(node)
+        return layer
+
+
+COLOURS = {"dataset": "#e8f1fb", "dagster": "#f3e8fd", "metaflow": "#e6f6ea"}
+BOX_W, BOX_H, GAP_X, GAP_Y = 250, 34, 60, 14
+
+
+def to_svg(graph: LineageGraph, title: str) -> str:
+    """The graph laid out left to right in layers, as a standalone SVG."""
+    layers = graph.layers()
+    columns = defaultdict(list)
+    for node, layer in layers.items():
+        columns[layer].append(node)
+    position = {}
+    for layer, nodes in columns.items():
+        for row, node in enumerate(sorted(nodes, key=lambda n: (graph.kinds[n], graph.labels[n]))):
+            position[node] = (20 + layer * (BOX_W + GAP_X), 50 + row * (BOX_H + GAP_Y))
+    width = 40 + (max(columns, default=0) + 1) * (BOX_W + GAP_X)
+    height = 80 + max((len(n) for n in columns.values()), default=1) * (BOX_H + GAP_Y)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="6" markerHeight="6" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>',
+        f'<text x="20" y="25" font-size="15" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    for a, b in sorted(graph.edges):
+        (x1, y1), (x2, y2) = position[a], position[b]
+        parts.append(
+            f'<line x1="{x1 + BOX_W}" y1="{y1 + BOX_H / 2}" x2="{x2}" y2="{y2 + BOX_H / 2}" '
+            'stroke="#999" stroke-width="1" marker-end="url(#arrow)"/>'
+        )
+    for node, (x, y) in position.items():
+        kind = graph.kinds[node]
+        parts.append(
+            f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" '
+            f'fill="{COLOURS.get(kind, "#eee")}" stroke="#888"/>'
+            f'<text x="{x + 8}" y="{y + 14}" fill="#555">{kind}</text>'
+            f'<text x="{x + 8}" y="{y + 27}">{html.escape(graph.labels[node][-42:])}</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
