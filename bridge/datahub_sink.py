@@ -113,6 +113,26 @@ def metaflow_model_details(version: str) -> dict:
     }
 
 
+def _with_all_runs_edges(outbox: Outbox, sink: str, mcp):
+    """A job's dataset and job edges as the union over its runs, not just the latest run's.
+
+    DataHub replaces a job's edges on each write; per-run differences (a model version that
+    started reading weather) stay on the runs (DataProcessInstance) and the model versions.
+    """
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
+    from datahub.metadata.schema_classes import DataJobInputOutputClass
+
+    if not isinstance(mcp.aspect, DataJobInputOutputClass):
+        return mcp
+    edges = {
+        "inputDatasets": mcp.aspect.inputDatasets or [],
+        "outputDatasets": mcp.aspect.outputDatasets or [],
+        "inputDatajobs": mcp.aspect.inputDatajobs or [],
+    }
+    merged = outbox.merge_job_edges(sink, mcp.entityUrn, edges)
+    return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=DataJobInputOutputClass(**merged))
+
+
 def write_to_datahub(outbox: Outbox, writer, sink: str, model_details=metaflow_model_details) -> SinkResult:
     """Translate every event past ``sink``'s offset and write it; stop at the first failure."""
     events = aspects = 0
@@ -121,7 +141,7 @@ def write_to_datahub(outbox: Outbox, writer, sink: str, model_details=metaflow_m
         for queued in batch:
             try:
                 for mcp in metadata_for(json.loads(queued.payload), model_details):
-                    writer.write(mcp)
+                    writer.write(_with_all_runs_edges(outbox, sink, mcp))
                     aspects += 1
             except Exception as err:  # DataHub down or refusing: resume from this event next pass
                 log.warning("DataHub write stopped at event %s (%s)", queued.seq, err)

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sink_offsets (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS job_edges (sink TEXT, urn TEXT, edges TEXT NOT NULL, PRIMARY KEY (sink, urn));
 """
 
 
@@ -91,6 +92,21 @@ class Outbox:
                 "INSERT INTO sink_offsets (sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = excluded.seq",
                 (sink, seq),
             )
+
+    def merge_job_edges(self, sink: str, urn: str, edges: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Union ``edges`` into what ``sink`` already has for job ``urn`` (every run's inputs and outputs)."""
+        with self._connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            row = connection.execute("SELECT edges FROM job_edges WHERE sink = ? AND urn = ?", (sink, urn)).fetchone()
+            known = json.loads(row[0]) if row else {}
+            merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
+            connection.execute(
+                "INSERT INTO job_edges (sink, urn, edges) VALUES (?, ?, ?) "
+                "ON CONFLICT(sink, urn) DO UPDATE SET edges = excluded.edges",
+                (sink, urn, json.dumps(merged)),
+            )
+            connection.execute("COMMIT")
+        return merged
 
     def mark_delivered(self, seq: int) -> None:
         with self._connect() as connection:

@@ -85,6 +85,7 @@ def test_each_run_keeps_its_own_inputs_so_the_weather_version_shows(graph):
     ]  # noqa: E501
     inputs = [set((_aspect(lite, urn, "dataProcessInstanceInput") or {}).get("inputs", [])) for urn in load_runs]
     assert any(weather in found for found in inputs), "the weather-enabled run read raw_weather"
+    assert weather in _aspect(lite, load, "dataJobInputOutput")["inputDatasets"]  # the job: every run's inputs
     assert any(found and weather not in found for found in inputs), "the first run did not"
     versions = [
         (_aspect(lite, urn, "dataProcessInstanceProperties") or {}).get("customProperties", {}) for urn in load_runs
