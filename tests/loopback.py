@@ -26,3 +26,22 @@ def serve_folder(root: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class BackgroundServer:
+    """An HTTP server on 127.0.0.1 in a daemon thread, for the length of a ``with`` block."""
+
+    def __init__(self, handler: type, port: int = 0) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

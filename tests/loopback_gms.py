@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback import BackgroundServer
 
 CONFIG = {"models": {}, "noCode": "true", "versions": {"acryldata/datahub": {"version": "v1.3.0"}}}
 
 
-class GmsStandIn:
+class GmsStandIn(BackgroundServer):
     def __init__(self) -> None:
         self.requests: list[tuple[str, object]] = []
         requests = self.requests
@@ -37,36 +38,8 @@ class GmsStandIn:
             def log_message(self, format, *args):  # noqa: A002
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> GmsStandIn:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
     def urns(self) -> set[str]:
-        """Entity URNs in every proposal received, whichever API shape the emitter used."""
-        text = json.dumps([body for _, body in self.requests])
-        found = set()
-        for marker in ("urn:li:dataJob:", "urn:li:dataset:", "urn:li:dataFlow:", "urn:li:mlModel:"):
-            start = 0
-            while (index := text.find(marker, start)) != -1:
-                end = index
-                depth = 0
-                while end < len(text):
-                    char = text[end]
-                    depth += char == "("
-                    depth -= char == ")"
-                    if char in '"\\\\' or (depth < 0):
-                        break
-                    end += 1
-                found.add(text[index:end])
-                start = end
-        return found
+        """The entity of every proposal received through ``/aspects?action=ingestProposal``."""
+        return {body["proposal"]["entityUrn"] for _, body in self.requests if "proposal" in body}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback import BackgroundServer
 
 
 def free_port() -> int:
@@ -14,7 +15,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-class LineageServer:
+class LineageServer(BackgroundServer):
     def __init__(self, port: int) -> None:
         self.port, self.received = port, []
         received = self.received
@@ -29,12 +30,4 @@ class LineageServer:
             def log_message(self, format, *args):  # noqa: A002
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-
-    def __enter__(self) -> LineageServer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler, port)
