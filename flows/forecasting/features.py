@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from forecast_assets.sources.noaa_format import BOROUGH_COUNTY_FIPS
@@ -78,7 +77,3 @@ def training_rows(frame: pd.DataFrame, features: list[str]) -> pd.DataFrame:
     """Rows with a known target and every lag present."""
     lag_columns = [f for f in features if f.startswith("lag_")]
     return frame.dropna(subset=["total_rides", *lag_columns])
-
-
-def as_matrix(frame: pd.DataFrame, features: list[str]) -> np.ndarray:
-    return frame[features].to_numpy(dtype=float)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -142,7 +142,3 @@ def truth_frame(hours: pd.DatetimeIndex, zones: tuple[Zone, ...], rates: np.ndar
             "true_rate": rates.reshape(-1),
         }
     )
-
-
-def first_day(month: str) -> date:
-    return month_start(month).date()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -203,12 +202,3 @@ def _atomic_parquet(table: pa.Table, path: Path) -> None:
     tmp = path.with_suffix(".part")
     pq.write_table(table, tmp, compression="zstd")
     tmp.replace(path)
-
-
-def months_between(first: str, last: str) -> list[str]:
-    start, end = datetime.strptime(first, "%Y-%m"), datetime.strptime(last, "%Y-%m")
-    months = []
-    while start <= end:
-        months.append(start.strftime("%Y-%m"))
-        start = (start + timedelta(days=32)).replace(day=1)
-    return months
