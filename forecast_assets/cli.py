@@ -7,21 +7,56 @@ import logging
 import os
 import sys
 import time
+from datetime import datetime
 
 from forecast_assets import local_state
 from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
+DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False}
 
 
-def _trips(scale: str) -> int:
-    return SCALES[scale] if scale in SCALES else int(scale)
+class Stages:
+    """Stage headers with the time since the command started."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
+        return f"{minutes}:{seconds:02d}"
+
+    def header(self, text: str) -> None:
+        print(f"\n[{self.elapsed()}] ==> {text}", flush=True)
 
 
-def init(months: list[str], scale: str) -> dict[str, str]:
+def trips_per_month(scale: str) -> int:
+    if scale in SCALES:
+        return SCALES[scale]
+    try:
+        trips = int(scale)
+    except ValueError:
+        trips = 0
+    if trips <= 0:
+        msg = f"--scale {scale!r}: use demo (~150k trips a month), full (~3M) or a positive number of trips"
+        raise argparse.ArgumentTypeError(msg)
+    return trips
+
+
+def checked_months(months: list[str]) -> list[str]:
+    for month in months:
+        try:
+            datetime.strptime(month, "%Y-%m")
+        except ValueError:
+            msg = f"--months {month!r}: write each month as YYYY-MM, e.g. --months 2024-12 2025-01"
+            raise argparse.ArgumentTypeError(msg) from None
+    return sorted(set(months))
+
+
+def init(months: list[str], trips: int) -> dict[str, str]:
     """Write the sample source and .env, and put them into this process's environment."""
-    source = local_state.sample_source(_trips(scale))
+    source = local_state.sample_source(trips)
     source.write_months(months)
     values = local_state.local_environment(source)
     local_state.write_env_file(values)
@@ -29,42 +64,92 @@ def init(months: list[str], scale: str) -> dict[str, str]:
     return values
 
 
-def demo(months: list[str], scale: str, use_weather: bool) -> int:
-    started = time.monotonic()
-    values = init(months, scale)
-    # Imported after the environment points at the state folder and the sample source.
-    from forecast_assets.pipeline_run import ingest_months, print_summary, train
+def demo(months: list[str], trips: int, use_weather: bool) -> int:
+    stages = Stages()
+    stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
+    values = init(months, trips)
+    # Dagster reads DAGSTER_HOME when the instance is opened, so this import follows init().
+    from dagster import DagsterInstance
 
-    results = ingest_months([f"{month}-01" for month in months])
-    if all(result.success for result in results):
-        results.append(train(use_weather=use_weather))
-    print_summary(results, values, time.monotonic() - started)
+    from forecast_assets import pipeline_run
+
+    outcomes = []
+    with DagsterInstance.get() as instance:
+        stages.header(f"Loading the Dagster code location {pipeline_run.LOCATION_NAME} (workspace.yaml)")
+        with pipeline_run.code_location(instance) as workspace:
+            for month in months:
+                stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
+                run_id = pipeline_run.launch(
+                    instance, workspace, pipeline_run.INGESTION_JOB, tags={"dagster/partition": f"{month}-01"}
+                )
+                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                pipeline_run.print_outcome(outcomes[-1])
+                if not outcomes[-1].success:
+                    break
+            else:
+                weather = "with" if use_weather else "without"
+                stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
+                config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
+                run_id = pipeline_run.launch(instance, workspace, pipeline_run.TRAINING_JOB, run_config=config)
+                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                pipeline_run.print_outcome(outcomes[-1])
+
+    stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")
     from bridge.cli import main as lineage
 
-    print()
     lineage([])
     lineage(["picture"])
-    print("Lineage of the forecast: uv run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
-    print("Model versions:          uv run taxi-lineage model")
-    return 0 if all(result.success for result in results) else 1
+
+    succeeded = all(outcome.success for outcome in outcomes)
+    stages.header(f"Demo {'finished' if succeeded else 'FAILED'}. State folder: {values['TAXI_STATE_DIR']}")
+    for outcome in outcomes:
+        print(f"  {outcome.label:22s} {'succeeded' if outcome.success else 'FAILED   '}  run {outcome.run_id}")
+    plot = pipeline_run.newest_plot(local_state.state_dir())
+    print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
+    print("Train again by hand:   ./run python flows/train.py run --use_weather true")
+    print("Lineage of a table:    ./run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
+    print("Model versions:        ./run taxi-lineage model")
+    if plot:
+        print(f"Forecast plot:         {plot}")
+    return 0 if succeeded else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    # The same options before or after the command; SUPPRESS keeps a later parser from resetting them.
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--months", nargs="+", default=argparse.SUPPRESS, help="months to use, YYYY-MM")
+    options.add_argument(
+        "--scale", default=argparse.SUPPRESS, help="trips per month: demo (~150k), full (~3M) or a number"
+    )
+    options.add_argument(
+        "--weather", action="store_true", default=argparse.SUPPRESS, help="train the weather-aware candidates too"
+    )
+    parser = argparse.ArgumentParser(prog="taxi", description=__doc__, parents=[options])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("init", parents=[options], help="write the sample source and .env for dagster dev")
+    commands.add_parser(
+        "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
+    )
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="taxi", description=__doc__)
-    parser.add_argument("--months", nargs="+", default=DEMO_MONTHS, help="months to use, YYYY-MM")
-    parser.add_argument("--scale", default="demo", help="trips per month: demo, full (~3M) or a number")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("init", help="write the sample source and .env for dagster dev")
-    demo_command = commands.add_parser("demo", help="init, ingest the months, build actuals, train and forecast")
-    demo_command.add_argument("--weather", action="store_true", help="train the weather-aware candidates too")
+    parser = _parser()
     args = parser.parse_args(argv)
+    options = DEFAULTS | vars(args)
+    try:
+        trips = trips_per_month(options["scale"])
+        months = checked_months(options["months"])
+    except argparse.ArgumentTypeError as err:
+        parser.error(str(err))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("forecast_assets").setLevel(logging.INFO)
+    local_state.apply_tool_environment()
     if args.command == "init":
-        for key, value in init(args.months, args.scale).items():
+        for key, value in init(months, trips).items():
             print(f"{key}={value}")
         return 0
-    return demo(args.months, args.scale, args.weather)
+    return demo(months, trips, options["weather"])
 
 
 if __name__ == "__main__":

@@ -1,61 +1,150 @@
-"""Run the ingestion and training jobs on the real Dagster instance, outside the daemon."""
+"""Launch the ingestion and training jobs on the Dagster instance as the UI does, and wait for them.
+
+Runs are created from the code location in ``workspace.yaml`` (so they carry its origin and show on
+the job pages, the Overview timeline and the asset pages) and started by the instance's run
+launcher, in their own process. Like ``dagster job launch``, without the daemon's queue.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, ExecuteInProcessResult
+from dagster import DagsterEventType, DagsterInstance
+from dagster._core.definitions.selector import JobSubsetSelector
+from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
+from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
-from forecast_assets.automation import monthly_ingestion_job, training_job
-from forecast_assets.definitions import defs
+from forecast_assets.settings import PROJECT_ROOT
 
+WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
+LOCATION_NAME = "taxi_demand"
+REPOSITORY_NAME = "__repository__"
+INGESTION_JOB, TRAINING_JOB = "monthly_ingestion", "train_forecast_model"
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-TABLE_KEYS = [AssetKey(["nyc_taxi", name]) for name in ("raw_yellow", "raw_weather", "yellow_rides_hourly_actuals")]
+POLL_SECONDS = 0.5
+SUMMARY_EVENTS = {
+    DagsterEventType.ASSET_MATERIALIZATION,
+    DagsterEventType.ASSET_CHECK_EVALUATION,
+    DagsterEventType.STEP_FAILURE,
+    DagsterEventType.RUN_FAILURE,
+}
 
 
-def ingest_months(partition_keys: list[str], instance: DagsterInstance | None = None) -> list[ExecuteInProcessResult]:
-    instance = instance or DagsterInstance.get()
-    job = defs.resolve_job_def(monthly_ingestion_job.name)
-    return [
-        job.execute_in_process(partition_key=key, instance=instance, raise_on_error=False, run_config=QUIET)
-        for key in partition_keys
-    ]
+@dataclass
+class RunOutcome:
+    """What the demo prints about one finished run, read back from the instance's event log."""
+
+    run_id: str
+    label: str
+    success: bool
+    tables: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
-def train(instance: DagsterInstance | None = None, use_weather: bool = False) -> ExecuteInProcessResult:
-    """Run the Metaflow training flow through Dagster, so the run and its outputs show in the UI."""
-    instance = instance or DagsterInstance.get()
-    run_config = QUIET | {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
-    job = defs.resolve_job_def(training_job.name)
-    return job.execute_in_process(instance=instance, raise_on_error=False, run_config=run_config)
+@contextmanager
+def code_location(instance: DagsterInstance) -> Iterator[WorkspaceRequestContext]:
+    """The project's code location, loaded from workspace.yaml in a code server process."""
+    target = WorkspaceFileTarget(paths=[str(WORKSPACE_FILE)])
+    with WorkspaceProcessContext(instance, target) as process_context:
+        workspace = process_context.create_request_context()
+        location_error = workspace.get_code_location_error(LOCATION_NAME)
+        if location_error is not None:
+            msg = f"The code location {LOCATION_NAME} in {WORKSPACE_FILE} failed to load:\n{location_error.to_string()}"
+            raise RuntimeError(msg)
+        yield workspace
 
 
-def print_summary(results: list[ExecuteInProcessResult], environment: dict[str, str], seconds: float) -> None:
-    for result in results:
-        label = result.dagster_run.tags.get("dagster/partition") or result.job_def.name
-        print(f"\nRun {result.run_id} ({label}): {'succeeded' if result.success else 'FAILED'}")
-        for event in result.get_asset_materialization_events():
-            mat = event.event_specific_data.materialization
-            metadata = {key: value.value for key, value in mat.metadata.items()}
-            if SNAPSHOT_ID in metadata and ROW_COUNT in metadata:
-                print(
-                    f"  {mat.asset_key.to_user_string():40s} rows={metadata[ROW_COUNT]:>9}"
-                    f"  snapshot={metadata[SNAPSHOT_ID]}"
-                )
-            elif "model_version" in metadata:
-                print(
-                    f"  {mat.asset_key.to_user_string():40s} {metadata['model_version']}: {metadata['champion']}"
-                    f" (backtest MAE {metadata['backtest_mae']:.3f})"
-                )
-        for evaluation in result.get_asset_check_evaluations():
+def launch(
+    instance: DagsterInstance,
+    workspace: WorkspaceRequestContext,
+    job_name: str,
+    tags: dict[str, str] | None = None,
+    run_config: dict | None = None,
+) -> str:
+    """Create a run of ``job_name`` with the code location's origin and start it; returns its run id."""
+    location = workspace.get_code_location(LOCATION_NAME)
+    repository = location.get_repository(REPOSITORY_NAME)
+    selector = JobSubsetSelector(
+        location_name=location.name, repository_name=repository.name, job_name=job_name, op_selection=None
+    )
+    job = location.get_job(selector)
+    run_config = QUIET | (run_config or {})
+    plan = location.get_execution_plan(job, run_config, step_keys_to_execute=None, known_state=None, instance=instance)
+    run = instance.create_run(
+        job_name=job_name,
+        run_id=None,
+        run_config=run_config,
+        resolved_op_selection=None,
+        step_keys_to_execute=plan.execution_plan_snapshot.step_keys_to_execute,
+        op_selection=None,
+        status=None,
+        root_run_id=None,
+        parent_run_id=None,
+        tags={**job.tags, **(tags or {})},
+        job_snapshot=job.job_snapshot,
+        execution_plan_snapshot=plan.execution_plan_snapshot,
+        parent_job_snapshot=job.parent_job_snapshot,
+        remote_job_origin=job.get_remote_origin(),
+        job_code_origin=job.get_python_origin(),
+        asset_selection=None,
+        asset_check_selection=None,
+        asset_graph=repository.asset_graph,
+    )
+    instance.launch_run(run.run_id, workspace)
+    return run.run_id
+
+
+def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
+    """Block until the run has finished, then summarise it from the event log."""
+    run = instance.get_run_by_id(run_id)
+    while run is not None and not run.is_finished:
+        time.sleep(POLL_SECONDS)
+        run = instance.get_run_by_id(run_id)
+    if run is None:
+        msg = f"Run {run_id} disappeared from the Dagster instance at {instance.root_directory}"
+        raise RuntimeError(msg)
+    outcome = RunOutcome(run_id, run.tags.get("dagster/partition") or run.job_name, run.is_success)
+    for entry in instance.all_logs(run_id, of_type=SUMMARY_EVENTS):
+        event = entry.dagster_event
+        if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
+            outcome.tables.append(_materialization_line(event.event_specific_data.materialization))
+        elif event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+            evaluation = event.event_specific_data
             if not evaluation.passed:
-                print(f"  check {evaluation.check_name} FAILED: {dict(evaluation.metadata)}")
-        for failure in result.get_step_failure_events():
-            print(f"  step {failure.step_key} FAILED: {failure.step_failure_data.error.message.strip()[:2000]}")
-    print(f"\nDone in {seconds:.0f} s. State folder: {environment['TAXI_STATE_DIR']}")
-    print("Dagster UI:            uv run dagster dev   (then open http://127.0.0.1:3000)")
-    print("Train again by hand:   uv run python flows/train.py run --use_weather true")
-    plots = sorted((Path(environment["TAXI_STATE_DIR"]) / "plots").glob("forecast_*.png"))
-    if plots:
-        print(f"Forecast plot:         {plots[-1]}")
+                outcome.problems.append(f"check {evaluation.check_name} FAILED: {evaluation.description or ''}")
+        elif event.event_type == DagsterEventType.STEP_FAILURE:
+            error = event.step_failure_data.error
+            message = error.message.strip() if error else event.message or ""
+            outcome.problems.append(f"step {event.step_key} FAILED: {message[:2000]}")
+        elif not outcome.problems:
+            outcome.problems.append(f"run FAILED: {event.message}")
+    return outcome
+
+
+def _materialization_line(materialization) -> str:
+    from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
+
+    metadata = {key: value.value for key, value in materialization.metadata.items()}
+    name = materialization.asset_key.to_user_string()
+    if SNAPSHOT_ID in metadata and ROW_COUNT in metadata:
+        return f"{name:40s} rows={metadata[ROW_COUNT]:>9}  snapshot={metadata[SNAPSHOT_ID]}"
+    if "model_version" in metadata and "champion" in metadata:
+        return f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + (
+            f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""
+        )
+    return name
+
+
+def print_outcome(outcome: RunOutcome) -> None:
+    print(f"Run {outcome.run_id} ({outcome.label}): {'succeeded' if outcome.success else 'FAILED'}")
+    for line in outcome.tables + outcome.problems:
+        print(f"  {line}")
+
+
+def newest_plot(state: Path) -> Path | None:
+    plots = sorted((state / "plots").glob("forecast_*.png"), key=lambda path: path.stat().st_mtime)
+    return plots[-1] if plots else None

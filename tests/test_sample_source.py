@@ -59,3 +59,14 @@ def test_weather_files_have_the_noaa_layout(sample_source):
         assert {row[1] for row in rows} >= set(NYC_COUNTY_FIPS)
         assert "01001" in {row[1] for row in rows}  # a leading zero kept as NOAA writes it
         assert all(float(row[-1]) != MISSING_VALUE for row in rows)  # December has 31 days
+
+
+def test_another_scale_writes_the_files_again(tmp_path):
+    small = SampleSource(tmp_path, trips_per_month=2_000)
+    small.write_months(["2025-01"])
+    first = pq.read_metadata(small.trip_path("2025-01")).num_rows
+    larger = SampleSource(tmp_path, trips_per_month=8_000)
+    larger.write_months(["2025-01"])
+    assert pq.read_metadata(larger.trip_path("2025-01")).num_rows > 3 * first
+    small.write_months(["2025-01"])
+    assert pq.read_metadata(small.trip_path("2025-01")).num_rows == first

@@ -9,7 +9,9 @@ Layout below the sample root mirrors the public URLs, so the real downloader rea
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,7 @@ FULL_SCALE_TRIPS = 3_000_000
 DEMO_SCALE_TRIPS = 150_000
 DEFAULT_SEED = 2024
 TRIP_DIR, WEATHER_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "truth"
+MANIFEST = "sample_source.json"
 
 # Counties written besides the five boroughs, so the filter to NYC has something to drop; the
 # Alabama code shows NOAA's leading zero.
@@ -74,8 +77,21 @@ class SampleSource:
         return self.root / TRIP_DIR / trip_file_name(month)
 
     def write_months(self, months: list[str]) -> None:
+        self._discard_other_scale()
         for month in months:
             self.write_month(month)
+
+    def _discard_other_scale(self) -> None:
+        """Files written with another scale or seed are removed, so they are never silently reused."""
+        wanted = {"trips_per_month": self.trips_per_month, "seed": self.seed}
+        manifest = self.root / MANIFEST
+        written = json.loads(manifest.read_text()) if manifest.exists() else None
+        if written != wanted and any((self.root / folder).exists() for folder in (TRIP_DIR, WEATHER_DIR, TRUTH_DIR)):
+            log.info("Sample source under %s was written as %s; writing it again as %s", self.root, written, wanted)
+            for folder in (TRIP_DIR, WEATHER_DIR, TRUTH_DIR):
+                shutil.rmtree(self.root / folder, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(wanted) + "\n")
 
     def write_month(self, month: str) -> None:
         """Write one month's trip file, weather files and true rates; existing files are kept."""
