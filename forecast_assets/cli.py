@@ -15,6 +15,7 @@ from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_T
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
 DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False}
+COMMANDS = ("init", "demo")
 
 
 class Stages:
@@ -133,9 +134,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_first(argv: list[str]) -> list[str]:
+    """Move the command to the front, so ``--months 2024-12 2025-01 demo`` does not read it as a month."""
+    for index, word in enumerate(argv):
+        if word in COMMANDS:
+            return [word, *argv[:index], *argv[index + 1 :]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(command_first(sys.argv[1:] if argv is None else argv))
     options = DEFAULTS | vars(args)
     try:
         trips = trips_per_month(options["scale"])

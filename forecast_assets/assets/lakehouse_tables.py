@@ -6,8 +6,9 @@ from dagster import AssetExecutionContext, AssetKey, DataVersion, Failure, Mater
 from pyspark.sql import DataFrame
 
 from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
-from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID, table_metadata
+from forecast_assets.assets.table_metadata import ROW_COUNT, table_metadata
 from forecast_assets.config import ActualsConfig
+from forecast_assets.lakehouse.spark_progress import reporting_progress
 from forecast_assets.lakehouse.tables import (
     HOURLY_ACTUALS,
     RAW_WEATHER,
@@ -48,7 +49,9 @@ def _replace_month(
         "source.fingerprint": source_fingerprint,
         **(snapshot_properties or {}),
     }
-    write = replace_month(spark.session, spec, rows, window.start, window.end, properties)
+    what = f"Writing {spec.identifier} {window.month} (Spark reads, transforms and replaces the month)"
+    with reporting_progress(spark.session.sparkContext, context.log.info, what):
+        write = replace_month(spark.session, spec, rows, window.start, window.end, properties)
     context.log.info(f"{spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
     return MaterializeResult(
         metadata=table_metadata(
@@ -151,7 +154,7 @@ def yellow_rides_hourly_actuals(
         snapshot_properties={f"input.{RAW_YELLOW.identifier}.snapshot-id": str(source_snapshot)},
         hours=window.hours,
         top_zones_requested=config.top_zones,
-        **{f"input/{RAW_YELLOW.identifier}/{SNAPSHOT_ID}": source_snapshot},
+        raw_yellow_snapshot_id=source_snapshot,
     )
     zones = result.metadata[ROW_COUNT].value // window.hours
     return MaterializeResult(metadata={**result.metadata, "zones": zones}, data_version=result.data_version)

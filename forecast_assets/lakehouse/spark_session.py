@@ -35,6 +35,7 @@ def spark_conf(
     conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
     # Spark's own session catalog is unused, but it would create spark-warehouse/ in the cwd.
     conf["spark.sql.warehouse.dir"] = (state_dir() / "spark-warehouse").as_uri()
+    conf["spark.local.dir"] = str(state_dir() / "tmp" / "spark")
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
     if master.startswith("local"):
         # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.

@@ -1,0 +1,66 @@
+"""The `taxi` command's options and the state folder's location, without a JVM."""
+
+import pytest
+
+from forecast_assets import cli, local_state
+from forecast_assets.settings import DEFAULT_STATE_DIR_NAME, INSTALLED_STATE_DIR, PROJECT_ROOT, default_state_dir
+
+
+def _options(argv):
+    return cli.DEFAULTS | vars(cli._parser().parse_args(cli.command_first(argv)))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--scale", "500000", "--months", "2024-11", "2024-12", "--weather"],
+        ["--scale", "500000", "demo", "--weather", "--months", "2024-11", "2024-12"],
+        ["--weather", "--months", "2024-11", "2024-12", "demo", "--scale", "500000"],
+    ],
+)
+def test_options_mean_the_same_in_any_order(argv):
+    options = _options(argv)
+    assert options["command"] == "demo"
+    assert cli.trips_per_month(options["scale"]) == 500_000
+    assert options["months"] == ["2024-11", "2024-12"]
+    assert options["weather"] is True
+
+
+def test_defaults_apply_when_no_option_is_given():
+    options = _options(["demo"])
+    assert cli.trips_per_month(options["scale"]) == cli.DEMO_SCALE_TRIPS
+    assert options["months"] == cli.DEMO_MONTHS and options["weather"] is False
+
+
+@pytest.mark.parametrize("argv", [["demo", "--scale", "lots"], ["demo", "--scale", "-5"], ["demo", "--months", "2024-13"]])
+def test_bad_options_are_refused_with_a_message(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "--scale" in error or "--months" in error
+
+
+def test_a_checkout_keeps_its_state_inside_it():
+    assert default_state_dir(PROJECT_ROOT) == PROJECT_ROOT / DEFAULT_STATE_DIR_NAME
+
+
+def test_an_installed_package_never_writes_into_site_packages(tmp_path):
+    site_packages = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site_packages / "forecast_assets").mkdir(parents=True)
+    assert default_state_dir(site_packages) == INSTALLED_STATE_DIR.expanduser()
+    assert site_packages not in default_state_dir(site_packages).parents
+
+
+def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path, monkeypatch):
+    monkeypatch.delenv("METAFLOW_DEFAULT_DATASTORE", raising=False)
+    values = local_state.tool_environment(tmp_path)
+    for key in ("METAFLOW_DATASTORE_SYSROOT_LOCAL", "METAFLOW_CARD_LOCALROOT", "METAFLOW_CLIENT_CACHE_PATH", "MPLCONFIGDIR"):
+        assert values[key].startswith(str(tmp_path)), key
+    assert values["DATAHUB_TELEMETRY_ENABLED"] == "false"
+
+
+def test_an_s3_datastore_is_left_to_metaflow(tmp_path, monkeypatch):
+    monkeypatch.setenv("METAFLOW_DEFAULT_DATASTORE", "s3")
+    values = local_state.tool_environment(tmp_path)
+    assert "METAFLOW_DATASTORE_SYSROOT_LOCAL" not in values and "METAFLOW_CARD_LOCALROOT" not in values
