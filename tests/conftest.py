@@ -14,6 +14,10 @@ _STATE = Path(tempfile.mkdtemp(prefix="taxi-tests-"))
 os.environ["TAXI_STATE_DIR"] = str(_STATE)
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 
+from forecast_assets.local_state import apply_tool_environment  # noqa: E402
+
+apply_tool_environment()
+
 from tests.loopback import serve_folder  # noqa: E402
 from tests.pipeline import Pipeline  # noqa: E402
 
