@@ -10,8 +10,7 @@ from openlineage.client.serde import Serde
 
 from bridge.datahub_sink import SinkResult, datahub_kind, open_writer, sink_name, write_to_datahub
 from bridge.delivery import DeliveryResult, deliver, make_client
-from bridge.outbox import Outbox
-from forecast_assets.settings import state_path
+from bridge.outbox import Outbox, default_outbox
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +22,6 @@ class PassResult:
     untranslated: list[int] = field(default_factory=list)
     delivery: DeliveryResult | None = None
     datahub: SinkResult | None = None
-
-
-def default_outbox() -> Outbox:
-    return Outbox(state_path("lineage") / "outbox.sqlite")
 
 
 def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:

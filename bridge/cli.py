@@ -16,17 +16,25 @@ import sys
 import time
 from pathlib import Path
 
-from bridge.bridge_pass import default_outbox, run_pass
-from bridge.delivery import describe, make_client
-from forecast_assets.local_state import dagster_home
-from forecast_assets.settings import state_path
+from bridge.graph_view import LineageGraph, NotInGraph, model_versions, not_found_message, to_svg
+
+# Each command imports the tools it needs when it runs: the pass needs Dagster, Metaflow and the
+# OpenLineage client, the read commands only DataHub Lite (and SQLite), and `--help` none of them.
+
+
+class UsageError(Exception):
+    """A name or state the command cannot work with; reported like argparse's usage errors."""
 
 
 def lineage_pass() -> int:
+    from forecast_assets.local_state import dagster_home
+
     os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
     from dagster import DagsterInstance
 
+    from bridge.bridge_pass import default_outbox, run_pass
     from bridge.dagster_reports import report_metaflow_outputs
+    from bridge.delivery import describe, make_client
     from bridge.sources import sources_for
 
     started = time.monotonic()
@@ -52,29 +60,31 @@ def lineage_pass() -> int:
     return 0
 
 
-def _graph():
-    from bridge.datahub_sink import open_lite
-    from bridge.graph_view import LineageGraph
+def _open_graph():
+    """The lineage graph and the open DataHub Lite it was read from (the caller closes it)."""
+    from bridge.lite import HOW_TO_MAKE_ONE, NoLineageGraph, lite_path, open_for_reading
 
-    lite = open_lite(read_only=True)
     try:
-        return LineageGraph.from_lite(lite), lite
-    except Exception:
+        lite = open_for_reading()
+    except NoLineageGraph as err:
+        raise UsageError(str(err)) from err
+    try:
+        graph = LineageGraph.from_lite(lite)
+    except BaseException:
         lite.close()
         raise
+    if not graph.labels:
+        lite.close()
+        msg = f"The lineage graph at {lite_path()} holds no jobs yet; {HOW_TO_MAKE_ONE}"
+        raise UsageError(msg)
+    return graph, lite
 
 
-def show(name: str) -> int:
-    graph, lite = _graph()
-    lite.close()
-    node = graph.find(name)
-    print(f"{graph.labels[node]}  ({graph.kinds[node]})")
-    for title, upstream in (("upstream", True), ("downstream", False)):
-        print(f"\n{title}:")
-        for depth, other in graph.walk(node, upstream):
-            print(f"  {'  ' * (depth - 1)}{graph.labels[other]}  [{graph.kinds[other]}]")
-    label = graph.labels[node]
-    runs = []
+def _versions_written(label: str) -> list[tuple[str, str, str]]:
+    """(time, job, version) of each completed run that wrote the dataset ``label`` or ran as job ``label``."""
+    from bridge.outbox import default_outbox
+
+    runs = set()
     for queued in default_outbox().events_after(0, limit=1_000_000):
         event = json.loads(queued.payload)
         if event["eventType"] != "COMPLETE":
@@ -83,37 +93,50 @@ def show(name: str) -> int:
             names = {d.get("name") for d in dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])}
             if label in names or dataset["name"].endswith(label) or event["job"]["name"] == label:
                 version = dataset.get("facets", {}).get("version", {}).get("datasetVersion", "?")
-                runs.append((event["eventTime"], event["job"]["name"], version))
+                runs.add((event["eventTime"], event["job"]["name"], version))
+    return sorted(runs)
+
+
+def show(name: str) -> int:
+    graph, lite = _open_graph()
+    lite.close()
+    try:
+        node = graph.find(name)
+    except NotInGraph as err:
+        raise UsageError(str(err)) from err
+    print(f"{graph.labels[node]}  ({graph.kinds[node]})")
+    for title, upstream in (("upstream", True), ("downstream", False)):
+        print(f"\n{title}:")
+        for depth, other in graph.walk(node, upstream):
+            print(f"  {'  ' * (depth - 1)}{graph.labels[other]}  [{graph.kinds[other]}]")
+    runs = _versions_written(graph.labels[node])
     if runs:
         print("\nlast versions written (time, job, version):")
-        for when, job, version in sorted(set(runs))[-8:]:
+        for when, job, version in runs[-8:]:
             print(f"  {when}  {job}  {version}")
     return 0
 
 
 def model(version: str | None) -> int:
-    graph, lite = _graph()
+    _, lite = _open_graph()
     try:
-        for urn in sorted(lite.list_ids()):
-            if not urn.startswith("urn:li:mlModel:"):
-                continue
-            properties = (lite.get(urn, aspects=["mlModelProperties"]) or {}).get("mlModelProperties") or {}
-            tag = properties.get("version", {}).get("versionTag", "")
-            if version and version not in tag:
-                continue
-            metrics = ", ".join(f"{m['name']}={m['value']}" for m in properties.get("trainingMetrics", []))
-            print(f"{tag}  {metrics}")
-            for dataset in properties.get("customProperties", {}).get("input_datasets", "").split(", "):
-                print(f"  input {dataset.split(',')[1] if ',' in dataset else dataset}")
+        versions = model_versions(lite)
     finally:
         lite.close()
+    matching = [v for v in versions if not version or version in v.tag]
+    if version and not matching:
+        raise UsageError(not_found_message("model version", version, [v.tag for v in versions]))
+    if not versions:
+        print("No model versions in the lineage graph yet: train one (`taxi demo`), then run a lineage pass.")
+    for found in matching:
+        print(f"{found.tag}  {', '.join(f'{name}={value}' for name, value in found.metrics.items())}")
+        for dataset in found.inputs:
+            print(f"  input {dataset}")
     return 0
 
 
 def picture(out: Path) -> int:
-    from bridge.graph_view import to_svg
-
-    graph, lite = _graph()
+    graph, lite = _open_graph()
     lite.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     pictured = graph.without_dead_ends()
@@ -123,6 +146,12 @@ def picture(out: Path) -> int:
         "open it in a browser"
     )
     return 0
+
+
+def _default_picture() -> Path:
+    from forecast_assets.settings import state_path
+
+    return state_path("lineage") / "lineage_graph.svg"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,13 +168,17 @@ def main(argv: list[str] | None = None) -> int:
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if args.command == "show":
-        return show(args.name)
-    if args.command == "model":
-        return model(args.version)
-    if args.command == "picture":
-        return picture(args.out or state_path("lineage") / "lineage_graph.svg")
-    return lineage_pass()
+    try:
+        if args.command == "show":
+            return show(args.name)
+        if args.command == "model":
+            return model(args.version)
+        if args.command == "picture":
+            return picture(args.out or _default_picture())
+        return lineage_pass()
+    except UsageError as err:
+        print(f"{parser.prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

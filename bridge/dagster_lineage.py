@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, EventLogRecord
+from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, DagsterRun, EventLogRecord
 from openlineage.client.event_v2 import RunState
 
 from bridge.events import Assertion, DatasetRef, EventSpec, JobRef, event_key, run_event
-from bridge.naming import dataset_for_asset, job_name, job_namespace, run_id
+from bridge.naming import dagster_job_name, dataset_for_asset, job_name, job_namespace, run_id
 from forecast_assets.months import MonthWindow
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,11 @@ def _metadata(materialization) -> dict:
     return {key: value.value for key, value in materialization.metadata.items()}
 
 
+def code_location(run: DagsterRun, default: str) -> str:
+    """The code location the run was launched from; runs executed in-process carry no origin."""
+    return run.remote_job_origin.location_name if run.remote_job_origin else default
+
+
 @dataclass
 class RunView:
     """One Dagster run's records, and the lookups the translation needs."""
@@ -79,6 +84,7 @@ class RunView:
     partition: str | None
     records: list[EventLogRecord]
     upstream: Callable[[AssetKey, int], list[DatasetRef]]
+    location: str = ""
     _planned: dict[str, list[AssetKey]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -93,15 +99,19 @@ class RunView:
         return _time(starts[0]) if starts else _time(self.records[0])
 
     @property
+    def lineage_job(self) -> str:
+        return dagster_job_name(self.job, self.location)
+
+    @property
     def run_job(self) -> JobRef:
-        return JobRef(job_namespace(), job_name(self.job), run_id(self.started_at, SOURCE, self.dagster_run_id))
+        return JobRef(job_namespace(), job_name(self.lineage_job), run_id(self.started_at, SOURCE, self.dagster_run_id))
 
     def step_job(self, step_key: str) -> JobRef:
         starts = [r for r in self.records if _step(r) == step_key and _type(r) == DagsterEventType.STEP_START]
         attempt = str(len(starts))
         started = _time(starts[-1]) if starts else self.started_at
         identity = (SOURCE, self.dagster_run_id, step_key, attempt)
-        return JobRef(job_namespace(), job_name(self.job, step_key), run_id(started, *identity))
+        return JobRef(job_namespace(), job_name(self.lineage_job, step_key), run_id(started, *identity))
 
     def planned(self, step_key: str | None = None) -> list[AssetKey]:
         if step_key is None:
@@ -251,9 +261,15 @@ class DagsterSource:
     """Reads new event-log records run by run; the cursor is plain JSON kept in the outbox."""
 
     def __init__(
-        self, instance: DagsterInstance, asset_parents: Callable[[AssetKey], list[AssetKey]], batch: int = 200
+        self,
+        instance: DagsterInstance,
+        asset_parents: Callable[[AssetKey], list[AssetKey]],
+        default_location: str = "",
+        batch: int = 200,
     ):
+        """``default_location``: the code location of runs executed in-process, which carry no origin."""
         self.instance, self.asset_parents, self.batch = instance, asset_parents, batch
+        self.default_location = default_location
         self.untranslated: list[int] = []
 
     def upstream_versions(self, key: AssetKey, partition: str | None, before_storage_id: int) -> list[DatasetRef]:
@@ -306,6 +322,7 @@ class DagsterSource:
                 partition,
                 records,
                 lambda key, before, partition=partition: self.upstream_versions(key, partition, before),
+                location=code_location(run, self.default_location),
             )
             events += translate(view, new, self.untranslated)
             if any(_type(r) in RUN_TERMINAL for r in new):
@@ -315,9 +332,11 @@ class DagsterSource:
         return events, cursor
 
 
-def run_job_ref(instance: DagsterInstance, dagster_run_id: str, job: str) -> JobRef | None:
+def run_job_ref(instance: DagsterInstance, dagster_run_id: str, default_location: str = "") -> JobRef | None:
     """The OpenLineage job and run of a Dagster run, as its own events name it (for Metaflow's root)."""
+    run = instance.get_run_by_id(dagster_run_id)
     starts = instance.get_records_for_run(dagster_run_id, of_type=DagsterEventType.RUN_START).records
-    if not starts:
+    if run is None or not starts:
         return None
-    return JobRef(job_namespace(), job_name(job), run_id(_time(starts[0]), SOURCE, dagster_run_id))
+    name = dagster_job_name(run.job_name, code_location(run, default_location))
+    return JobRef(job_namespace(), job_name(name), run_id(_time(starts[0]), SOURCE, dagster_run_id))

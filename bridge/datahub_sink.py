@@ -16,23 +16,13 @@ from pathlib import Path
 
 import flows  # noqa: F401  (points Metaflow at the state folder before Metaflow is imported)
 from bridge.datahub_metadata import metadata_for
+from bridge.lite import open_lite
 from bridge.outbox import Outbox
 from forecast_assets.settings import state_path
 
 log = logging.getLogger(__name__)
 
 DATAHUB_ENV = "TAXI_DATAHUB"
-
-
-def lite_path() -> Path:
-    return state_path("datahub") / "lite.sqlite"
-
-
-def open_lite(path: Path | None = None, read_only: bool = False):
-    from datahub.lite.lite_util import get_datahub_lite
-
-    config = {"file": str(path or lite_path()), "read_only": read_only, "options": {"journal_mode": "WAL"}}
-    return get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
 
 
 class RestWriter:

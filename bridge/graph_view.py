@@ -1,10 +1,75 @@
-"""Read the DataHub Lite graph back: nodes, edges, walks up and down, and an SVG picture."""
+"""Read the DataHub Lite graph back: nodes, edges, walks up and down, model versions, an SVG picture."""
 
 from __future__ import annotations
 
+import difflib
 import html
+import re
 from collections import defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+
+class NotInGraph(LookupError):
+    """A name the graph does not hold; the message lists close names."""
+
+
+def close_names(name: str, candidates: Iterable[str], limit: int = 5) -> list[str]:
+    """Candidates that look like ``name``, closest first, compared whole and by their last part.
+
+    The last part (after ``.`` or ``/``) lets ``raw_yelow`` find ``nyc_taxi.raw_yellow`` and a run
+    id find its ``TrainForecastModelFlow/<id>``.
+    """
+    scores: dict[str, float] = {}
+    for candidate in candidates:
+        for key in {candidate, _last_part(candidate)}:
+            for typed in {name, _last_part(name)}:
+                ratio = difflib.SequenceMatcher(None, typed, key).ratio()
+                scores[candidate] = max(scores.get(candidate, 0.0), ratio)
+    best = max(scores.values(), default=0.0)
+    close = [c for c, score in scores.items() if score >= max(0.6, best - 0.25)]
+    return sorted(close, key=lambda c: (-scores[c], c))[:limit]
+
+
+def _last_part(name: str) -> str:
+    return re.split(r"[./]", name.rstrip("/"))[-1]
+
+
+def not_found_message(what: str, name: str, candidates: Iterable[str]) -> str:
+    candidates = sorted(set(candidates))
+    close = close_names(name, candidates)
+    if close:
+        return f"No {what} {name!r} in the lineage graph; did you mean: {', '.join(close)}?"
+    return f"No {what} {name!r} in the lineage graph, nor one like it ({len(candidates)} known)."
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    tag: str
+    metrics: dict[str, str]
+    inputs: list[str]
+
+
+def model_versions(lite) -> list[ModelVersion]:
+    """Each MLModel in the graph: its version tag, training metrics and input datasets (by name)."""
+    versions = []
+    for urn in sorted(lite.list_ids()):
+        if not urn.startswith("urn:li:mlModel:"):
+            continue
+        properties = (lite.get(urn, aspects=["mlModelProperties"]) or {}).get("mlModelProperties") or {}
+        inputs = properties.get("customProperties", {}).get("input_datasets", "")
+        versions.append(
+            ModelVersion(
+                tag=properties.get("version", {}).get("versionTag", ""),
+                metrics={m["name"]: m["value"] for m in properties.get("trainingMetrics", [])},
+                inputs=[_dataset_label(urn) for urn in inputs.split(", ") if urn],
+            )
+        )
+    return versions
+
+
+def _dataset_label(urn: str) -> str:
+    return urn.split(",")[1] if "," in urn else urn
 
 
 @dataclass
@@ -42,14 +107,14 @@ class LineageGraph:
             self.labels[urn] = f"{name}.{urn.rsplit(',', 1)[1].rstrip(')')}"
             self.kinds[urn] = tool
         else:
-            self.labels[urn] = urn.split(",")[1]
+            self.labels[urn] = _dataset_label(urn)
             self.kinds[urn] = "dataset"
 
     def find(self, name: str) -> str:
         """A node by URN, label or label suffix (``nyc_taxi.raw_yellow``, ``TrainForecastModelFlow.load``)."""
         matches = [u for u, label in self.labels.items() if name in (u, label) or label.endswith(name)]
         if not matches:
-            raise KeyError(f"{name!r} is not in the lineage graph; run a lineage pass first (uv run taxi-lineage)")
+            raise NotInGraph(not_found_message("dataset or job", name, self.labels.values()))
         return min(matches, key=lambda u: len(self.labels[u]))
 
     def walk(self, start: str, upstream: bool) -> list[tuple[int, str]]:

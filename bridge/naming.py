@@ -9,6 +9,7 @@ leaf. Run ids are UUIDs derived from what identifies a run, so a replay yields t
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlparse
@@ -23,6 +24,9 @@ JOB_NAMESPACE_ENV = "OPENLINEAGE_NAMESPACE"
 DEFAULT_JOB_NAMESPACE = "taxi-demand"
 MODEL_NAME = "forecast_model"
 FILE_ASSETS = {"taxi_trip_files": "taxi", "weather_files": "weather"}
+# Jobs Dagster makes up to run a selection of assets: the UI's Materialize button (``__ASSET_JOB``,
+# ``__ASSET_JOB_0``... before Dagster 1.9), ``materialize()``, and sensors or schedules that target assets.
+GENERATED_ASSET_JOB = re.compile(r"__ASSET_JOB(_\d+)?|__ephemeral_asset_job__|__anonymous_asset_job_.*")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,19 @@ def job_namespace() -> str:
 def job_name(parent: str, leaf: str | None = None) -> str:
     """``parent`` or ``parent.leaf``; dots in the leaf become underscores so the split is unambiguous."""
     return parent if leaf is None else f"{parent}.{leaf.replace('.', '_')}"
+
+
+def dagster_job_name(job: str, code_location: str) -> str:
+    """A Dagster run's job for lineage: its own name, or its code location's for a job Dagster made up.
+
+    A generated job is not something a person named or will look for; the code location is what the
+    Dagster UI groups those assets under, so its ad-hoc runs become one flow per location, steps
+    ``{location}.{step}``. The name is read from the run, so replays name it the same.
+    """
+    if not code_location or not GENERATED_ASSET_JOB.fullmatch(job):
+        return job
+    # Location names may hold dots ("defs.py"), which would split the job name in the wrong place.
+    return re.sub(r"[^A-Za-z0-9_-]", "_", code_location)
 
 
 def run_id(started_at: datetime, *identity: str) -> UUID:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from forecast_assets.settings import state_path
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -32,6 +34,11 @@ class QueuedEvent:
     seq: int
     key: str
     payload: str
+
+
+def default_outbox() -> Outbox:
+    """The one outbox in the state folder, shared by the command and the Dagster sensor."""
+    return Outbox(state_path("lineage") / "outbox.sqlite")
 
 
 class Outbox:

@@ -6,7 +6,8 @@ import pytest
 from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import run_pass
-from bridge.datahub_sink import open_lite, write_to_datahub
+from bridge.datahub_sink import write_to_datahub
+from bridge.lite import open_lite
 from bridge.outbox import Outbox
 from bridge.sources import sources_for
 

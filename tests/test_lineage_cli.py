@@ -1,0 +1,178 @@
+"""The lineage command's answers on a tiny DataHub Lite graph, its imports, and the names of ad-hoc Dagster runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as models
+from openlineage.client.serde import Serde
+
+from bridge.cli import main
+from bridge.dagster_lineage import RunView, translate
+from bridge.datahub_metadata import flow_and_job
+from bridge.lite import open_lite
+from bridge.naming import dagster_job_name
+
+FORECAST = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_forecast,PROD)"
+ACTUALS = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_actuals,PROD)"
+WRITE_STEP = "urn:li:dataJob:(urn:li:dataFlow:(metaflow,TrainForecastModelFlow,PROD),write)"
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:metaflow,forecast_model_TrainForecastModelFlow_1795332188731115,PROD)"
+VERSION = "TrainForecastModelFlow/1795332188731115"
+HEAVY = ("dagster", "openlineage", "metaflow", "pandas", "numpy", "pyarrow", "pyiceberg", "pyspark")
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def graph(state):
+    """One Metaflow step that reads the actuals and writes the forecast, and one model version."""
+    lite = open_lite(state / "datahub" / "lite.sqlite")
+    io = models.DataJobInputOutputClass(inputDatasets=[ACTUALS], outputDatasets=[FORECAST])
+    properties = models.MLModelPropertiesClass(
+        version=models.VersionTagClass(versionTag=VERSION),
+        trainingMetrics=[models.MLMetricClass(name="backtest_mae", value="1.59")],
+        customProperties={"input_datasets": ACTUALS},
+    )
+    for urn, aspect in ((WRITE_STEP, io), (MODEL, properties)):
+        lite.write(MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect))
+    lite.close()
+    return state
+
+
+def test_show_walks_the_graph(graph, capsys):
+    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecast"]) == 0
+    upstream = capsys.readouterr().out.split("downstream:")[0]
+    assert "TrainForecastModelFlow.write  [metaflow]" in upstream and "nyc_taxi.yellow_rides_hourly_actuals" in upstream
+
+
+def test_a_typo_names_what_was_not_found_and_what_is_close(graph, capsys):
+    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecst"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.startswith("taxi-lineage show: error: No dataset or job 'nyc_taxi.yellow_rides_hourly_forecst'")
+    assert "did you mean: nyc_taxi.yellow_rides_hourly_forecast" in printed.err
+    assert "Traceback" not in printed.err
+
+
+def test_a_name_like_nothing_says_so(graph, capsys):
+    assert main(["show", "zzzz"]) == 2
+    assert "nor one like it" in capsys.readouterr().err
+
+
+def test_model_lists_versions_and_answers_an_unknown_one_with_close_versions(graph, capsys):
+    assert main(["model"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{VERSION}  backtest_mae=1.59",
+        "  input nyc_taxi.yellow_rides_hourly_actuals",
+    ]
+    assert main(["model", "1795332188731116"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.startswith("taxi-lineage model: error: No model version '1795332188731116'")
+    assert f"did you mean: {VERSION}" in printed.err
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a database"])
+def test_without_a_graph_the_command_says_how_to_make_one(state, capsys, content):
+    if content is not None:
+        (state / "datahub").mkdir()
+        (state / "datahub" / "lite.sqlite").write_bytes(content)
+    assert main(["show", "nyc_taxi.raw_yellow"]) == 2
+    err = capsys.readouterr().err
+    assert str(state / "datahub" / "lite.sqlite") in err and "taxi demo" in err and "Traceback" not in err
+
+
+def test_a_graph_with_no_jobs_says_how_to_fill_it(state, capsys):
+    open_lite(state / "datahub" / "lite.sqlite").close()
+    assert main(["model"]) == 2
+    assert "holds no jobs yet" in capsys.readouterr().err
+
+
+def _modules_loaded(state, *argv: str) -> tuple[int, list[str]]:
+    """Run the command in a fresh interpreter; its exit code and the heavy packages it imported."""
+    script = (
+        "import json, sys\n"
+        "from bridge.cli import main\n"
+        "try:\n"
+        "    code = main(sys.argv[1:])\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules})]))\n"
+    )
+    env = {**os.environ, "TAXI_STATE_DIR": str(state)}
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, env=env, check=True)
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    return code, [m for m in modules if m in (*HEAVY, "datahub")]
+
+
+def test_help_imports_no_tool(state):
+    assert _modules_loaded(state, "--help") == (0, [])
+
+
+def test_reading_the_graph_imports_datahub_only(graph):
+    assert _modules_loaded(graph, "show", "nyc_taxi.yellow_rides_hourly_forecast") == (0, ["datahub"])
+    assert _modules_loaded(graph, "model") == (0, ["datahub"])
+
+
+@pytest.mark.parametrize(
+    ("job", "location", "expected"),
+    [
+        ("monthly_ingestion", "taxi_demand", "monthly_ingestion"),
+        ("__ASSET_JOB", "taxi_demand", "taxi_demand"),
+        ("__ASSET_JOB_0", "taxi_demand", "taxi_demand"),
+        ("__ephemeral_asset_job__", "taxi_demand", "taxi_demand"),
+        ("__anonymous_asset_job_new_source_months", "taxi_demand", "taxi_demand"),
+        ("__ASSET_JOB", "defs.py", "defs_py"),
+        ("__ASSET_JOB", "", "__ASSET_JOB"),
+    ],
+)
+def test_jobs_dagster_made_up_are_named_for_their_code_location(job, location, expected):
+    assert dagster_job_name(job, location) == expected
+
+
+def _record(storage_id: int, kind: DagsterEventType, minute: int, step: str | None = None) -> EventLogRecord:
+    event = DagsterEvent(event_type_value=kind.value, job_name="__ASSET_JOB", step_key=step)
+    at = datetime(2025, 2, 1, 12, minute, tzinfo=UTC).timestamp()
+    entry = EventLogEntry(None, logging.DEBUG, "", "ui-run-1", at, step, "__ASSET_JOB", event)
+    return EventLogRecord(storage_id, entry)
+
+
+def _materialize_from_the_ui(job: str = "__ASSET_JOB") -> list[tuple[str, object]]:
+    """Events of a run that materialized raw_yellow from the Dagster UI (the implicit asset job)."""
+    step = "nyc_taxi__raw_yellow"
+    records = [
+        _record(1, DagsterEventType.RUN_START, 0),
+        _record(2, DagsterEventType.STEP_START, 1, step),
+        _record(3, DagsterEventType.RUN_SUCCESS, 2),
+    ]
+    view = RunView("ui-run-1", job, None, records, lambda key, before: [], location="taxi_demand")
+    return translate(view, records)
+
+
+def test_a_ui_materialization_is_a_job_of_its_code_location_in_lineage_and_datahub():
+    events = [json.loads(Serde.to_json(event)) for _, event in _materialize_from_the_ui()]
+    assert [e["job"]["name"] for e in events] == ["taxi_demand", "taxi_demand.nyc_taxi__raw_yellow", "taxi_demand"]
+    assert events[1]["run"]["facets"]["parent"]["job"]["name"] == "taxi_demand"
+    flow, job = flow_and_job(events[1])
+    assert flow == "urn:li:dataFlow:(dagster,taxi_demand,PROD)"
+    assert job == "urn:li:dataJob:(urn:li:dataFlow:(dagster,taxi_demand,PROD),nyc_taxi__raw_yellow)"
+
+
+def test_a_replay_gives_the_same_names_keys_and_run_ids():
+    first, again = _materialize_from_the_ui(), _materialize_from_the_ui()
+    assert [key for key, _ in first] == [key for key, _ in again]
+    assert [Serde.to_json(e) for _, e in first] == [Serde.to_json(e) for _, e in again]
+    # Naming the job differently does not change the run ids: they come from the Dagster run and step.
+    named = _materialize_from_the_ui("monthly_ingestion")
+    assert [e.run.runId for _, e in first] == [e.run.runId for _, e in named]
