@@ -154,6 +154,13 @@ def _default_picture() -> Path:
     return state_path("lineage") / "lineage_graph.svg"
 
 
+def _keep_tool_files_in_state_folder() -> None:
+    """Metaflow's client cache and DataHub's telemetry setting, as for every other command."""
+    from forecast_assets.local_state import apply_tool_environment
+
+    apply_tool_environment()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taxi-lineage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -168,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _keep_tool_files_in_state_folder()
     try:
         if args.command == "show":
             return show(args.name)

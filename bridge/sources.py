@@ -10,7 +10,7 @@ from bridge.metaflow_lineage import MetaflowSource
 
 def sources_for(instance: DagsterInstance) -> dict:
     from forecast_assets.definitions import defs
-    from forecast_assets.pipeline_run import LOCATION_NAME
+    from forecast_assets.settings import LOCATION_NAME
 
     graph = defs.resolve_asset_graph()
 

@@ -18,10 +18,9 @@ from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from forecast_assets.settings import PROJECT_ROOT
+from forecast_assets.settings import LOCATION_NAME, PROJECT_ROOT
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
-LOCATION_NAME = "taxi_demand"
 REPOSITORY_NAME = "__repository__"
 INGESTION_JOB, TRAINING_JOB = "monthly_ingestion", "train_forecast_model"
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}

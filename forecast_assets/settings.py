@@ -12,6 +12,8 @@ DEFAULT_STATE_DIR_NAME = ".state"
 INSTALLED_STATE_DIR = Path("~/.local/share/taxi-demand-lineage")
 
 NAMESPACE = "nyc_taxi"
+# The Dagster code location in workspace.yaml.
+LOCATION_NAME = "taxi_demand"
 CATALOG_NAME = "lakehouse"
 
 TLC_BASE_URL = "https://d37ci6vzurychx.cloudfront.net/trip-data"

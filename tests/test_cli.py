@@ -32,7 +32,9 @@ def test_defaults_apply_when_no_option_is_given():
     assert options["months"] == cli.DEMO_MONTHS and options["weather"] is False
 
 
-@pytest.mark.parametrize("argv", [["demo", "--scale", "lots"], ["demo", "--scale", "-5"], ["demo", "--months", "2024-13"]])
+@pytest.mark.parametrize(
+    "argv", [["demo", "--scale", "lots"], ["demo", "--scale", "-5"], ["demo", "--months", "2024-13"]]
+)
 def test_bad_options_are_refused_with_a_message(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
@@ -55,7 +57,12 @@ def test_an_installed_package_never_writes_into_site_packages(tmp_path):
 def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path, monkeypatch):
     monkeypatch.delenv("METAFLOW_DEFAULT_DATASTORE", raising=False)
     values = local_state.tool_environment(tmp_path)
-    for key in ("METAFLOW_DATASTORE_SYSROOT_LOCAL", "METAFLOW_CARD_LOCALROOT", "METAFLOW_CLIENT_CACHE_PATH", "MPLCONFIGDIR"):
+    for key in (
+        "METAFLOW_DATASTORE_SYSROOT_LOCAL",
+        "METAFLOW_CARD_LOCALROOT",
+        "METAFLOW_CLIENT_CACHE_PATH",
+        "MPLCONFIGDIR",
+    ):
         assert values[key].startswith(str(tmp_path)), key
     assert values["DATAHUB_TELEMETRY_ENABLED"] == "false"
 

@@ -31,7 +31,14 @@ def in_login_shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
     """``command`` as a user types it into a brand-new login shell: no inherited environment."""
     environment = {"HOME": str(Path.home()), "LANG": "C.UTF-8", "CI": "true", "PATH": CLEAN_PATH}
     return subprocess.run(
-        ["env", "-i", *(f"{key}={value}" for key, value in environment.items()), "bash", "-lc", f"cd {cwd} && {command}"],
+        [
+            "env",
+            "-i",
+            *(f"{key}={value}" for key, value in environment.items()),
+            "bash",
+            "-lc",
+            f"cd {cwd} && {command}",
+        ],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_SECONDS,
@@ -93,7 +100,11 @@ def test_dagster_knows_the_code_location_of_every_demo_run(fresh_copy, demo, mon
     monkeypatch.setenv("DAGSTER_HOME", str(fresh_copy / ".state" / "dagster"))
     with DagsterInstance.get() as instance:
         runs = instance.get_runs()
-        assert sorted(run.job_name for run in runs) == ["monthly_ingestion", "monthly_ingestion", "train_forecast_model"]
+        assert sorted(run.job_name for run in runs) == [
+            "monthly_ingestion",
+            "monthly_ingestion",
+            "train_forecast_model",
+        ]
         for run in runs:
             assert run.remote_job_origin is not None, run.run_id
             assert run.remote_job_origin.location_name == "taxi_demand"

@@ -19,7 +19,9 @@ def stage_progress(context: SparkContext) -> str | None:
     for stage_id in sorted(tracker.getActiveStageIds()):
         info = tracker.getStageInfo(stage_id)
         if info is not None:
-            parts.append(f"stage {stage_id} ({info.name.split(' at ')[0]}): {info.numCompletedTasks}/{info.numTasks} tasks")
+            parts.append(
+                f"stage {stage_id} ({info.name.split(' at ')[0]}): {info.numCompletedTasks}/{info.numTasks} tasks"
+            )
     return "; ".join(parts) or None
 
 
