@@ -4,11 +4,11 @@
 
 Steps:
     start     resolve the as-of time and candidate list
-    load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg
-    train     one branch per candidate: a rolling-origin backtest
-    evaluate  MAE, RMSE and WAPE per candidate and zone; choose the champion
+    load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg; card: what was read
+    train     one branch per candidate: a rolling-origin backtest, printing each origin's MAE as it is done
+    evaluate  MAE, RMSE and WAPE per candidate and zone; choose the champion; card: ranked table and chart
     predict   refit the champion on all data; forecast the next horizon hours for every zone
-    write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast; plot
+    write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast; card: plot of the busiest zones
     end       summary
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 
-from flows.forecasting import backtest, features, noise_floor, tables
+from flows.forecasting import backtest, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, make_candidate
 from flows.lineage import record_lineage, record_write
 from flows.run_settings import RunSettings, resolve_settings
@@ -67,18 +67,27 @@ class TrainForecastModelFlow(FlowSpec):
         print(f"Model version {self.model_version}: {self.settings.describe()}")
         self.next(self.load)
 
+    @card(type="blank", id="inputs")
     @step
     def load(self):
         catalog = open_catalog(self.catalog_config)
-        window = self.settings.window_start, self.settings.as_of
-        actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, *window)
+        start, end = self.settings.window_start, self.settings.as_of
+        actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
         self.actuals = actuals[actuals.pulocationid.isin(self.zone_ids)].reset_index(drop=True)
         self.weather, self.weather_snapshot_id = None, None
         if self.settings.use_weather:
-            self.weather, self.weather_snapshot_id = tables.read_weather(catalog, *window)
+            self.weather, self.weather_snapshot_id = tables.read_weather(catalog, start, end)
         self.candidate_names = self.settings.candidates
-        print(f"Read {len(self.actuals)} rows of {len(self.zone_ids)} zones at snapshot {self.actuals_snapshot_id}")
+        actuals_read, weather_read = report.inputs_read(
+            start, end, len(actuals), self.actuals_snapshot_id, self.weather, self.weather_snapshot_id
+        )
+        kept = f"Kept the {len(self.zone_ids)} busiest zones: {len(self.actuals):,} rows."
+        current.card.append(Markdown(f"# Inputs of {self.model_version}"))
+        current.card.append(Table(data=[actuals_read.row(), weather_read.row()], headers=report.INPUT_HEADERS))
+        current.card.append(Markdown(f"{kept}  \nCandidates: {', '.join(self.candidate_names)}."))
+        print(f"Read {actuals_read.sentence()}. {kept}")
+        print(f"Weather: {weather_read.sentence()}.")
         self.next(self.train, foreach="candidate_names")
 
     @step
@@ -87,8 +96,10 @@ class TrainForecastModelFlow(FlowSpec):
         origins = backtest.backtest_origins(
             self.settings.as_of, self.settings.backtest_days, self.settings.horizon_hours
         )
+        horizon = self.settings.horizon_hours
+        print(f"{self.input}: backtest from {len(origins)} origins, {horizon} hours each, {len(self.zone_ids)} zones")
         self.backtest = backtest.rolling_origin_backtest(
-            frame, self.features, lambda: make_candidate(self.input), origins, self.settings.horizon_hours
+            frame, self.features, lambda: make_candidate(self.input), origins, horizon, on_origin=print
         )
         self.next(self.evaluate)
 
@@ -103,16 +114,18 @@ class TrainForecastModelFlow(FlowSpec):
         self.noise_floor = noise_floor.noise_floor(self.backtest, state_path("sample_source") / "truth")
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
+        headers, rows = report.metrics_table(self.metrics)
         current.card.append(Markdown(f"# Backtest of {self.model_version}\nChampion: **{self.champion}**"))
-        current.card.append(Table.from_dataframe(self.metrics.round(3)))
-        print(self.metrics.round(3).to_string(index=False))
+        current.card.append(Table(data=rows, headers=headers))
+        print(backtest.ranked(self.metrics).round(3).to_string(index=False))
         if self.noise_floor:
             floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
             current.card.append(Markdown(floor))
             print(floor)
-        figure = plots.backtest_figure(self.metrics, self.noise_floor)
-        self.backtest_plot_path = str(plots.save_png(figure, state_path("plots") / f"backtest_{current.run_id}.png"))
-        current.card.append(Image.from_matplotlib(figure))
+        self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
+        path = state_path("plots") / f"backtest_{current.run_id}.png"
+        self.backtest_plot_path = str(plots.save_png(self.backtest_png, path))
+        current.card.append(Image(self.backtest_png, label="MAE and RMSE per candidate, best first"))
         self.next(self.predict)
 
     @step
@@ -141,10 +154,16 @@ class TrainForecastModelFlow(FlowSpec):
 
         catalog = open_catalog(self.catalog_config)
         self.forecast_snapshot_id = tables.write_forecasts(catalog, self.forecast, current.run_id)
+        written = (
+            f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
+            f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {tables.FORECAST} at snapshot {self.forecast_snapshot_id}."
+        )
+        print(written)
         figure = plots.forecast_figure(self.actuals, self.backtest, self.forecast, self.champion)
-        self.plot_path = str(plots.save_png(figure, state_path("plots") / f"forecast_{current.run_id}.png"))
-        current.card.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})"))
-        current.card.append(Image.from_matplotlib(figure))
+        self.forecast_png = plots.png_bytes(figure)
+        self.plot_path = str(plots.save_png(self.forecast_png, state_path("plots") / f"forecast_{current.run_id}.png"))
+        current.card.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})\n{written}"))
+        current.card.append(Image(self.forecast_png, label="Busiest zones: last week, backtest and forecast"))
         self.next(self.end)
 
     @step

@@ -1,11 +1,15 @@
-"""The plain forecasting modules: features, backtests, metrics, settings (no Metaflow run)."""
+"""The plain forecasting modules: features, backtests, metrics, settings, reports, the flow's log (no Metaflow run)."""
+
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from flows.forecasting import backtest, features
+from flows.forecasting import backtest, features, report
 from flows.forecasting.models import make_candidate
+from flows.forecasting.tables import ACTUALS, WEATHER
+from flows.launch import FlowEvent, FlowEventKind, FlowLog
 from flows.run_settings import resolve_settings
 
 
@@ -125,3 +129,82 @@ def test_weather_candidates_are_dropped_without_weather():
     settings = resolve_settings("2025-02-01", 42, 7, 24, 50, False, "seasonal_naive,gbm,gbm_weather")
     assert settings.candidates == ["seasonal_naive", "gbm"]
     assert resolve_settings("2025-02-01", 42, 7, 24, 50, True, "gbm_weather").candidates == ["gbm_weather"]
+
+
+def test_the_backtest_reports_each_origin_as_it_is_done():
+    actuals = _actuals()
+    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-05"))
+    frame, names = features.build_features(grid, 24)
+    origins = backtest.backtest_origins(pd.Timestamp("2025-02-05"), 3, 24)
+    reported = []
+    result = backtest.rolling_origin_backtest(
+        frame, names, lambda: make_candidate("seasonal_naive"), origins, 24, on_origin=reported.append
+    )
+    assert [(r.number, r.total, r.origin) for r in reported] == [(n, 3, o) for n, o in enumerate(origins, start=1)]
+    per_origin = result.assign(error=(result.predicted - result.total_rides).abs()).groupby("origin").error.mean()
+    assert [r.mae for r in reported] == pytest.approx(per_origin.loc[origins].tolist())
+    assert all(r.seconds >= 0 for r in reported)
+    assert re.fullmatch(r"seasonal_naive: origin 2/3 2025-02-03T00 MAE \d+\.\d\d \(\d+\.\d s\)", str(reported[1]))
+
+
+def test_the_metrics_table_is_ranked_by_mae_without_an_index_column():
+    metrics = pd.DataFrame(
+        {"candidate": ["a", "b", "c"], "mae": [3.0, 1.0, 2.0], "rmse": [4.0, 2.0, 3.0],
+         "wape": [0.3, 0.1, 0.2], "hours": [48, 48, 48]}
+    )  # fmt: skip
+    headers, rows = report.metrics_table(metrics)
+    assert headers == ["candidate", "mae", "rmse", "wape", "hours"]
+    assert [row[0] for row in rows] == ["b", "c", "a"] == list(backtest.ranked(metrics).candidate)
+    assert rows[0] == ["b", 1.0, 2.0, 0.1, 48]
+
+
+def test_the_inputs_read_say_whether_weather_was_read():
+    start, end = pd.Timestamp("2025-01-01"), pd.Timestamp("2025-02-01")
+    actuals, weather = report.inputs_read(start, end, 1200, 11, None, None)
+    assert actuals.row() == [ACTUALS, "11", "1,200 rows", "2025-01-01 00:00 to 2025-02-01 00:00 UTC, end excluded"]
+    assert weather.row()[:2] == [WEATHER, "not read"] and "use_weather is false" in weather.sentence()
+    daily = pd.DataFrame({"county_fips": ["36061"] * 31, "date": pd.date_range(start, periods=31)})
+    _, weather = report.inputs_read(start, end, 1200, 11, daily, 22)
+    assert weather.sentence() == f"31 county-days of {WEATHER} at snapshot 22 (2025-01-01 to 2025-02-01, end excluded)"
+
+
+# What Metaflow's runtime wrote for a run whose load step failed (timestamps, pids and traceback shortened).
+FAILED_RUN_OUTPUT = """\
+2025-03-01 10:00:00.100 Workflow starting (run-id 17):
+2025-03-01 10:00:00.200 [17/start/1 (pid 40)] Task is starting.
+2025-03-01 10:00:01.000 [17/start/1 (pid 40)] Model version TrainForecastModelFlow/17: as of 2020-01-01
+2025-03-01 10:00:02.700 [17/start/1 (pid 40)] Task finished successfully.
+2025-03-01 10:00:02.800 [17/load/2 (pid 41)] Task is starting.
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] <flow TrainForecastModelFlow step load> failed:
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] Internal error
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] Traceback (most recent call last):
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] File "/work/main/flows/forecasting/tables.py", line 79, in _read_window
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] raise MissingInput(msg)
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)] flows.forecasting.tables.MissingInput: Table t has no rows between a and b
+2025-03-01 10:00:04.000 [17/load/2 (pid 41)]
+2025-03-01 10:00:04.100 [17/load/2 (pid 41)] Task failed.
+2025-03-01 10:00:04.100 Workflow failed.
+"""
+
+
+def test_the_flow_log_reads_task_starts_ends_output_and_the_failed_steps_error():
+    log = FlowLog("TrainForecastModelFlow")
+    events = [e for e in map(log.read, FAILED_RUN_OUTPUT.splitlines()) if e is not None]
+    kinds = FlowEventKind
+    assert [(e.kind, e.step) for e in events] == [
+        (kinds.TASK_STARTED, "start"), (kinds.OUTPUT, "start"), (kinds.TASK_FINISHED, "start"),
+        (kinds.TASK_STARTED, "load"), (kinds.TASK_FAILED, "load"),
+    ]  # fmt: skip
+    assert events[0].pathspec == "TrainForecastModelFlow/17/start/1"
+    assert str(events[1]) == "start: Model version TrainForecastModelFlow/17: as of 2020-01-01"
+    assert events[2].seconds == pytest.approx(2.5) and str(events[2]).startswith("start finished in 2.5 s")
+    failed = "flows.forecasting.tables.MissingInput: Table t has no rows between a and b"
+    assert events[4].message == failed
+    assert str(events[4]) == f"load failed (TrainForecastModelFlow/17/load/2): {failed}"
+    report_lines = log.failure_report(stderr="").splitlines()
+    assert report_lines[0] == failed and 'raise MissingInput(msg)' in report_lines
+
+
+def test_a_run_started_event_names_the_run():
+    event = FlowEvent(FlowEventKind.RUN_STARTED, "TrainForecastModelFlow/17")
+    assert str(event) == "Metaflow run 17 started: TrainForecastModelFlow/17" and event.step is None

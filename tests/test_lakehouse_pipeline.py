@@ -118,7 +118,7 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
     assert raw["dagster/row_count"].value == _raw_trips("2025-01").num_rows
     actuals = pipeline.latest_metadata("nyc_taxi.yellow_rides_hourly_actuals")
     assert actuals["source_fingerprint"].value == raw["source_fingerprint"].value
-    assert actuals[f"input/nyc_taxi.raw_yellow/{SNAPSHOT_ID}"].value == raw[SNAPSHOT_ID].value
+    assert actuals["raw_yellow_snapshot_id"].value == raw[SNAPSHOT_ID].value
 
 
 def test_rematerializing_a_month_replaces_it_with_identical_counts(pipeline):

@@ -1,19 +1,34 @@
 """Real Metaflow runs of TrainForecastModelFlow on tables made by the real Dagster assets."""
 
+import base64
+import json
 import os
+import re
+import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from dagster import AssetKey
+from dagster import AssetKey, AssetMaterialization, build_asset_check_context, instance_for_test
+from pyiceberg.expressions import EqualTo
 
 from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts, write_forecasts
-from flows.launch import FlowFailed, run_training
+from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
+from forecast_assets.assets import forecast_checks
+from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
+from forecast_assets.definitions import resources_from_env
 from forecast_assets.lakehouse.catalog import open_catalog
+from forecast_assets.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 
 HORIZON = 24
+# A Metaflow card draws an image at most 500 px high and 100% wide (card CSS: img {max-width: 100%;
+# max-height: 500px}); the card's column is up to 100rem. An image this wide on screen fills a laptop-sized card.
+CARD_IMAGE_MAX_HEIGHT = 500
+FULL_WIDTH = 1200
 
 
 def _lineage(run, step):
@@ -107,3 +122,204 @@ def test_an_as_of_before_the_data_fails_naming_the_table(pipeline):
         FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-11-20 00:00 and 2020-01-01"
     ):
         run_training({"as_of": "2020-01-01"}, show_output=False)
+
+
+def test_run_training_reports_progress_without_dagster_and_names_the_failed_step(pipeline):
+    events = []
+    failed_in_load = r"failed in step load:\n.*MissingInput: Table nyc_taxi.yellow_rides_hourly_actuals has no rows"
+    with pytest.raises(FlowFailed, match=failed_in_load) as failed:
+        run_training({"as_of": "2020-01-01"}, show_output=False, on_event=events.append)
+    assert events[0].kind is FlowEventKind.RUN_STARTED and events[0].pathspec == failed.value.pathspec
+    assert [(e.kind, e.step) for e in events if e.kind is not FlowEventKind.OUTPUT] == [
+        (FlowEventKind.RUN_STARTED, None),
+        (FlowEventKind.TASK_STARTED, "start"), (FlowEventKind.TASK_FINISHED, "start"),
+        (FlowEventKind.TASK_STARTED, "load"), (FlowEventKind.TASK_FAILED, "load"),
+    ]  # fmt: skip
+    assert "has no rows between 2019-11-20 00:00 and 2020-01-01" in events[-1].message
+    assert any(e.kind is FlowEventKind.OUTPUT and e.message.startswith("Model version ") for e in events)
+    assert failed.value.step == "load" and f"run {failed.value.pathspec} failed" in str(failed.value)
+
+
+def _flow_log(result, instance) -> list:
+    """The Dagster log lines the training step wrote, oldest first."""
+    return [
+        entry
+        for entry in instance.all_logs(result.run_id)
+        if entry.dagster_event is None and entry.step_key == "run_training_flow"
+    ]
+
+
+def test_dagster_logs_the_run_and_every_task_while_the_flow_runs(dagster_run, pipeline):
+    result, run = dagster_run
+    entries = _flow_log(result, pipeline.instance)
+    messages = [entry.user_message for entry in entries]
+    assert messages[0] == f"Metaflow run {run.id} started: {run.pathspec}"
+    end_began = run["end"].task.created_at.timestamp()
+    for task in (task for step in run for task in step):
+        step = task.parent.id
+        started = next(e for e in entries if e.user_message == f"{step} started ({task.pathspec})")
+        ended = rf"{step} finished in [\d.]+ s \({task.pathspec}\)"
+        finished = next(e for e in entries if re.fullmatch(ended, e.user_message))
+        assert started.timestamp <= finished.timestamp
+        if step in ("start", "load", "train", "evaluate"):
+            # Logged while the flow ran (steps before the end began), not when Dagster read the finished run.
+            assert finished.timestamp < end_began
+    assert entries[0].timestamp < run["start"].task.finished_at.timestamp()
+    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == 3
+    for candidate in run.data.settings.candidates:
+        assert f"train: {candidate}: origin 7/7 " in "\n".join(messages)
+    assert any(re.fullmatch(r"train: gbm_weather: origin 3/7 \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
+    data = run.data
+    weather = f"load: Weather: {len(data.weather):,} county-days of {WEATHER} at snapshot {data.weather_snapshot_id}"
+    assert any(m.startswith(weather) for m in messages)
+    assert messages[-1] == f"Metaflow run {run.pathspec}: champion {run.data.champion}"
+
+
+def test_a_failed_flow_fails_the_dagster_step_naming_the_run_step_and_error(pipeline):
+    job = pipeline.definitions().resolve_job_def("train_forecast_model")
+    config = {"ops": {"run_training_flow": {"config": {"as_of": "2020-01-01"}}}}
+    # An instance of its own: the shared one's run history stays as the bridge tests expect it.
+    with instance_for_test() as instance:
+        result = job.execute_in_process(instance=instance, run_config=config, raise_on_error=False)
+        logs = _flow_log(result, instance)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.user_failure_data
+    metaflow_run = failure.metadata["metaflow_run"].value
+    assert failure.metadata["failed_step"].value == "load"
+    assert failure.description.startswith(f"TrainForecastModelFlow run {metaflow_run} failed in step load:\n")
+    assert "MissingInput: Table nyc_taxi.yellow_rides_hourly_actuals has no rows between" in failure.description
+    assert logs[0].user_message == f"Metaflow run {metaflow_run.split('/')[1]} started: {metaflow_run}"
+    errors = [e.user_message for e in logs if e.level >= 40]
+    assert len(errors) == 1 and errors[0].startswith(f"load failed ({metaflow_run}/load/")
+
+
+def _png(value: str) -> bytes:
+    prefix = "data:image/png;base64,"
+    return base64.b64decode(value[value.index(prefix) + len(prefix) :].rstrip(")"))
+
+
+def _width_on_a_card(png: bytes) -> float:
+    assert png.startswith(b"\x89PNG")
+    width, height = struct.unpack(">II", png[16:24])
+    return min(width, CARD_IMAGE_MAX_HEIGHT * width / height)
+
+
+def test_materializations_show_the_plots_and_short_input_keys(dagster_run, pipeline):
+    _, run = dagster_run
+    model = pipeline.latest_metadata("forecast_model")
+    table = pipeline.latest_metadata("nyc_taxi/yellow_rides_hourly_forecast")
+    assert _png(table["plot"].value) == run.data.forecast_png == Path(table["plot_path"].value).read_bytes()
+    assert _png(model["backtest_plot"].value) == Path(model["backtest_plot_path"].value).read_bytes()
+    assert model["actuals_snapshot_id"].value == run.data.actuals_snapshot_id
+    assert model["weather_snapshot_id"].value == run.data.weather_snapshot_id
+    assert not [key for key in {**model, **table} if key.startswith("input/")]
+
+
+def _card(task, card_id: str, folder: Path) -> list[dict]:
+    """The components of a task's card, read back with ``python flows/train.py card get``, as a user reads it.
+
+    (``metaflow.cards.get_cards`` looks under the task's ds-root/mf.cards; with METAFLOW_CARD_LOCALROOT set,
+    Metaflow 2.19's card writer stores local cards under the datastore root itself, where the CLI finds them.)
+    """
+    html = folder / f"{task.pathspec.replace('/', '_')}_{card_id}.html"
+    command = [sys.executable, str(TRAIN_FLOW_FILE), "card", "get", task.pathspec.split("/", 1)[1], str(html)]
+    subprocess.run([*command, "--id", card_id], cwd=PROJECT_ROOT, check=True, capture_output=True)
+    encoded = re.search(r'__MF_DATA__\["[^"]+"\] = "([^"]+)"', html.read_text()).group(1)
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "type" in node:
+                found.append(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(base64.b64decode(encoded))["components"])
+    return found
+
+
+def _of_type(components, kind: str) -> list[dict]:
+    return [c for c in components if c["type"] == kind]
+
+
+def test_the_backtest_card_ranks_candidates_like_its_chart_and_fills_the_width(by_hand_run, tmp_path):
+    components = _card(by_hand_run["evaluate"].task, "backtest", tmp_path)
+    [table] = _of_type(components, "table")
+    assert table["columns"] == ["candidate", "mae", "rmse", "wape", "hours"]
+    maes = [row[1] for row in table["data"]]
+    assert maes == sorted(maes) and table["data"][0][0] == by_hand_run.data.champion
+    assert len(table["data"]) == len(by_hand_run.data.metrics)
+    [image] = _of_type(components, "image")
+    assert _png(image["src"]) == by_hand_run.data.backtest_png
+    assert _width_on_a_card(by_hand_run.data.backtest_png) >= FULL_WIDTH
+
+
+def test_the_forecast_card_fills_the_width(by_hand_run, tmp_path):
+    [image] = _of_type(_card(by_hand_run["write"].task, "forecast", tmp_path), "image")
+    assert _png(image["src"]) == by_hand_run.data.forecast_png
+    assert _width_on_a_card(by_hand_run.data.forecast_png) >= FULL_WIDTH
+
+
+def test_the_load_card_and_log_say_what_was_read(by_hand_run, dagster_run, tmp_path):
+    _, weather_run = dagster_run
+    for run in (by_hand_run, weather_run):
+        data, load = run.data, run["load"].task
+        [table] = _of_type(_card(load, "inputs", tmp_path), "table")
+        actuals, weather = table["data"]
+        assert actuals[:2] == [ACTUALS, str(data.actuals_snapshot_id)]
+        assert actuals[3].startswith(f"{data.training_window['start'][:16]} to {data.training_window['end'][:16]}")
+        assert f"Read {actuals[2]} of {ACTUALS} at snapshot {data.actuals_snapshot_id}" in load.stdout
+        if data.weather_snapshot_id is None:
+            assert weather[:2] == [WEATHER, "not read"]
+            assert f"Weather: {WEATHER} not read (use_weather is false)." in load.stdout
+        else:
+            assert weather[:3] == [WEATHER, str(data.weather_snapshot_id), f"{len(data.weather):,} county-days"]
+            assert f"of {WEATHER} at snapshot {data.weather_snapshot_id}" in load.stdout
+
+
+def test_the_forecast_checks_pass_on_the_version_training_wrote(dagster_run):
+    result, run = dagster_run
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    names = {check.check_key.name for check in forecast_checks.FORECAST_CHECKS}
+    assert names <= set(evaluations) and all(evaluations[name].passed for name in names)
+    coverage = evaluations["forecast_every_zone_has_every_horizon_hour"].metadata
+    assert coverage["zones"].value == coverage["expected_zones"].value == len(run.data.zone_ids)
+    assert coverage["metaflow_run_id"].value == run.id and coverage["zone_hours_missing"].value == 0
+    assert evaluations["forecast_no_negative_rides"].metadata["rows"].value == len(run.data.forecast)
+
+
+@pytest.fixture
+def faulty_version(by_hand_run):
+    """A made-up run's forecast rows with one fault of each kind, removed from the table afterwards."""
+    fake_run_id = "checks-test-faulty"
+    rows = by_hand_run.data.forecast.assign(metaflow_run_id=fake_run_id).reset_index(drop=True)
+    rows.loc[0, "forecasted_total_rides"] = -3.0
+    rows = pd.concat([rows.drop(index=1), rows.iloc[[2]]], ignore_index=True)  # one hour gone, one row twice
+    catalog = open_catalog()
+    write_forecasts(catalog, rows, fake_run_id)
+    metadata = {
+        METAFLOW_RUN_ID: fake_run_id,
+        FORECAST_START: str(by_hand_run.data.settings.as_of),
+        HORIZON_HOURS: HORIZON,
+        ZONES: len(by_hand_run.data.zone_ids),
+    }
+    yield metadata
+    catalog.load_table(FORECAST).delete(EqualTo("metaflow_run_id", fake_run_id))
+
+
+def test_the_forecast_checks_fail_on_a_faulty_version(faulty_version):
+    with instance_for_test() as instance:
+        instance.report_runless_asset_event(AssetMaterialization(FORECAST_TABLE, metadata=faulty_version))
+        context = build_asset_check_context(instance=instance, resources={"catalog": resources_from_env()["catalog"]})
+        results = {check.check_key.name: check(context) for check in forecast_checks.FORECAST_CHECKS}
+    assert not any(result.passed for result in results.values())
+    found = {name: {key: value.value for key, value in result.metadata.items()} for name, result in results.items()}
+    coverage = found["forecast_every_zone_has_every_horizon_hour"]
+    assert (coverage["zone_hours_missing"], coverage["zone_hours_outside_horizon"]) == (1, 0)
+    assert coverage["metaflow_run_id"] == faulty_version[METAFLOW_RUN_ID]
+    negative = found["forecast_no_negative_rides"]
+    assert (negative["negative_forecasts"], negative["smallest_forecast"]) == (1, -3.0)
+    assert found["forecast_no_duplicate_keys"] == {"duplicate_keys": 1, "rows_with_duplicate_keys": 2}

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from flows.forecasting.features import training_rows
+
+
+@dataclass(frozen=True)
+class OriginScore:
+    """One backtest origin done: which of how many, its MAE, and how long fitting and forecasting took."""
+
+    candidate: str
+    number: int
+    total: int
+    origin: pd.Timestamp
+    mae: float
+    seconds: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.candidate}: origin {self.number}/{self.total} {self.origin:%Y-%m-%dT%H} "
+            f"MAE {self.mae:.2f} ({self.seconds:.1f} s)"
+        )
 
 
 def backtest_origins(as_of: pd.Timestamp, backtest_days: int, horizon_hours: int) -> list[pd.Timestamp]:
@@ -15,20 +37,28 @@ def backtest_origins(as_of: pd.Timestamp, backtest_days: int, horizon_hours: int
 
 
 def rolling_origin_backtest(
-    frame: pd.DataFrame, features: list[str], make_model, origins: list[pd.Timestamp], horizon_hours: int
+    frame: pd.DataFrame,
+    features: list[str],
+    make_model,
+    origins: list[pd.Timestamp],
+    horizon_hours: int,
+    on_origin: Callable[[OriginScore], None] | None = None,
 ) -> pd.DataFrame:
-    """Train on everything before each origin, forecast the next ``horizon_hours``."""
+    """Train on everything before each origin, forecast the next ``horizon_hours``; report each origin done."""
     results = []
-    for origin in origins:
+    for number, origin in enumerate(origins, start=1):
+        began = time.perf_counter()
         history = training_rows(frame[frame.pickup_hour < origin], features)
         window = frame[(frame.pickup_hour >= origin) & (frame.pickup_hour < origin + pd.Timedelta(hours=horizon_hours))]
         window = window.dropna(subset=["total_rides"])
         model = make_model().fit(history, features)
-        results.append(
-            window[["pickup_hour", "pulocationid", "total_rides"]].assign(
-                origin=origin, candidate=model.name, predicted=model.predict(window, features)
-            )
+        scored = window[["pickup_hour", "pulocationid", "total_rides"]].assign(
+            origin=origin, candidate=model.name, predicted=model.predict(window, features)
         )
+        results.append(scored)
+        if on_origin is not None:
+            mae = float((scored.predicted - scored.total_rides).abs().mean())
+            on_origin(OriginScore(model.name, number, len(origins), origin, mae, time.perf_counter() - began))
     return pd.concat(results, ignore_index=True)
 
 
@@ -50,9 +80,14 @@ def error_metrics(predictions: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return table.reset_index()
 
 
+def ranked(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Candidates from the lowest MAE up, ties in name order: the order of every table and chart."""
+    return metrics.sort_values(["mae", "candidate"]).reset_index(drop=True)
+
+
 def choose_champion(metrics: pd.DataFrame) -> str:
     """The candidate with the lowest MAE; ties go to the first in name order."""
-    return metrics.sort_values(["mae", "candidate"]).iloc[0]["candidate"]
+    return ranked(metrics).iloc[0]["candidate"]
 
 
 def busiest_zones(actuals: pd.DataFrame, count: int) -> list[int]:

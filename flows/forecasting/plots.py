@@ -1,60 +1,93 @@
-"""Pictures of a training run: forecast against actuals for the busiest zones."""
+"""Pictures of a training run as PNG bytes: forecast against actuals, and backtest error per candidate."""
 
 from __future__ import annotations
 
+import io
+import math
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from PIL import Image as PILImage  # noqa: E402
 
+from flows.forecasting.backtest import ranked  # noqa: E402
 from forecast_assets.sources.zones import load_zones  # noqa: E402
 
 HISTORY_DAYS = 7
+# A Metaflow card shows an image at most 500 px high (its CSS: img {max-width: 100%; max-height: 500px}),
+# so only a figure about three times wider than high fills the card's width. Drawn at this resolution,
+# its 9-10 pt text stays readable once the browser scales it down to the card.
+PNG_DPI = 130
+WIDE_FIGURE = (14.0, 4.8)
+PNG_COLOURS = 64
 
 
 def forecast_figure(
     actuals: pd.DataFrame, backtest: pd.DataFrame, forecast: pd.DataFrame, champion: str, zones: int = 4
 ):
-    """One panel per zone: last week's actuals, the champion's backtest, and the new forecast."""
+    """One panel per busy zone, two panels a row: last week's actuals, the champion's backtest, the forecast."""
     names = {zone.location_id: zone.name for zone in load_zones()}
-    busiest = actuals.groupby("pulocationid").total_rides.sum().nlargest(zones).index
+    busiest = list(actuals.groupby("pulocationid").total_rides.sum().nlargest(zones).index)
     start = forecast.pickup_hour.min() - pd.Timedelta(days=HISTORY_DAYS)
-    figure, axes = plt.subplots(len(busiest), 1, figsize=(11, 2.6 * len(busiest)), sharex=True)
-    for axis, zone in zip(axes, busiest, strict=True):
+    rows = math.ceil(len(busiest) / 2)
+    width, height = WIDE_FIGURE
+    figure, axes = plt.subplots(rows, 2, figsize=(width, height * rows / 2), sharex=True, squeeze=False)
+    for axis, zone in zip(axes.flat, busiest, strict=False):
         seen = actuals[(actuals.pulocationid == zone) & (actuals.pickup_hour >= start)]
         tested = backtest[(backtest.pulocationid == zone) & (backtest.candidate == champion)]
         ahead = forecast[forecast.pulocationid == zone]
-        axis.plot(seen.pickup_hour, seen.total_rides, color="black", linewidth=1, label="actual rides")
-        axis.plot(tested.pickup_hour, tested.predicted, color="tab:blue", linewidth=1, label=f"backtest ({champion})")
+        axis.plot(seen.pickup_hour, seen.total_rides, color="black", linewidth=0.9, label="actual rides")
+        axis.plot(tested.pickup_hour, tested.predicted, color="tab:blue", linewidth=0.9, label=f"backtest ({champion})")
         axis.plot(ahead.pickup_hour, ahead.forecasted_total_rides, color="tab:red", linewidth=1.5, label="forecast")
         axis.set_title(f"zone {zone}: {names.get(zone, '?')}", fontsize=10, loc="left")
-        axis.set_ylabel("rides / hour")
-    axes[0].legend(loc="upper left", fontsize=8, ncols=3)
+        axis.set_ylabel("rides / hour", fontsize=9)
+        axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(axis.xaxis.get_major_locator()))
+        axis.tick_params(labelsize=9)
+        axis.grid(alpha=0.3)
+    for axis in list(axes.flat)[len(busiest) :]:
+        axis.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper right", ncols=3, fontsize=9, frameon=False)
+    figure.suptitle(f"Forecast from {forecast.pickup_hour.min():%Y-%m-%d %H:%M}", x=0.01, ha="left", fontsize=11)
     figure.tight_layout()
     return figure
 
 
-def save_png(figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    return path
-
-
 def backtest_figure(metrics: pd.DataFrame, floor: dict | None):
-    """MAE and RMSE per candidate, with the noise floor when the sample's true rates are known."""
-    ordered = metrics.sort_values("mae")
-    figure, axis = plt.subplots(figsize=(7, 3.2))
+    """MAE and RMSE per candidate, best first, with the noise floor when the sample's true rates are known."""
+    ordered = ranked(metrics)
+    figure, axis = plt.subplots(figsize=WIDE_FIGURE)
     positions = range(len(ordered))
     axis.bar([p - 0.2 for p in positions], ordered.mae, width=0.4, label="MAE", color="tab:blue")
     axis.bar([p + 0.2 for p in positions], ordered.rmse, width=0.4, label="RMSE", color="tab:gray")
     if floor:
         axis.axhline(floor["mae"], color="tab:red", linestyle="--", linewidth=1, label="noise floor MAE")
-    axis.set_xticks(list(positions), ordered.candidate)
+    axis.set_xticks(list(positions), ordered.candidate, fontsize=10)
     axis.set_ylabel("rides / hour")
-    axis.set_title("Backtest error per candidate (rolling origin)", fontsize=10, loc="left")
-    axis.legend(fontsize=8)
+    axis.set_title("Backtest error per candidate (rolling origin), best first", fontsize=11, loc="left")
+    axis.legend(fontsize=9)
+    axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return figure
+
+
+def png_bytes(figure) -> bytes:
+    """The figure as a PNG, and the figure closed (a flow draws several; pyplot keeps every open one)."""
+    drawn = io.BytesIO()
+    figure.savefig(drawn, format="png", dpi=PNG_DPI)
+    plt.close(figure)
+    # The PNG goes into a card, an artifact and a Dagster materialization; a 64-colour palette keeps
+    # line charts as sharp at a third of the size.
+    palette = io.BytesIO()
+    PILImage.open(drawn).convert("RGB").quantize(colors=PNG_COLOURS).save(palette, format="png", optimize=True)
+    return palette.getvalue()
+
+
+def save_png(png: bytes, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    return path

@@ -1,5 +1,7 @@
 """The Metaflow-made assets: the forecast model and the forecast table, trained by running the flow."""
 
+import base64
+
 from dagster import (
     AssetExecutionContext,
     AssetKey,
@@ -22,6 +24,11 @@ from forecast_assets.settings import NAMESPACE
 FORECAST_MODEL = AssetKey("forecast_model")
 FORECAST_TABLE = AssetKey([NAMESPACE, "yellow_rides_hourly_forecast"])
 TRAINING_GROUP = "training"
+# Forecast-table metadata keys the checks on that table read back.
+METAFLOW_RUN_ID = "metaflow_run_id"
+FORECAST_START = "forecast_start"
+HORIZON_HOURS = "horizon_hours"
+ZONES = "zones"
 
 
 class TrainingConfig(Config):
@@ -57,12 +64,22 @@ class TrainingConfig(Config):
 )
 def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     """Runs flows/train.py through Metaflow's Runner, passing this Dagster run as the flow's parent."""
-    from flows.launch import FlowFailed, run_training  # Metaflow loads only when training runs
+    from flows.launch import FlowEventKind, FlowFailed, run_training  # Metaflow loads only when training runs
+
+    def log_flow_event(event) -> None:
+        (context.log.error if event.kind is FlowEventKind.TASK_FAILED else context.log.info)(str(event))
 
     try:
-        run = run_training(config.flow_parameters(), dagster_run_id=context.run.run_id, dagster_job=context.job_name)
+        run = run_training(
+            config.flow_parameters(),
+            dagster_run_id=context.run.run_id,
+            dagster_job=context.job_name,
+            show_output=False,
+            on_event=log_flow_event,
+        )
     except FlowFailed as err:
-        raise Failure(description=str(err), allow_retries=False) from err
+        metadata = {"metaflow_run": err.pathspec or "", "failed_step": err.step or ""}
+        raise Failure(description=str(err), metadata=metadata, allow_retries=False) from err
     data = run.data
     context.log.info(f"Metaflow run {run.pathspec}: champion {data.champion}")
     yield MaterializeResult(asset_key=FORECAST_MODEL, metadata=model_metadata(run))
@@ -70,6 +87,8 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
 
 
 def model_metadata(run) -> dict:
+    from flows.forecasting.backtest import ranked
+
     data = run.data
     metrics = data.metrics.set_index("candidate")
     metadata = {
@@ -81,19 +100,25 @@ def model_metadata(run) -> dict:
         "training_window": f"{data.training_window['start']} .. {data.training_window['end']}",
         "features": ", ".join(data.features),
         "backtest": MetadataValue.table(
-            records=[TableRecord(record) for record in data.metrics.round(4).to_dict(orient="records")]
+            records=[TableRecord(record) for record in ranked(data.metrics).round(4).to_dict(orient="records")]
         ),
-        f"input/nyc_taxi.yellow_rides_hourly_actuals/{SNAPSHOT_ID}": data.actuals_snapshot_id,
+        "actuals_snapshot_id": data.actuals_snapshot_id,
+        "backtest_plot": png_markdown(data.backtest_png, "backtest error per candidate"),
+        "backtest_plot_path": MetadataValue.path(data.backtest_plot_path),
     }
     if data.weather_snapshot_id is not None:
-        metadata[f"input/nyc_taxi.raw_weather/{SNAPSHOT_ID}"] = data.weather_snapshot_id
+        metadata["weather_snapshot_id"] = data.weather_snapshot_id
     if data.noise_floor:
         metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
     return metadata
 
 
-def forecast_table_metadata(run) -> dict:
+def png_markdown(png: bytes, title: str) -> MetadataValue:
+    """An image the Dagster UI draws inline: markdown with the PNG as a data URI."""
+    return MetadataValue.md(f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})")
 
+
+def forecast_table_metadata(run) -> dict:
     from flows.forecasting.tables import FORECAST, FORECAST_SCHEMA
 
     data = run.data
@@ -103,6 +128,10 @@ def forecast_table_metadata(run) -> dict:
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
         COLUMN_SCHEMA: TableSchema(columns=[TableColumn(f.name, str(f.field_type)) for f in FORECAST_SCHEMA.fields]),
         "model_version": data.model_version,
-        "metaflow_run_id": run.id,
-        "plot": MetadataValue.path(data.plot_path),
+        METAFLOW_RUN_ID: run.id,
+        FORECAST_START: str(data.settings.as_of),
+        HORIZON_HOURS: MetadataValue.int(data.settings.horizon_hours),
+        ZONES: MetadataValue.int(len(data.zone_ids)),
+        "plot": png_markdown(data.forecast_png, "forecast of the busiest zones"),
+        "plot_path": MetadataValue.path(data.plot_path),
     }
