@@ -333,3 +333,36 @@ def test_the_forecast_checks_fail_on_a_faulty_version(faulty_version):
     negative = found["forecast_no_negative_rides"]
     assert (negative["negative_forecasts"], negative["smallest_forecast"]) == (1, -3.0)
     assert found["forecast_no_duplicate_keys"] == {"duplicate_keys": 1, "rows_with_duplicate_keys": 2}
+
+
+def test_the_forecast_checks_fail_with_a_reason_on_a_materialization_that_names_no_run():
+    with instance_for_test() as instance:
+        instance.report_runless_asset_event(AssetMaterialization(FORECAST_TABLE, metadata={"model_version": "old"}))
+        context = build_asset_check_context(instance=instance, resources={"catalog": resources_from_env()["catalog"]})
+        results = [check(context) for check in forecast_checks.FORECAST_CHECKS]
+    assert all(not result.passed and "run the training job" in result.description for result in results)
+
+
+class _ArtifactsOfAnOlderRun(dict):
+    """``run.data`` of a run made before the flow kept its plots as PNG artifacts."""
+
+    __getattr__ = dict.__getitem__
+
+
+def test_runs_from_before_the_png_artifacts_still_get_metadata_with_the_plot_paths(tmp_path):
+    from types import SimpleNamespace
+
+    from forecast_assets.assets.training import forecast_table_metadata, model_metadata
+
+    metrics = pd.DataFrame({"candidate": ["gbm"], "mae": [1.0], "rmse": [1.5], "wape": [0.1], "hours": [24]})
+    settings = SimpleNamespace(use_weather=False, as_of=pd.Timestamp("2025-02-01"), horizon_hours=24)
+    data = _ArtifactsOfAnOlderRun(
+        metrics=metrics, champion="gbm", model_version="TrainForecastModelFlow/1", settings=settings,
+        training_window={"start": "2024-12-21", "end": "2025-02-01"}, features=["hour"], actuals_snapshot_id=1,
+        weather_snapshot_id=None, noise_floor=None, backtest_plot_path=str(tmp_path / "b.png"),
+        forecast_snapshot_id=2, forecast=pd.DataFrame({"x": [1]}), zone_ids=[161], plot_path=str(tmp_path / "f.png"),
+    )  # fmt: skip
+    run = SimpleNamespace(data=data, pathspec="TrainForecastModelFlow/1", id="1")
+    model, table = model_metadata(run), forecast_table_metadata(run)
+    assert "backtest_plot" not in model and model["backtest_plot_path"].value == str(tmp_path / "b.png")
+    assert "plot" not in table and table["plot_path"].value == str(tmp_path / "f.png")

@@ -87,12 +87,19 @@ def _latest_rows(context: AssetCheckExecutionContext, catalog: IcebergCatalogRes
     event = context.instance.get_latest_materialization_event(FORECAST_TABLE)
     if event is None or event.asset_materialization is None:
         return None, None
-    version = ForecastVersion.from_metadata(event.asset_materialization.metadata)
+    try:
+        version = ForecastVersion.from_metadata(event.asset_materialization.metadata)
+    except KeyError:  # materialized before the table's metadata said what its rows must cover
+        return None, None
     return forecast_rows(catalog.load(), version), version
 
 
 NOT_MATERIALIZED = AssetCheckResult(
-    passed=False, description="nyc_taxi/yellow_rides_hourly_forecast has no materialization yet: run the training job."
+    passed=False,
+    description=(
+        "nyc_taxi/yellow_rides_hourly_forecast has no materialization that names its Metaflow run, start and "
+        "horizon: run the training job."
+    ),
 )
 
 

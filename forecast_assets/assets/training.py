@@ -103,9 +103,11 @@ def model_metadata(run) -> dict:
             records=[TableRecord(record) for record in ranked(data.metrics).round(4).to_dict(orient="records")]
         ),
         "actuals_snapshot_id": data.actuals_snapshot_id,
-        "backtest_plot": png_markdown(data.backtest_png, "backtest error per candidate"),
         "backtest_plot_path": MetadataValue.path(data.backtest_plot_path),
     }
+    # Runs made before the flow kept its plots as artifacts (the bridge reports them too) show the path only.
+    if "backtest_png" in data:
+        metadata["backtest_plot"] = png_markdown(data.backtest_png, "backtest error per candidate")
     if data.weather_snapshot_id is not None:
         metadata["weather_snapshot_id"] = data.weather_snapshot_id
     if data.noise_floor:
@@ -122,7 +124,7 @@ def forecast_table_metadata(run) -> dict:
     from flows.forecasting.tables import FORECAST, FORECAST_SCHEMA
 
     data = run.data
-    return {
+    metadata = {
         TABLE_NAME: FORECAST,
         SNAPSHOT_ID: MetadataValue.int(data.forecast_snapshot_id),
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
@@ -132,6 +134,8 @@ def forecast_table_metadata(run) -> dict:
         FORECAST_START: str(data.settings.as_of),
         HORIZON_HOURS: MetadataValue.int(data.settings.horizon_hours),
         ZONES: MetadataValue.int(len(data.zone_ids)),
-        "plot": png_markdown(data.forecast_png, "forecast of the busiest zones"),
         "plot_path": MetadataValue.path(data.plot_path),
     }
+    if "forecast_png" in data:
+        metadata["plot"] = png_markdown(data.forecast_png, "forecast of the busiest zones")
+    return metadata
