@@ -45,6 +45,11 @@ READ_TYPES = {
 }
 
 
+# A table asset that found its month unchanged, or held it back after a failed audit, wrote nothing.
+PUBLICATION = "publication"
+NOT_WRITTEN = {"unchanged", "held back"}
+
+
 def _time(record: EventLogRecord) -> datetime:
     return datetime.fromtimestamp(record.event_log_entry.timestamp, tz=UTC)
 
@@ -128,8 +133,11 @@ class RunView:
         refs = []
         for record in records:
             materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+            metadata = _metadata(materialization)
+            if metadata.get(PUBLICATION) in NOT_WRITTEN:
+                continue
             version = materialization.tags.get("dagster/data_version") if materialization.tags else None
-            refs.append(output_ref(materialization.asset_key, _metadata(materialization), version))
+            refs.append(output_ref(materialization.asset_key, metadata, version))
         return refs
 
     def nominal_time(self) -> tuple[datetime | None, datetime | None]:

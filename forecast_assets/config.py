@@ -6,7 +6,17 @@ from pydantic import Field
 from forecast_assets.settings import TOP_ZONES
 
 
-class ActualsConfig(Config):
+class TableWriteConfig(Config):
+    rewrite_unchanged: bool = Field(
+        default=False,
+        description=(
+            "Write the month again even when it was published from the same source files, inputs and code "
+            "(by default such a month is reported unchanged and no Iceberg snapshot is written)."
+        ),
+    )
+
+
+class ActualsConfig(TableWriteConfig):
     top_zones: int = Field(
         default=TOP_ZONES, gt=0, le=263, description="How many of the month's busiest pickup zones to keep."
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
-from forecast_assets.assets.checks import ALL_CHECKS
 from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
 from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yellow_rides_hourly_actuals
 from forecast_assets.assets.source_files import taxi_trip_files, weather_files
@@ -51,7 +50,7 @@ def build_definitions(resources: dict | None = None) -> Definitions:
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
         assets=ASSETS,
-        asset_checks=ALL_CHECKS + FORECAST_CHECKS,
+        asset_checks=FORECAST_CHECKS,
         jobs=[monthly_ingestion_job, training_job],
         sensors=[new_source_months, openlineage_bridge],
         resources=resources if resources is not None else resources_from_env(),

@@ -129,8 +129,15 @@ def _materialization_line(materialization) -> str:
 
     metadata = {key: value.value for key, value in materialization.metadata.items()}
     name = materialization.asset_key.to_user_string()
+    publication = metadata.get("publication")
+    if publication == "held back":
+        return (
+            f"{name:40s} NOT published ({metadata.get('failed_checks')} failed); published table unchanged, "
+            f"staged month kept: {metadata.get('read_staged_with')}"
+        )
     if SNAPSHOT_ID in metadata and ROW_COUNT in metadata:
-        return f"{name:40s} rows={metadata[ROW_COUNT]:>9}  snapshot={metadata[SNAPSHOT_ID]}"
+        line = f"{name:40s} rows={metadata[ROW_COUNT]:>9}  snapshot={metadata[SNAPSHOT_ID]}"
+        return line + ("  (unchanged source: nothing written)" if publication == "unchanged" else "")
     if "model_version" in metadata and "champion" in metadata:
         return f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + (
             f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""

@@ -24,9 +24,11 @@ class Pipeline:
         }
         return build_definitions(resources)
 
-    def run(self, partition_key: str, base_url: str | None = None):
+    def run(self, partition_key: str, base_url: str | None = None, run_config: dict | None = None):
         job = self.definitions(base_url).resolve_job_def("monthly_ingestion")
-        return job.execute_in_process(partition_key=partition_key, instance=self.instance, raise_on_error=False)
+        return job.execute_in_process(
+            partition_key=partition_key, instance=self.instance, run_config=run_config, raise_on_error=False
+        )
 
     def latest_metadata(self, key: str) -> dict:
         event = self.instance.get_latest_materialization_event(AssetKey(key.replace(".", "/").split("/")))

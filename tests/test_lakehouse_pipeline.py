@@ -7,37 +7,26 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
-from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
+from pyiceberg.expressions import EqualTo
 
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.definitions import build_definitions
-from forecast_assets.lakehouse.catalog import open_catalog
 from forecast_assets.settings import TOP_ZONES
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
 from tests.conftest import TEST_MONTHS
+from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
 from tests.loopback import serve_folder
 
 pytestmark = pytest.mark.integration
 
-TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
-
-
-def _month_filter(column: str, month: str):
-    start = pd.Timestamp(f"{month}-01", tz="UTC")
-    end = start + pd.offsets.MonthBegin(1)
-    if column == "date":
-        return And(GreaterThanOrEqual(column, start.date().isoformat()), LessThan(column, end.date().isoformat()))
-    return And(GreaterThanOrEqual(column, start.isoformat()), LessThan(column, end.isoformat()))
-
-
 def _table(name):
-    return open_catalog().load_table(name)
+    return table(name)
 
 
 def _snapshots() -> dict[str, int]:
-    return {name: _table(name).current_snapshot().snapshot_id for name in TABLES}
+    return published_snapshots()
 
 
 def _raw_trips(month):
@@ -46,7 +35,7 @@ def _raw_trips(month):
 
 def _actuals(month):
     return (
-        _table("nyc_taxi.yellow_rides_hourly_actuals").scan(row_filter=_month_filter("pickup_hour", month)).to_pandas()
+        _table("nyc_taxi.yellow_rides_hourly_actuals").scan(row_filter=month_filter("pickup_hour", month)).to_pandas()
     )
 
 
@@ -56,7 +45,7 @@ def test_every_month_materializes_every_table_and_passes_every_check(pipeline):
         materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
         assert materialized == {"taxi_trip_files", "weather_files", *(t.replace(".", "/") for t in TABLES)}
         evaluations = result.get_asset_check_evaluations()
-        assert len(evaluations) == 11
+        assert len(evaluations) == 13
         assert [e.check_name for e in evaluations if not e.passed] == []
 
 
@@ -86,7 +75,7 @@ def test_actuals_hold_every_hour_of_the_busiest_zones(pipeline, sample_source):
 
 
 def test_weather_is_long_format_for_the_five_boroughs(pipeline, sample_source):
-    weather = _table("nyc_taxi.raw_weather").scan(row_filter=_month_filter("date", "2024-12")).to_pandas()
+    weather = _table("nyc_taxi.raw_weather").scan(row_filter=month_filter("date", "2024-12")).to_pandas()
     assert len(weather) == 5 * 31 * len(ELEMENTS)
     assert set(weather.county_fips) == set(NYC_COUNTY_FIPS)
     csv_row = next(
@@ -121,24 +110,41 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
     assert actuals["raw_yellow_snapshot_id"].value == raw[SNAPSHOT_ID].value
 
 
-def test_rematerializing_a_month_replaces_it_with_identical_counts(pipeline):
-    before = {name: pipeline.latest_metadata(name) for name in TABLES}
-    table_rows = {name: _table(name).scan().to_arrow().num_rows for name in TABLES}
+def test_rematerializing_an_unchanged_month_writes_no_snapshot(pipeline):
+    before = _snapshots()
     result = pipeline.run("2025-01-01")
     assert result.success
+    assert _snapshots() == before
     for name in TABLES:
-        after = pipeline.latest_metadata(name)
-        assert after["dagster/row_count"].value == before[name]["dagster/row_count"].value
-        assert after[SNAPSHOT_ID].value != before[name][SNAPSHOT_ID].value
-        assert _table(name).scan().to_arrow().num_rows == table_rows[name]
+        metadata = pipeline.latest_metadata(name)
+        assert metadata["publication"].value == "unchanged", name
+        assert metadata[SNAPSHOT_ID].value != 0
+    assert len(result.get_asset_check_evaluations()) == 13  # the published month is audited again
     files = pipeline.latest_metadata("taxi_trip_files")
     assert files["downloaded"].value is False  # unchanged at the source: not fetched again
+
+
+def test_a_forced_rewrite_replaces_the_month_with_identical_counts(pipeline):
+    before = {name: pipeline.latest_metadata(name) for name in TABLES}
+    snapshots = _snapshots()
+    table_rows = {name: _table(name).scan().to_arrow().num_rows for name in TABLES}
+    force = {"config": {"rewrite_unchanged": True}}
+    config = {"ops": {step: force for step in ("nyc_taxi__raw_yellow", "nyc_taxi__raw_weather")}}
+    result = pipeline.run("2025-01-01", run_config=config)
+    assert result.success
+    after_snapshots = _snapshots()
+    for name in TABLES:
+        after = pipeline.latest_metadata(name)
+        assert after["publication"].value == "published", name
+        assert after["dagster/row_count"].value == before[name]["dagster/row_count"].value
+        assert after_snapshots[name] != snapshots[name]
+        assert _table(name).scan().to_arrow().num_rows == table_rows[name]
 
 
 def test_a_check_fails_on_duplicated_actuals(pipeline):
     table = _table("nyc_taxi.yellow_rides_hourly_actuals")
     good_snapshot = table.current_snapshot().snapshot_id
-    table.append(table.scan(row_filter=_month_filter("pickup_hour", "2025-01"), limit=3).to_arrow())
+    table.append(table.scan(row_filter=month_filter("pickup_hour", "2025-01"), limit=3).to_arrow())
     try:
         checks_only = define_asset_job(
             "actuals_checks",

@@ -1,23 +1,29 @@
-"""Asset checks on the Iceberg tables: one property each, with the numbers as metadata."""
+"""The audits of each table's month: one property each, with the numbers as metadata.
+
+They run inside the table assets, on the month as staged before it is published (and on the
+published month when a user executes the checks alone), so they are declared here as check
+specs and evaluated over whichever rows the asset hands them.
+"""
+
+from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from dagster import AssetCheckResult, AssetCheckSeverity, PreviewWarning, asset_check
-from pyspark.sql import DataFrame
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, PreviewWarning
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yellow_rides_hourly_actuals
-from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
-from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
 from forecast_assets.months import MonthWindow, monthly_partitions
-from forecast_assets.resources import IcebergCatalogResource, SparkResource, StagingResource
-from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS, VALUE_RANGES
-
-# Partitioned asset checks are a Dagster preview feature; we rely on it knowingly, once per module load.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning)
+from forecast_assets.sources.noaa_format import VALUE_RANGES
 
 # Real TLC files carry a few trips whose clock is off; tolerate them up to this share of the month.
 OUTLIER_TOLERANCE = 0.001
+# Beyond this share the file is not this month's data at all, and it is not published.
+OUTSIDE_MONTH_LIMIT = 0.01
+# Refunds and voided trips make about 1% of real TLC fares negative; more than this is suspect.
+NEGATIVE_FARE_TOLERANCE = 0.02
 RAW_YELLOW_KEYS = ["tpep_pickup_datetime", "pulocationid"]
 # TLC publishes no trip id; a repeated record of all of these is a duplicated trip.
 TRIP_RECORD = ["vendorid", "tpep_pickup_datetime", "tpep_dropoff_datetime", "pulocationid", "dolocationid",
@@ -26,118 +32,107 @@ WEATHER_KEYS = ["county_fips", "date", "element"]
 ACTUALS_KEYS = ["pickup_hour", "pulocationid"]
 
 
-def _partition(spark: SparkResource, spec: TableSpec, partition_key: str) -> tuple[DataFrame, MonthWindow]:
-    window = MonthWindow.from_partition_key(partition_key)
-    return month_rows(spark.session, spec, window.start, window.end), window
+@dataclass(frozen=True)
+class MonthFacts:
+    """What the month's source says the table should hold."""
+
+    window: MonthWindow
+    expected_rows: int | None = None
 
 
-def _iceberg_row_count(catalog: IcebergCatalogResource, spec: TableSpec, window: MonthWindow) -> int:
-    """Rows in the month's partition, counted by pyiceberg from table metadata, without Spark."""
-    table = catalog.load().load_table(spec.identifier)
-    return table.scan(row_filter=spec.iceberg_filter(window.start, window.end)).count()
+Evaluate = Callable[[DataFrame, MonthFacts], AssetCheckResult]
 
 
-def null_key_check(asset, spec: TableSpec, keys: list[str], prefix: str):
-    @asset_check(
-        asset=asset,
-        name=f"{prefix}_no_null_keys",
-        partitions_def=monthly_partitions,
-        blocking=True,
-        description=f"Every row has a {' and a '.join(keys)}.",
-    )
-    def _check(context, spark: SparkResource) -> AssetCheckResult:
-        rows, _ = _partition(spark, spec, context.partition_key)
-        return _null_key_result(rows, keys)
+@dataclass(frozen=True)
+class Audit:
+    name: str
+    description: str
+    blocking: bool
+    evaluate: Evaluate
 
-    return _check
-
-
-def duplicate_key_check(asset, spec: TableSpec, keys: list[str], prefix: str):
-    @asset_check(
-        asset=asset,
-        name=f"{prefix}_no_duplicate_keys",
-        partitions_def=monthly_partitions,
-        blocking=True,
-        description=f"At most one row per {', '.join(keys)}.",
-    )
-    def _check(context, spark: SparkResource) -> AssetCheckResult:
-        rows, _ = _partition(spark, spec, context.partition_key)
-        return _duplicate_key_result(rows, keys)
-
-    return _check
+    def spec(self, asset_key: AssetKey) -> AssetCheckSpec:
+        # Partitioned checks are a Dagster preview feature; we rely on it knowingly.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PreviewWarning)
+            return AssetCheckSpec(
+                self.name,
+                asset=asset_key,
+                description=self.description,
+                blocking=self.blocking,
+                partitions_def=monthly_partitions,
+            )
 
 
-def _null_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
-    counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
-    nulls = {k: int(counts[k] or 0) for k in keys}
-    return AssetCheckResult(passed=sum(nulls.values()) == 0, metadata={f"null_{k}": v for k, v in nulls.items()})
+def _count_where(rows: DataFrame, condition: Column) -> tuple[int, int]:
+    counts = rows.agg(F.count(F.lit(1)).alias("rows"), F.sum(condition.cast("int")).alias("matching")).first()
+    return int(counts["rows"]), int(counts["matching"] or 0)
 
 
-def _duplicate_key_result(rows: DataFrame, keys: list[str]) -> AssetCheckResult:
-    duplicates = rows.groupBy(*keys).count().filter("count > 1")
-    found = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
-    return AssetCheckResult(
-        passed=found["keys"] == 0,
-        metadata={"duplicate_keys": int(found["keys"]), "rows_with_duplicate_keys": int(found["rows"] or 0)},
-    )
+def _null_keys(keys: list[str]) -> Evaluate:
+    def evaluate(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+        counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
+        nulls = {k: int(counts[k] or 0) for k in keys}
+        return AssetCheckResult(passed=sum(nulls.values()) == 0, metadata={f"null_{k}": v for k, v in nulls.items()})
+
+    return evaluate
 
 
-@asset_check(asset=raw_yellow, partitions_def=monthly_partitions, blocking=True)
-def raw_yellow_row_count_matches_source(
-    context, catalog: IcebergCatalogResource, staging: StagingResource
-) -> AssetCheckResult:
-    """The month's partition holds exactly as many rows as the staged TLC file."""
-    window = MonthWindow.from_partition_key(context.partition_key)
-    record = staging.store().record(trip_staging_name(window.month))
-    source_rows = record.rows if record else -1
-    table_rows = _iceberg_row_count(catalog, RAW_YELLOW, window)
-    return AssetCheckResult(
-        passed=table_rows == source_rows, metadata={"table_rows": table_rows, "source_rows": source_rows}
-    )
+def _duplicate_keys(keys: list[str], severity: AssetCheckSeverity = AssetCheckSeverity.ERROR) -> Evaluate:
+    def evaluate(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+        duplicates = rows.groupBy(*keys).count().filter("count > 1")
+        found = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
+        return AssetCheckResult(
+            passed=found["keys"] == 0,
+            severity=severity,
+            metadata={"duplicate_keys": int(found["keys"]), "rows_with_duplicate_keys": int(found["rows"] or 0)},
+        )
+
+    return evaluate
 
 
-@asset_check(asset=raw_yellow, partitions_def=monthly_partitions)
-def raw_yellow_no_duplicate_trips(context, spark: SparkResource) -> AssetCheckResult:
-    """No trip record appears twice (TLC files have a few true duplicates, so this warns)."""
-    rows, _ = _partition(spark, RAW_YELLOW, context.partition_key)
-    result = _duplicate_key_result(rows, TRIP_RECORD)
-    return AssetCheckResult(passed=result.passed, severity=AssetCheckSeverity.WARN, metadata=result.metadata)
+def _row_count_matches_source(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    table_rows = rows.count()
+    expected = -1 if facts.expected_rows is None else facts.expected_rows
+    return AssetCheckResult(passed=table_rows == expected, metadata={"table_rows": table_rows, "source_rows": expected})
 
 
-@asset_check(asset=raw_yellow, partitions_def=monthly_partitions)
-def raw_yellow_pickups_inside_month(context, spark: SparkResource) -> AssetCheckResult:
-    """Pickups fall inside the file's month; a few clock errors are tolerated and counted."""
-    rows, window = _partition(spark, RAW_YELLOW, context.partition_key)
-    pickup = F.col("tpep_pickup_datetime")
-    outside = (pickup < F.lit(window.start)) | (pickup >= F.lit(window.end))
-    counts = rows.agg(F.count(F.lit(1)).alias("rows"), F.sum(outside.cast("int")).alias("outside")).first()
-    total, outliers = int(counts["rows"]), int(counts["outside"] or 0)
-    share = outliers / total if total else 0.0
+def _pickups_inside_month(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    pickup, window = F.col("tpep_pickup_datetime"), facts.window
+    total, outside = _count_where(rows, (pickup < F.lit(window.start)) | (pickup >= F.lit(window.end)))
+    share = outside / total if total else 1.0
+    not_this_month = share > OUTSIDE_MONTH_LIMIT
     return AssetCheckResult(
         passed=share <= OUTLIER_TOLERANCE,
-        severity=AssetCheckSeverity.WARN,
-        metadata={"pickups_outside_month": outliers, "share": share, "tolerated_share": OUTLIER_TOLERANCE},
+        severity=AssetCheckSeverity.ERROR if not_this_month else AssetCheckSeverity.WARN,
+        description=(
+            f"{share:.1%} of {total} pickups fall outside {window.month}: this is not {window.month}'s data"
+            if not_this_month
+            else None
+        ),
+        metadata={
+            "rows": total,
+            "pickups_outside_month": outside,
+            "share": share,
+            "tolerated_share": OUTLIER_TOLERANCE,
+            "refused_above_share": OUTSIDE_MONTH_LIMIT,
+        },
     )
 
 
-@asset_check(asset=raw_weather, partitions_def=monthly_partitions, blocking=True)
-def raw_weather_row_count_matches_source(
-    context, catalog: IcebergCatalogResource, staging: StagingResource
-) -> AssetCheckResult:
-    """One row per NYC county, day and element in the source files."""
-    window = MonthWindow.from_partition_key(context.partition_key)
-    staged = [staging.store().record(weather_staging_name(element, window.month)) for element in ELEMENTS]
-    expected = len(NYC_COUNTY_FIPS) * window.days * sum(record is not None for record in staged)
-    table_rows = _iceberg_row_count(catalog, RAW_WEATHER, window)
-    return AssetCheckResult(
-        passed=table_rows == expected, metadata={"table_rows": table_rows, "expected_rows": expected}
-    )
+def _counted_warning(condition: Callable[[], Column], counted: str, tolerance: float) -> Evaluate:
+    def evaluate(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+        total, found = _count_where(rows, condition())
+        share = found / total if total else 0.0
+        return AssetCheckResult(
+            passed=share <= tolerance,
+            severity=AssetCheckSeverity.WARN,
+            metadata={counted: found, "rows": total, "share": share, "tolerated_share": tolerance},
+        )
+
+    return evaluate
 
 
-@asset_check(asset=raw_weather, partitions_def=monthly_partitions)
-def raw_weather_values_in_physical_range(context, spark: SparkResource) -> AssetCheckResult:
-    """Precipitation and temperatures are physically possible; missing values are counted."""
-    rows, _ = _partition(spark, RAW_WEATHER, context.partition_key)
+def _weather_values_in_physical_range(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
     out_of_range = F.lit(False)
     for element, (low, high) in VALUE_RANGES.items():
         out_of_range = out_of_range | ((F.col("element") == element) & ~F.col("value").between(low, high))
@@ -148,22 +143,16 @@ def raw_weather_values_in_physical_range(context, spark: SparkResource) -> Asset
     bad = int(counts["out_of_range"] or 0)
     return AssetCheckResult(
         passed=bad == 0,
-        metadata={
-            "values_out_of_range": bad,
-            "missing_values": int(counts["missing"] or 0),
-            "ranges": str(VALUE_RANGES),
-        },
+        metadata={"values_out_of_range": bad, "missing_values": int(counts["missing"] or 0), "ranges": str(VALUE_RANGES)},
     )
 
 
-@asset_check(asset=yellow_rides_hourly_actuals, partitions_def=monthly_partitions, blocking=True)
-def actuals_every_zone_has_every_hour(context, spark: SparkResource) -> AssetCheckResult:
-    """Each zone has one row for every hour of the month, and no hour outside it."""
-    rows, window = _partition(spark, HOURLY_ACTUALS, context.partition_key)
+def _every_zone_has_every_hour(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    hours = facts.window.hours
     per_zone = rows.groupBy("pulocationid").agg(F.countDistinct("pickup_hour").alias("hours"))
     summary = per_zone.agg(
         F.count(F.lit(1)).alias("zones"),
-        F.sum((F.col("hours") != window.hours).cast("int")).alias("incomplete"),
+        F.sum((F.col("hours") != hours).cast("int")).alias("incomplete"),
         F.min("hours").alias("fewest"),
     ).first()
     zones, incomplete = int(summary["zones"]), int(summary["incomplete"] or 0)
@@ -172,22 +161,83 @@ def actuals_every_zone_has_every_hour(context, spark: SparkResource) -> AssetChe
         metadata={
             "zones": zones,
             "zones_missing_hours": incomplete,
-            "hours_in_month": window.hours,
+            "hours_in_month": hours,
             "fewest_hours_for_a_zone": int(summary["fewest"] or 0),
         },
     )
 
 
-ALL_CHECKS = [
-    raw_yellow_row_count_matches_source,
-    null_key_check(raw_yellow, RAW_YELLOW, RAW_YELLOW_KEYS, "raw_yellow"),
-    raw_yellow_no_duplicate_trips,
-    raw_yellow_pickups_inside_month,
-    raw_weather_row_count_matches_source,
-    null_key_check(raw_weather, RAW_WEATHER, WEATHER_KEYS, "raw_weather"),
-    duplicate_key_check(raw_weather, RAW_WEATHER, WEATHER_KEYS, "raw_weather"),
-    raw_weather_values_in_physical_range,
-    null_key_check(yellow_rides_hourly_actuals, HOURLY_ACTUALS, ACTUALS_KEYS, "actuals"),
-    duplicate_key_check(yellow_rides_hourly_actuals, HOURLY_ACTUALS, ACTUALS_KEYS, "actuals"),
-    actuals_every_zone_has_every_hour,
+def _no_null_keys(prefix: str, keys: list[str]) -> Audit:
+    return Audit(f"{prefix}_no_null_keys", f"Every row has a {' and a '.join(keys)}.", True, _null_keys(keys))
+
+
+def _no_duplicate_keys(prefix: str, keys: list[str]) -> Audit:
+    return Audit(f"{prefix}_no_duplicate_keys", f"At most one row per {', '.join(keys)}.", True, _duplicate_keys(keys))
+
+
+RAW_YELLOW_AUDITS = [
+    Audit(
+        "raw_yellow_row_count_matches_source",
+        "The month's partition holds exactly as many rows as the staged TLC file.",
+        True,
+        _row_count_matches_source,
+    ),
+    _no_null_keys("raw_yellow", RAW_YELLOW_KEYS),
+    Audit(
+        "raw_yellow_no_duplicate_trips",
+        "No trip record appears twice (TLC files have a few true duplicates, so this warns).",
+        False,
+        _duplicate_keys(TRIP_RECORD, AssetCheckSeverity.WARN),
+    ),
+    Audit(
+        "raw_yellow_pickups_inside_month",
+        f"Pickups fall inside the file's month: a few clock errors warn; more than {OUTSIDE_MONTH_LIMIT:.0%} "
+        "outside (or an empty month) means the file is not this month's and it is not published.",
+        True,
+        _pickups_inside_month,
+    ),
+    Audit(
+        "raw_yellow_no_negative_fares",
+        f"Fares and totals are not negative (refunds and voids make a few; warns above {NEGATIVE_FARE_TOLERANCE:.0%}).",
+        False,
+        _counted_warning(
+            lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0), "negative_fares", NEGATIVE_FARE_TOLERANCE
+        ),
+    ),
+    Audit(
+        "raw_yellow_pickups_before_dropoffs",
+        f"No trip ends before it starts (warns above {OUTLIER_TOLERANCE:.1%} of trips).",
+        False,
+        _counted_warning(
+            lambda: F.col("tpep_dropoff_datetime") < F.col("tpep_pickup_datetime"),
+            "dropoffs_before_pickups",
+            OUTLIER_TOLERANCE,
+        ),
+    ),
+]
+RAW_WEATHER_AUDITS = [
+    Audit(
+        "raw_weather_row_count_matches_source",
+        "One row per NYC county, day and element in the source files.",
+        True,
+        _row_count_matches_source,
+    ),
+    _no_null_keys("raw_weather", WEATHER_KEYS),
+    _no_duplicate_keys("raw_weather", WEATHER_KEYS),
+    Audit(
+        "raw_weather_values_in_physical_range",
+        "Precipitation and temperatures are physically possible; missing values are counted.",
+        False,
+        _weather_values_in_physical_range,
+    ),
+]
+ACTUALS_AUDITS = [
+    _no_null_keys("actuals", ACTUALS_KEYS),
+    _no_duplicate_keys("actuals", ACTUALS_KEYS),
+    Audit(
+        "actuals_every_zone_has_every_hour",
+        "Each zone has one row for every hour of the month, and no hour outside it.",
+        True,
+        _every_zone_has_every_hour,
+    ),
 ]

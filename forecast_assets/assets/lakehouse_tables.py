@@ -1,27 +1,23 @@
-"""Iceberg table assets written by Spark: raw trips, raw weather, hourly actuals."""
+"""Iceberg table assets written by Spark: raw trips, raw weather, hourly actuals.
+
+Each writes its month with write-audit-publish: readers of the published tables, the
+downstream assets and the training flow included, never see a month that failed its checks.
+"""
 
 from datetime import UTC, datetime
 
-from dagster import AssetExecutionContext, AssetKey, DataVersion, Failure, MaterializeResult, asset
-from pyspark.sql import DataFrame
+from dagster import AssetExecutionContext, AssetKey, AssetSpec, Failure, multi_asset
 
+from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
+from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
-from forecast_assets.assets.table_metadata import ROW_COUNT, table_metadata
-from forecast_assets.config import ActualsConfig
-from forecast_assets.lakehouse.spark_progress import reporting_progress
-from forecast_assets.lakehouse.tables import (
-    HOURLY_ACTUALS,
-    RAW_WEATHER,
-    RAW_YELLOW,
-    TableSpec,
-    last_write,
-    month_rows,
-    replace_month,
-)
+from forecast_assets.config import ActualsConfig, TableWriteConfig
+from forecast_assets.lakehouse.publication import published_month, published_snapshot
+from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
 from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.settings import NAMESPACE
-from forecast_assets.sources.noaa_format import ELEMENTS
+from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.zones import load_zones
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
@@ -29,42 +25,33 @@ from forecast_assets.transforms.raw_yellow import normalize_trips
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
+# Bump when a transform changes what it writes: a month built by older code is then rewritten.
+CODE_VERSIONS = {RAW_YELLOW.name: "2", RAW_WEATHER.name: "2", HOURLY_ACTUALS.name: "2"}
 
 
-def _replace_month(
-    context: AssetExecutionContext,
-    spark: SparkResource,
-    spec: TableSpec,
-    rows: DataFrame,
-    window: MonthWindow,
-    source_file: str,
-    source_fingerprint: str,
-    snapshot_properties: dict[str, str] | None = None,
-    **metadata,
-) -> MaterializeResult:
-    """Replace the month in ``spec``'s table and report the new snapshot as the asset's version."""
-    properties = {
-        "dagster.run-id": context.run.run_id,
-        "dagster.partition": context.partition_key,
-        "source.fingerprint": source_fingerprint,
-        **(snapshot_properties or {}),
-    }
-    what = f"Writing {spec.identifier} {window.month} (Spark reads, transforms and replaces the month)"
-    with reporting_progress(spark.session.sparkContext, context.log.info, what):
-        write = replace_month(spark.session, spec, rows, window.start, window.end, properties)
-    context.log.info(f"{spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}")
-    return MaterializeResult(
-        metadata=table_metadata(
-            spec,
-            write,
-            rows.schema,
-            context.partition_key,
-            source_file=source_file,
-            source_fingerprint=source_fingerprint,
-            **metadata,
-        ),
-        data_version=DataVersion(str(write.snapshot_id)),
+def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: str):
+    key = AssetKey([NAMESPACE, spec.name])
+    return multi_asset(
+        name=f"{NAMESPACE}__{spec.name}",
+        specs=[
+            AssetSpec(
+                key,
+                deps=deps,
+                description=description,
+                group_name=LAKEHOUSE_GROUP,
+                kinds={"spark", "iceberg"},
+                code_version=CODE_VERSIONS[spec.name],
+            )
+        ],
+        check_specs=[audit.spec(key) for audit in audits],
+        partitions_def=monthly_partitions,
+        # Subsettable, so a user can execute the checks alone: they then audit the published month.
+        can_subset=True,
     )
+
+
+def _identity(spec: TableSpec, **inputs: str) -> dict[str, str]:
+    return {**inputs, CODE_VERSION_PROPERTY: CODE_VERSIONS[spec.name]}
 
 
 def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partition_key: str):
@@ -75,86 +62,111 @@ def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partitio
     return record
 
 
-@asset(
-    key=AssetKey([NAMESPACE, RAW_YELLOW.name]),
-    deps=[taxi_trip_files],
-    partitions_def=monthly_partitions,
-    group_name=LAKEHOUSE_GROUP,
-    kinds={"spark", "iceberg"},
+@_table_asset(
+    RAW_YELLOW,
+    [taxi_trip_files],
+    RAW_YELLOW_AUDITS,
+    "Every TLC yellow-taxi trip as published, one schema for all years, with its source file.",
 )
-def raw_yellow(context: AssetExecutionContext, spark: SparkResource, staging: StagingResource) -> MaterializeResult:
-    """Every TLC yellow-taxi trip as published, one schema for all years, with its source file."""
+def raw_yellow(
+    context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
+):
     window = MonthWindow.from_partition_key(context.partition_key)
     name = trip_staging_name(window.month)
     record = _staged_or_fail(staging, name, "taxi_trip_files", context.partition_key)
-    trips = spark.session.read.parquet(staging.store().spark_path(name))
     source_file = name.rsplit("/", 1)[-1]
-    rows = normalize_trips(trips, window.month, source_file, record.fingerprint, datetime.now(UTC))
-    return _replace_month(
-        context, spark, RAW_YELLOW, rows, window, source_file, record.fingerprint, source_rows=record.rows or 0
+
+    def build_rows():
+        trips = spark.session.read.parquet(staging.store().spark_path(name))  # TODO read_trip_file
+        return normalize_trips(trips, window.month, source_file, record.fingerprint, datetime.now(UTC))
+
+    month = MonthWrite(
+        spec=RAW_YELLOW,
+        audits=RAW_YELLOW_AUDITS,
+        facts=MonthFacts(window, expected_rows=record.rows),
+        identity=_identity(RAW_YELLOW, **{"source.fingerprint": record.fingerprint}),
+        build_rows=build_rows,
+        metadata={"source_file": source_file, "source_fingerprint": record.fingerprint, "source_rows": record.rows or 0},
     )
+    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 
 
-@asset(
-    key=AssetKey([NAMESPACE, RAW_WEATHER.name]),
-    deps=[weather_files],
-    partitions_def=monthly_partitions,
-    group_name=LAKEHOUSE_GROUP,
-    kinds={"spark", "iceberg"},
+@_table_asset(
+    RAW_WEATHER,
+    [weather_files],
+    RAW_WEATHER_AUDITS,
+    "Daily precipitation and temperature for the five NYC counties, one row per county, day and element.",
 )
-def raw_weather(context: AssetExecutionContext, spark: SparkResource, staging: StagingResource) -> MaterializeResult:
-    """Daily precipitation and temperature for the five NYC counties, one row per county, day and element."""
+def raw_weather(
+    context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
+):
     window = MonthWindow.from_partition_key(context.partition_key)
     names = [weather_staging_name(element, window.month) for element in ELEMENTS]
     records = [_staged_or_fail(staging, name, "weather_files", context.partition_key) for name in names]
-    paths = [staging.store().spark_path(name) for name in names]
-    csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
-    source_files = ", ".join(name.rsplit("/", 1)[-1] for name in names)
     fingerprints = ", ".join(record.fingerprint for record in records)
-    return _replace_month(context, spark, RAW_WEATHER, weather_long(csv_rows), window, source_files, fingerprints)
+
+    def build_rows():
+        paths = [staging.store().spark_path(name) for name in names]
+        return weather_long(spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths))
+
+    month = MonthWrite(
+        spec=RAW_WEATHER,
+        audits=RAW_WEATHER_AUDITS,
+        facts=MonthFacts(window, expected_rows=len(NYC_COUNTY_FIPS) * window.days * len(records)),
+        identity=_identity(RAW_WEATHER, **{"source.fingerprint": fingerprints}),
+        build_rows=build_rows,
+        metadata={
+            "source_file": ", ".join(name.rsplit("/", 1)[-1] for name in names),
+            "source_fingerprint": fingerprints,
+        },
+    )
+    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 
 
 def eligible_zones() -> list[int]:
     return [zone.location_id for zone in load_zones() if zone.borough not in UNKNOWN_BOROUGHS]
 
 
-@asset(
-    key=AssetKey([NAMESPACE, HOURLY_ACTUALS.name]),
-    deps=[raw_yellow],
-    partitions_def=monthly_partitions,
-    group_name=LAKEHOUSE_GROUP,
-    kinds={"spark", "iceberg"},
+@_table_asset(
+    HOURLY_ACTUALS,
+    [AssetKey([NAMESPACE, RAW_YELLOW.name])],
+    ACTUALS_AUDITS,
+    "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
 )
-def yellow_rides_hourly_actuals(
-    context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
-) -> MaterializeResult:
-    """Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour."""
+def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource):
     window = MonthWindow.from_partition_key(context.partition_key)
     session = spark.session
-    trips = month_rows(session, RAW_YELLOW, window.start, window.end)
-    if trips.isEmpty():
+    trips_month = published_month(session, RAW_YELLOW, context.partition_key)
+    if trips_month is None and context.selected_asset_keys:
         msg = (
-            f"{RAW_YELLOW.identifier} has no rows for {window.month}: materialize "
+            f"{RAW_YELLOW.identifier} has no published rows for {window.month}: materialize "
             f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
         )
         raise Failure(description=msg, allow_retries=False)
-    source_snapshot = last_write(session, RAW_YELLOW).snapshot_id
-    sources = trips.select("source_file", "source_fingerprint").distinct().collect()
-    source_files = ", ".join(sorted(row["source_file"] for row in sources))
-    source_fingerprints = ", ".join(sorted(row["source_fingerprint"] for row in sources))
-    rows = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
-    result = _replace_month(
-        context,
-        spark,
-        HOURLY_ACTUALS,
-        rows,
-        window,
-        source_files,
-        source_fingerprints,
-        snapshot_properties={f"input.{RAW_YELLOW.identifier}.snapshot-id": str(source_snapshot)},
-        hours=window.hours,
-        top_zones_requested=config.top_zones,
-        raw_yellow_snapshot_id=source_snapshot,
+    trips_snapshot = published_snapshot(session, RAW_YELLOW)
+
+    def build_rows():
+        trips = month_rows(session, RAW_YELLOW, window.start, window.end)
+        return hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
+
+    month = MonthWrite(
+        spec=HOURLY_ACTUALS,
+        audits=ACTUALS_AUDITS,
+        facts=MonthFacts(window),
+        identity=_identity(
+            HOURLY_ACTUALS,
+            **{
+                # The raw month it counts, not raw_yellow's head: publishing another month is no change.
+                f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),
+                "actuals.top-zones": str(config.top_zones),
+            },
+        ),
+        build_rows=build_rows,
+        metadata={
+            "hours": window.hours,
+            "top_zones_requested": config.top_zones,
+            "raw_yellow_snapshot_id": trips_snapshot,
+            "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
+        },
     )
-    zones = result.metadata[ROW_COUNT].value // window.hours
-    return MaterializeResult(metadata={**result.metadata, "zones": zones}, data_version=result.data_version)
+    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)

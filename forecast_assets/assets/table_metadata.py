@@ -5,7 +5,8 @@ from __future__ import annotations
 from dagster import MetadataValue, TableColumn, TableSchema
 from pyspark.sql.types import StructType
 
-from forecast_assets.lakehouse.tables import TableSpec, WriteResult
+from forecast_assets.lakehouse.publication import WriteResult
+from forecast_assets.lakehouse.tables import TableSpec
 
 SNAPSHOT_ID = "iceberg/snapshot_id"
 TABLE_NAME = "dagster/table_name"

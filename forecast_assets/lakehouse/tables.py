@@ -1,4 +1,4 @@
-"""The Iceberg tables: their columns and partitioning, and the month-replacing write."""
+"""The Iceberg tables: their columns and partitioning, and how to read one month of them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from forecast_assets.settings import NAMESPACE
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
@@ -75,54 +74,11 @@ HOURLY_ACTUALS = TableSpec(
 )
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    snapshot_id: int
-    rows_written: int
-    rows_replaced: int
-    table_rows: int
-
-
 def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     spark.sql(spec.ddl())
 
 
-def replace_month(
-    spark: SparkSession,
-    spec: TableSpec,
-    rows: DataFrame,
-    month_start: datetime,
-    month_end: datetime,
-    snapshot_properties: dict[str, str] | None = None,
-) -> WriteResult:
-    """Atomically swap one month's partition for ``rows``: a re-run replaces, never appends.
-
-    ``snapshot_properties`` land in the Iceberg snapshot summary, so the table itself records
-    which run and which source file made each version.
-    """
-    ensure_table(spark, spec)
-    condition = spec.month_condition(month_start, month_end)
-    writer = rows.select(*spec.columns).writeTo(spec.identifier)
-    for key, value in (snapshot_properties or {}).items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    writer.overwrite(F.expr(condition))
-    return last_write(spark, spec)
-
-
-def last_write(spark: SparkSession, spec: TableSpec) -> WriteResult:
-    snapshot = spark.sql(
-        f"SELECT s.snapshot_id, s.summary FROM {spec.identifier}.snapshots s "
-        f"JOIN {spec.identifier}.refs r ON s.snapshot_id = r.snapshot_id WHERE r.name = 'main'"
-    ).first()
-    summary = snapshot["summary"]
-    return WriteResult(
-        snapshot_id=int(snapshot["snapshot_id"]),
-        rows_written=int(summary.get("added-records", 0)),
-        rows_replaced=int(summary.get("deleted-records", 0)),
-        table_rows=int(summary.get("total-records", 0)),
-    )
-
-
 def month_rows(spark: SparkSession, spec: TableSpec, month_start: datetime, month_end: datetime) -> DataFrame:
+    """The month as published on ``main``."""
     return spark.table(spec.identifier).where(spec.month_condition(month_start, month_end))

@@ -1,0 +1,203 @@
+"""Write-audit-publish one month of a table from inside its Dagster asset.
+
+The month is written to an Iceberg branch, the asset's checks run on exactly those rows, and
+``main`` moves only when every blocking check passes. A month whose inputs equal those the
+published month was built from is not written again. When the user executes the checks alone,
+they run on the published month.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DataVersion, MaterializeResult
+from dagster import MetadataValue as MV
+from pyspark.sql import DataFrame
+
+from forecast_assets.assets.checks import Audit, MonthFacts
+from forecast_assets.assets.table_metadata import (
+    COLUMN_SCHEMA,
+    ROW_COUNT,
+    SNAPSHOT_ID,
+    TABLE_NAME,
+    table_metadata,
+    table_schema,
+)
+from forecast_assets.lakehouse.publication import (
+    PublishedMonth,
+    StagedMonth,
+    discard,
+    publish,
+    published_month,
+    published_snapshot,
+    stage_month,
+    staged_branches,
+    staging_branch,
+)
+from forecast_assets.lakehouse.spark_progress import reporting_progress
+from forecast_assets.lakehouse.tables import TableSpec, month_rows
+from forecast_assets.resources import SparkResource
+
+PUBLICATION = "publication"
+PUBLISHED, UNCHANGED, HELD_BACK = "published", "unchanged", "held back"
+CODE_VERSION_PROPERTY = "dagster.code-version"
+
+
+@dataclass(frozen=True)
+class MonthWrite:
+    """One month of one table, as its asset hands it to write-audit-publish."""
+
+    spec: TableSpec
+    audits: list[Audit]
+    facts: MonthFacts
+    # What the month is built from (source fingerprints, inputs, settings, code version), recorded
+    # on the snapshot; the month is unchanged when the published one was built from the same.
+    identity: dict[str, str]
+    build_rows: Callable[[], DataFrame]
+    metadata: dict = field(default_factory=dict)
+
+
+def _blocked(audit: Audit, result: AssetCheckResult) -> bool:
+    return audit.blocking and not result.passed and result.severity == AssetCheckSeverity.ERROR
+
+
+def _run_audits(
+    context: AssetExecutionContext, rows: DataFrame, month: MonthWrite, audited: str, extra: dict | None = None
+) -> list[tuple[Audit, AssetCheckResult]]:
+    selected = {key.name: key for key in context.selected_asset_check_keys}
+    results = []
+    for audit in month.audits:
+        if audit.name not in selected:
+            continue
+        result = audit.evaluate(rows, month.facts)
+        results.append(
+            (
+                audit,
+                AssetCheckResult(
+                    asset_key=selected[audit.name].asset_key,
+                    check_name=audit.name,
+                    passed=result.passed,
+                    severity=result.severity,
+                    description=result.description,
+                    metadata={**result.metadata, "audited": audited, **(extra or {})},
+                ),
+            )
+        )
+    return results
+
+
+def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator:
+    """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
+    window = month.facts.window
+    published = published_snapshot(spark.session, month.spec)
+    rows = month_rows(spark.session, month.spec, window.start, window.end)
+    for _, result in _run_audits(context, rows, month, f"published snapshot {published}"):
+        yield result
+
+
+def write_audit_publish(
+    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, rewrite_unchanged: bool = False
+) -> Iterator:
+    if not context.selected_asset_keys:
+        yield from audit_published(context, spark, month)
+        return
+    session, spec, window = spark.session, month.spec, month.facts.window
+    published = published_month(session, spec, context.partition_key)
+    if published is not None and published.built_from(month.identity) and not rewrite_unchanged:
+        yield _unchanged(context, spark, month, published)
+        return
+    properties = {"dagster.run-id": context.run.run_id, "dagster.partition": context.partition_key, **month.identity}
+    what = f"Writing {spec.identifier} {window.month} to a staging branch (Spark reads and transforms the source)"
+    with reporting_progress(session.sparkContext, context.log.info, what):
+        rows = month.build_rows()
+        staged = stage_month(session, spec, rows, window, staging_branch(window, context.run.run_id), properties)
+    audits = _run_audits(
+        context,
+        staged.rows(session),
+        month,
+        f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
+        {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
+    )
+    checks = [result for _, result in audits]
+    blocked = [audit.name for audit, result in audits if _blocked(audit, result)]
+    if blocked:
+        yield _held_back(context, spark, month, staged, published, blocked, checks)
+        return
+    write = publish(session, staged)
+    for branch in staged_branches(session, spec, window):
+        discard(session, spec, branch)
+        context.log.info(f"Dropped {branch}, the staged month of an earlier run that failed its audit")
+    context.log.info(
+        f"Published {spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
+    )
+    yield MaterializeResult(
+        metadata=table_metadata(
+            spec, write, rows.schema, context.partition_key, **{PUBLICATION: PUBLISHED}, **month.metadata
+        ),
+        data_version=DataVersion(str(write.snapshot_id)),
+        check_results=checks,
+    )
+
+
+def _unchanged(
+    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, published: PublishedMonth
+) -> MaterializeResult:
+    spec, window = month.spec, month.facts.window
+    context.log.info(
+        f"{spec.identifier} {window.month} is unchanged: it was published at snapshot {published.snapshot_id} "
+        "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
+    )
+    rows = month_rows(spark.session, spec, window.start, window.end)
+    checks = [result for _, result in _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")]
+    return MaterializeResult(
+        metadata={
+            TABLE_NAME: spec.identifier,
+            PUBLICATION: UNCHANGED,
+            SNAPSHOT_ID: MV.int(published.snapshot_id),
+            ROW_COUNT: MV.int(rows.count()),
+            COLUMN_SCHEMA: table_schema(rows.schema),
+            "partition": context.partition_key,
+            "published_by_run": published.properties.get("dagster.run-id", ""),
+            **month.metadata,
+        },
+        data_version=DataVersion(str(published.snapshot_id)),
+        check_results=checks,
+    )
+
+
+def _held_back(
+    context: AssetExecutionContext,
+    spark: SparkResource,
+    month: MonthWrite,
+    staged: StagedMonth,
+    published: PublishedMonth | None,
+    blocked: list[str],
+    checks: list[AssetCheckResult],
+) -> MaterializeResult:
+    spec, window = month.spec, month.facts.window
+    current = published_snapshot(spark.session, spec)
+    kept = f"still holds snapshot {current}" if current is not None else "is still empty"
+    context.log.error(
+        f"{spec.identifier} {window.month} was NOT published: {', '.join(blocked)} failed on the staged month. "
+        f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
+        f"{staged.how_to_read}. Fix the source and materialize the partition again."
+    )
+    metadata = {
+        TABLE_NAME: spec.identifier,
+        PUBLICATION: HELD_BACK,
+        "failed_checks": ", ".join(blocked),
+        "staged_branch": staged.branch,
+        "staged_snapshot_id": MV.int(staged.write.snapshot_id),
+        "staged_rows": MV.int(staged.write.rows_written),
+        "read_staged_with": staged.how_to_read,
+        "partition": context.partition_key,
+        **month.metadata,
+    }
+    if current is not None:
+        metadata[SNAPSHOT_ID] = MV.int(current)
+    return MaterializeResult(
+        metadata=metadata,
+        data_version=None if published is None else DataVersion(str(published.snapshot_id)),
+        check_results=checks,
+    )

@@ -1,0 +1,155 @@
+"""Write-audit-publish for one month of an Iceberg table, on an Iceberg branch.
+
+A month is written to a branch that readers of ``main`` do not see, audited there, and only
+then made current on ``main`` (a fast-forward, or a cherry-pick when another month was published
+meanwhile). Each published snapshot records, in its summary, which partition it wrote and the
+identity of what it was built from, so an unchanged source is recognised and not written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from forecast_assets.lakehouse.tables import TableSpec, ensure_table
+from forecast_assets.months import MonthWindow
+
+PARTITION_PROPERTY = "dagster.partition"
+STAGED_PREFIX = "audit_"
+# A cherry-picked snapshot carries no properties of its own; it names the snapshot it copies.
+CHERRY_PICK_SOURCE = "source-snapshot-id"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    snapshot_id: int
+    rows_written: int
+    rows_replaced: int
+    table_rows: int
+
+    @classmethod
+    def from_summary(cls, snapshot_id: int, summary: Mapping[str, str]) -> WriteResult:
+        return cls(
+            snapshot_id=snapshot_id,
+            rows_written=int(summary.get("added-records", 0)),
+            rows_replaced=int(summary.get("deleted-records", 0)),
+            table_rows=int(summary.get("total-records", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class PublishedMonth:
+    """The ``main`` snapshot that last wrote a month, and the properties it was written with."""
+
+    snapshot_id: int
+    properties: dict[str, str]
+
+    def built_from(self, identity: Mapping[str, str]) -> bool:
+        return all(self.properties.get(key) == value for key, value in identity.items())
+
+
+@dataclass(frozen=True)
+class StagedMonth:
+    """A month written to ``branch`` and not yet published."""
+
+    spec: TableSpec
+    window: MonthWindow
+    branch: str
+    write: WriteResult
+
+    @property
+    def location(self) -> str:
+        return f"{self.spec.identifier} branch {self.branch} (snapshot {self.write.snapshot_id})"
+
+    @property
+    def how_to_read(self) -> str:
+        return f"SELECT * FROM {self.spec.identifier} VERSION AS OF '{self.branch}'"
+
+    def rows(self, spark: SparkSession) -> DataFrame:
+        staged = spark.read.option("branch", self.branch).table(self.spec.identifier)
+        return staged.where(self.spec.month_condition(self.window.start, self.window.end))
+
+
+def staging_branch(window: MonthWindow, run_id: str) -> str:
+    return f"{STAGED_PREFIX}{window.month.replace('-', '_')}_{run_id[:8]}"
+
+
+def _snapshots(spark: SparkSession, spec: TableSpec) -> dict[int, tuple[int | None, dict[str, str]]]:
+    rows = spark.sql(f"SELECT snapshot_id, parent_id, summary FROM {spec.identifier}.snapshots").collect()
+    return {row["snapshot_id"]: (row["parent_id"], dict(row["summary"] or {})) for row in rows}
+
+
+def _branch_head(spark: SparkSession, spec: TableSpec, branch: str) -> int | None:
+    row = spark.sql(f"SELECT snapshot_id FROM {spec.identifier}.refs WHERE name = '{branch}'").first()
+    return None if row is None else int(row["snapshot_id"])
+
+
+def published_snapshot(spark: SparkSession, spec: TableSpec) -> int | None:
+    ensure_table(spark, spec)
+    return _branch_head(spark, spec, "main")
+
+
+def published_month(spark: SparkSession, spec: TableSpec, partition_key: str) -> PublishedMonth | None:
+    """Walk ``main``'s ancestry back to the snapshot that last wrote the partition."""
+    snapshot_id = published_snapshot(spark, spec)
+    snapshots = _snapshots(spark, spec)
+    while snapshot_id is not None and snapshot_id in snapshots:
+        parent_id, summary = snapshots[snapshot_id]
+        source = summary.get(CHERRY_PICK_SOURCE)
+        properties = snapshots[int(source)][1] if source and int(source) in snapshots else summary
+        if properties.get(PARTITION_PROPERTY) == partition_key:
+            return PublishedMonth(snapshot_id, properties)
+        snapshot_id = parent_id
+    return None
+
+
+def stage_month(
+    spark: SparkSession,
+    spec: TableSpec,
+    rows: DataFrame,
+    window: MonthWindow,
+    branch: str,
+    properties: Mapping[str, str],
+) -> StagedMonth:
+    """Replace the month on a fresh branch cut from ``main``; ``main`` does not change."""
+    ensure_table(spark, spec)
+    spark.sql(f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}")
+    # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
+    writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    # Each row lies in the month's one partition, so this swaps exactly that partition.
+    writer.overwritePartitions()
+    head = _branch_head(spark, spec, branch)
+    summary = _snapshots(spark, spec)[head][1]
+    return StagedMonth(spec, window, branch, WriteResult.from_summary(head, summary))
+
+
+def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
+    """Make the staged month current on ``main`` and drop its branch; returns ``main``'s new head."""
+    table = staged.spec.identifier
+    try:
+        spark.sql(f"CALL lakehouse.system.fast_forward('{table}', 'main', '{staged.branch}')").collect()
+    except Exception as err:  # Iceberg raises a JVM ValidationException when main has moved on
+        if "not an ancestor" not in str(err):
+            raise
+        # Another month was published since the branch was cut: apply just this month's change.
+        spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {staged.write.snapshot_id})").collect()
+    discard(spark, staged.spec, staged.branch)
+    head = published_snapshot(spark, staged.spec)
+    summary = _snapshots(spark, staged.spec)[head][1]
+    write = staged.write
+    return WriteResult(head, write.rows_written, write.rows_replaced, int(summary.get("total-records", 0)))
+
+
+def discard(spark: SparkSession, spec: TableSpec, branch: str) -> None:
+    spark.sql(f"ALTER TABLE {spec.identifier} DROP BRANCH IF EXISTS {branch}")
+
+
+def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow) -> list[str]:
+    """Branches kept from earlier audits of the month that failed."""
+    prefix = staging_branch(window, "")
+    rows = spark.sql(f"SELECT name FROM {spec.identifier}.refs WHERE type = 'BRANCH'").collect()
+    return sorted(row["name"] for row in rows if row["name"].startswith(prefix))

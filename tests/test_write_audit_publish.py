@@ -1,0 +1,189 @@
+"""A bad month never reaches the published tables; an unchanged one is not written again.
+
+Each case serves a generated variant of the sample source from a loopback server to the real
+ingestion job and compares every table's published (``main``) snapshot before and after.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.sources.noaa_format import weather_file_path
+from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
+from forecast_assets.sources.tlc_format import trip_file_name
+from tests.iceberg_tables import TABLES, branches, published_snapshots, table
+from tests.loopback import serve_folder
+
+pytestmark = pytest.mark.integration
+
+MONTH, PARTITION = "2025-01", "2025-01-01"
+RAW_YELLOW, ACTUALS = "nyc_taxi.raw_yellow", "nyc_taxi.yellow_rides_hourly_actuals"
+
+
+@pytest.fixture
+def variant(pipeline, sample_source, sample_server, tmp_path):
+    """A copy of the sample source whose 2025-01 files the test rewrites; the sample month is restored after."""
+    root = tmp_path / "source"
+    shutil.copytree(sample_source.root, root)
+    yield root
+    # Stage and publish the sample month again, so the next test starts from the good data.
+    assert pipeline.run(PARTITION, sample_server).success
+
+
+def _trip_file(root: Path, month: str = MONTH) -> Path:
+    return root / TRIP_DIR / trip_file_name(month)
+
+
+def _rewrite_trips(root: Path, change) -> pa.Table:
+    path = _trip_file(root)
+    trips = change(pq.read_table(path))
+    pq.write_table(trips, path)
+    return trips
+
+
+def _some_rows(trips: pa.Table, share: float, seed: int = 7) -> np.ndarray:
+    return np.random.default_rng(seed).random(trips.num_rows) < share
+
+
+def _shift_pickups(trips: pa.Table, rows: np.ndarray, by: np.timedelta64) -> pa.Table:
+    for column in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
+        index = trips.schema.get_field_index(column)
+        values = trips.column(column).to_numpy()
+        shifted = pa.array(np.where(rows, values - by, values), type=trips.schema.field(column).type)
+        trips = trips.set_column(index, column, shifted)
+    return trips
+
+
+def _run(pipeline, root: Path, run_config: dict | None = None):
+    with serve_folder(root) as base_url:
+        return pipeline.run(PARTITION, base_url, run_config)
+
+
+def _failed_checks(result) -> set[str]:
+    return {e.check_name for e in result.get_asset_check_evaluations() if not e.passed and e.severity.value == "ERROR"}
+
+
+DIRTY_CASES = {
+    "ten_percent_a_year_early": (
+        lambda t: _shift_pickups(t, _some_rows(t, 0.10), np.timedelta64(365, "D")),
+        {"raw_yellow_pickups_inside_month"},
+    ),
+    "null_pickup_zones": (
+        lambda t: t.set_column(
+            t.schema.get_field_index("PULocationID"),
+            "PULocationID",
+            pa.nulls(t.num_rows, t.schema.field("PULocationID").type),
+        ),
+        {"raw_yellow_no_null_keys"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIRTY_CASES))
+def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, variant, case):
+    change, expected_failures = DIRTY_CASES[case]
+    _rewrite_trips(variant, change)
+    before = published_snapshots()
+    rows_before = {name: table(name).scan().to_arrow().num_rows for name in TABLES}
+
+    result = _run(pipeline, variant)
+
+    assert not result.success
+    assert published_snapshots() == before
+    assert {name: table(name).scan().to_arrow().num_rows for name in TABLES} == rows_before
+    assert _failed_checks(result) == expected_failures
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert "nyc_taxi/yellow_rides_hourly_actuals" not in materialized  # downstream never ran
+    held_back = pipeline.latest_metadata(RAW_YELLOW)
+    assert held_back["publication"].value == "held back"
+    assert held_back[SNAPSHOT_ID].value == before[RAW_YELLOW]
+    # The staged month is kept for inspection, where the check's metadata says.
+    failed = next(e for e in result.get_asset_check_evaluations() if e.check_name in expected_failures)
+    branch = failed.metadata["staged_branch"].value
+    staged = table(RAW_YELLOW).scan(snapshot_id=branches(RAW_YELLOW)[branch]).to_arrow()
+    assert pc.sum(pc.equal(staged["source_month"], MONTH)).as_py() == pq.read_metadata(_trip_file(variant)).num_rows
+
+
+def test_another_months_file_is_refused(pipeline, variant):
+    shutil.copyfile(_trip_file(variant, "2024-12"), _trip_file(variant))
+    before = published_snapshots()
+    result = _run(pipeline, variant)
+    assert not result.success
+    assert published_snapshots() == before
+    assert _failed_checks(result) == {"raw_yellow_pickups_inside_month"}
+    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "raw_yellow_pickups_inside_month")
+    assert check.metadata["share"].value == 1.0
+    assert "not 2025-01's data" in check.description
+
+
+def test_a_repeated_noaa_row_changes_no_table(pipeline, variant):
+    path = variant / WEATHER_DIR / weather_file_path("prcp", MONTH)
+    lines = path.read_text().splitlines()
+    nyc = next(line for line in lines if line.split(",")[1] == "36061")
+    path.write_text("\n".join([*lines, nyc]) + "\n")
+    before = published_snapshots()
+    result = _run(pipeline, variant)
+    assert not result.success
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "weather_files")
+    assert "prcp" in failure.step_failure_data.error.message
+    # The trip side is unchanged too, so nothing at all is written.
+    assert published_snapshots() == before
+
+
+def test_a_republished_file_replaces_the_month(pipeline, variant):
+    changed = None
+
+    def reprice(trips: pa.Table) -> pa.Table:
+        nonlocal changed
+        changed = _some_rows(trips, 0.01, seed=11)
+        fares = trips.column("fare_amount").to_numpy(zero_copy_only=False)
+        index = trips.schema.get_field_index("fare_amount")
+        return trips.set_column(index, "fare_amount", pa.array(np.where(changed, fares + 1.25, fares)))
+
+    trips = _rewrite_trips(variant, reprice)
+    before = published_snapshots()
+    result = _run(pipeline, variant)
+    assert result.success
+    after = published_snapshots()
+    assert after[RAW_YELLOW] != before[RAW_YELLOW]
+    assert after["nyc_taxi.raw_weather"] == before["nyc_taxi.raw_weather"]  # its source did not change
+    month = table(RAW_YELLOW).scan(row_filter=f"source_month == '{MONTH}'").to_arrow()
+    assert month.num_rows == trips.num_rows  # replaced, not appended
+    assert pc.sum(month["fare_amount"]).as_py() == pytest.approx(pc.sum(trips["fare_amount"]).as_py())
+    assert int(changed.sum()) > 0
+    # The counts do not depend on fares, but the actuals are rebuilt from the new raw month.
+    assert pipeline.latest_metadata(ACTUALS)["publication"].value == "published"
+
+
+def test_negative_fares_and_backwards_trips_are_counted_and_published(pipeline, variant):
+    def spoil(trips: pa.Table) -> pa.Table:
+        rows = _some_rows(trips, 0.05, seed=3)
+        index = trips.schema.get_field_index("fare_amount")
+        fares = trips.column("fare_amount").to_numpy(zero_copy_only=False)
+        trips = trips.set_column(index, "fare_amount", pa.array(np.where(rows, -np.abs(fares) - 1, fares)))
+        index = trips.schema.get_field_index("tpep_dropoff_datetime")
+        pickups = trips.column("tpep_pickup_datetime")
+        dropoffs = pa.array(
+            np.where(rows, pickups.to_numpy() - np.timedelta64(5, "m"), trips.column(index).to_numpy()),
+            type=trips.schema.field(index).type,
+        )
+        return trips.set_column(index, "tpep_dropoff_datetime", dropoffs)
+
+    trips = _rewrite_trips(variant, spoil)
+    spoiled = int(_some_rows(trips, 0.05, seed=3).sum())
+    result = _run(pipeline, variant)
+    assert result.success
+    warned = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
+    assert set(warned) == {"raw_yellow_no_negative_fares", "raw_yellow_pickups_before_dropoffs"}
+    assert all(e.severity.value == "WARN" for e in warned.values())
+    assert warned["raw_yellow_no_negative_fares"].metadata["negative_fares"].value >= spoiled
+    assert warned["raw_yellow_pickups_before_dropoffs"].metadata["dropoffs_before_pickups"].value >= spoiled
+    assert pipeline.latest_metadata(RAW_YELLOW)["publication"].value == "published"
