@@ -8,6 +8,7 @@ identity of what it was built from, so an unchanged source is recognised and not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -73,7 +74,9 @@ class StagedMonth:
 
 
 def staging_branch(window: MonthWindow, run_id: str) -> str:
-    return f"{STAGED_PREFIX}{window.month.replace('-', '_')}_{run_id[:8]}"
+    """``audit_2025_01_1a2b3c4d``: a plain identifier, so Spark SQL needs no quoting."""
+    run = re.sub(r"\W", "_", run_id[:8])
+    return f"{STAGED_PREFIX}{window.month.replace('-', '_')}_{run}"
 
 
 def _snapshots(spark: SparkSession, spec: TableSpec) -> dict[int, tuple[int | None, dict[str, str]]]:
