@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterInstance, DagsterRun, EventLogRecord
@@ -219,17 +219,22 @@ def _observation_spec(view: RunView, record: EventLogRecord) -> EventSpec:
 
 
 def _step_spec(view: RunView, record, step_key: str, state: RunState, nominal_start, nominal_end) -> EventSpec:
-    checks = view.step_records(step_key, DagsterEventType.ASSET_CHECK_EVALUATION)
     start_records = view.step_records(step_key, DagsterEventType.STEP_START)
     as_of = start_records[-1].storage_id if start_records else record.storage_id
     planned = view.planned(step_key)
-    if checks:
-        inputs = _checked_inputs(checks)
-        outputs, job_type = [], "ASSET_CHECK"
-    else:
-        inputs = [ref for key in planned for ref in view.upstream(key, as_of)]
-        outputs = view.materialized(step_key) if state == RunState.COMPLETE else [output_ref(k) for k in planned]
-        job_type = "ASSET" if planned else "STEP"
+    inputs = [ref for key in planned for ref in view.upstream(key, as_of)]
+    outputs = view.materialized(step_key) if state == RunState.COMPLETE else [output_ref(k) for k in planned]
+    # A table asset audits its own month in the same step; its checks travel with the output it
+    # published, or, when it published nothing, with the dataset it audited, as an input.
+    assertions = _assertions(view.step_records(step_key, DagsterEventType.ASSET_CHECK_EVALUATION))
+    for key, checked in assertions.items():
+        name = dataset_for_asset(list(key.path))
+        written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
+        if written:
+            outputs[written[0]] = replace(outputs[written[0]], assertions=checked)
+        else:
+            inputs.append(replace(_audited(view, step_key, key), assertions=checked))
+    job_type = "ASSET" if planned else "ASSET_CHECK" if assertions else "STEP"
     error = None
     if state == RunState.FAIL:
         failure = record.event_log_entry.dagster_event.step_failure_data
@@ -250,7 +255,7 @@ def _step_spec(view: RunView, record, step_key: str, state: RunState, nominal_st
     )
 
 
-def _checked_inputs(checks: list[EventLogRecord]) -> list[DatasetRef]:
+def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion, ...]]:
     by_asset: dict[AssetKey, list[Assertion]] = {}
     for record in checks:
         evaluation = record.event_log_entry.dagster_event.event_specific_data
@@ -258,11 +263,18 @@ def _checked_inputs(checks: list[EventLogRecord]) -> list[DatasetRef]:
         by_asset.setdefault(evaluation.asset_key, []).append(
             Assertion(name=evaluation.check_name, success=evaluation.passed, severity=severity)
         )
-    refs = []
-    for key, assertions in by_asset.items():
-        base = output_ref(key)
-        refs.append(DatasetRef(base.name, base.version, base.schema, tuple(assertions)))
-    return refs
+    return {key: tuple(assertions) for key, assertions in by_asset.items()}
+
+
+def _audited(view: RunView, step_key: str, key: AssetKey) -> DatasetRef:
+    """The version a step audited without publishing it: a held-back staged snapshot, or the published one."""
+    for record in reversed(view.step_records(step_key, DagsterEventType.ASSET_MATERIALIZATION)):
+        materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+        if materialization.asset_key == key:
+            metadata = _metadata(materialization)
+            version = metadata.get("staged_snapshot_id") or metadata.get("iceberg/snapshot_id")
+            return replace(output_ref(key, metadata), version=None if version is None else str(version))
+    return output_ref(key)
 
 
 class DagsterSource:

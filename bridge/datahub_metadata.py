@@ -76,8 +76,9 @@ def metadata_for(event: dict, model_details=None) -> list[MetadataChangeProposal
     for dataset in event.get("outputs", []):
         aspects += _dataset_aspects(dataset, inputs, partition)
     aspects += _run_aspects(event, entity, inputs, outputs)
-    if event["eventType"] == "COMPLETE":
-        aspects += [a for d in event.get("inputs", []) for a in _assertion_aspects(event, d)]
+    if event["eventType"] in ("COMPLETE", "FAIL"):  # a failed audit is the result people most need to see
+        checked = [*event.get("inputs", []), *event.get("outputs", [])]
+        aspects += [a for d in checked for a in _assertion_aspects(event, d)]
     if not job and event["eventType"] == "COMPLETE":
         aspects += _model_aspects(event, inputs, model_details)
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
@@ -95,9 +96,11 @@ def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) 
         properties["rows_written"] = str(rows)
     if partition:
         properties["partition"] = partition
-    aspects: list[tuple[str, object]] = [
-        (urn, models.DatasetPropertiesClass(name=urn.split(",")[1], customProperties=properties))
-    ]
+    aspects: list[tuple[str, object]] = []
+    # Only a written version describes the dataset's latest state; a planned or failed output must not
+    # overwrite the properties of the version before it.
+    if "version" in facets:
+        aspects.append((urn, models.DatasetPropertiesClass(name=urn.split(",")[1], customProperties=properties)))
     if upstream:
         aspects.append(
             (urn, models.UpstreamLineageClass(
