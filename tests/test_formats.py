@@ -7,7 +7,7 @@ from forecast_assets.sources.noaa_format import row_problems
 from forecast_assets.sources.tlc_format import published_schema, schema_problems, unmapped_columns
 
 
-@pytest.mark.parametrize("year", [2022, 2023, 2024, 2025, 2026])
+@pytest.mark.parametrize("year", [2019, 2020, 2021, 2022, 2023, 2024, 2025, 2026])
 def test_every_published_layout_loads(year):
     assert schema_problems(published_schema(year)) == []
 
@@ -18,6 +18,24 @@ def test_layouts_drift_as_tlc_published_them():
     assert "cbd_congestion_fee" not in names_2024 and "cbd_congestion_fee" in names_2025
     assert published_schema(2023).field("PULocationID").type == pa.int64()
     assert published_schema(2024).field("PULocationID").type == pa.int32()
+
+
+def test_an_entirely_empty_optional_column_loads_and_an_empty_required_one_is_refused():
+    schema = published_schema(2019)
+    assert schema.field("airport_fee").type == pa.null()
+    assert schema_problems(schema) == []
+    empty_zone = schema.set(schema.get_field_index("PULocationID"), pa.field("PULocationID", pa.null()))
+    assert schema_problems(empty_zone) == [
+        "column 'pulocationid' is entirely empty (Arrow type null), but every trip needs it"
+    ]
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_timestamps_load_in_any_unit(unit):
+    schema = published_schema(2024)
+    for name in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
+        schema = schema.set(schema.get_field_index(name), pa.field(name, pa.timestamp(unit)))
+    assert schema_problems(schema) == []
 
 
 def test_a_missing_required_column_is_named():

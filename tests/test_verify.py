@@ -58,3 +58,13 @@ def test_weather_csv_without_nyc_rows(sample_source, tmp_path):
     path.write_text("\n".join(line for line in source.read_text().splitlines() if ",36061," not in line))
     with pytest.raises(SourceInvalid, match="no rows for NYC counties 36061"):
         verify_weather_file(path, "file:///x", "prcp", "2025-01")
+
+
+def test_weather_csv_with_a_repeated_county_row(sample_source, tmp_path):
+    source = sample_source.root / WEATHER_DIR / weather_file_path("prcp", "2025-01")
+    path = tmp_path / source.name
+    lines = source.read_text().splitlines()
+    repeated = next(number for number, line in enumerate(lines, start=1) if ",36061," in line)
+    path.write_text("\n".join([*lines, lines[repeated - 1]]) + "\n")
+    with pytest.raises(SourceInvalid, match=rf"two rows for county 36061 \(lines {repeated} and {len(lines) + 1}\)"):
+        verify_weather_file(path, "file:///x", "prcp", "2025-01")

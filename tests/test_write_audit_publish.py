@@ -187,3 +187,56 @@ def test_negative_fares_and_backwards_trips_are_counted_and_published(pipeline, 
     assert warned["raw_yellow_no_negative_fares"].metadata["negative_fares"].value >= spoiled
     assert warned["raw_yellow_pickups_before_dropoffs"].metadata["dropoffs_before_pickups"].value >= spoiled
     assert pipeline.latest_metadata(RAW_YELLOW)["publication"].value == "published"
+
+
+def _in_2019_shape(trips: pa.Table) -> pa.Table:
+    """As TLC published 2019-2021: int64 ids, double counts, an all-null ``airport_fee`` of Arrow type null."""
+    columns = {}
+    for field in trips.schema:
+        column = trips.column(field.name)
+        if field.name in ("VendorID", "PULocationID", "DOLocationID", "payment_type"):
+            column = column.cast(pa.int64())
+        elif field.name in ("passenger_count", "RatecodeID"):
+            column = column.cast(pa.float64())
+        elif field.name.lower() == "airport_fee":
+            columns["airport_fee"] = pa.nulls(trips.num_rows)
+            continue
+        elif field.name == "cbd_congestion_fee":
+            continue
+        columns[field.name] = column
+    return pa.table(columns)
+
+
+def _in_nanoseconds(trips: pa.Table) -> pa.Table:
+    """As pandas writes timestamps by default."""
+    for column in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
+        index = trips.schema.get_field_index(column)
+        trips = trips.set_column(index, column, trips.column(column).cast(pa.timestamp("ns")))
+    return trips
+
+
+@pytest.mark.parametrize("shape", [_in_2019_shape, _in_nanoseconds], ids=["2019_null_airport_fee", "nanoseconds"])
+def test_every_published_file_shape_ingests_to_the_same_rows(pipeline, variant, shape):
+    path = _trip_file(variant)
+    pq.write_table(shape(pq.read_table(path)), path, version="2.6", coerce_timestamps=None)
+    actuals_before = table(ACTUALS).scan().to_pandas().sort_values(["pickup_hour", "pulocationid"])
+    before = published_snapshots()
+
+    result = _run(pipeline, variant)
+
+    assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
+    assert published_snapshots()[RAW_YELLOW] != before[RAW_YELLOW]  # a new file: the month is replaced
+    month = table(RAW_YELLOW).scan(row_filter=f"source_month == '{MONTH}'").to_pandas()
+    source = pq.read_table(path).to_pandas()
+    assert len(month) == len(source)
+    published = month.sort_values(["tpep_pickup_datetime", "pulocationid", "trip_distance"]).reset_index(drop=True)
+    expected = source.sort_values(["tpep_pickup_datetime", "PULocationID", "trip_distance"]).reset_index(drop=True)
+    # Wall-clock pickup times survive whatever the file's timestamp unit.
+    same_pickups = (published.tpep_pickup_datetime.dt.tz_localize(None) == expected.tpep_pickup_datetime).all()
+    assert same_pickups
+    assert (published.pulocationid == expected.PULocationID).all()
+    assert month.passenger_count.fillna(-1).sum() == expected.passenger_count.fillna(-1).sum()
+    if "airport_fee" in source and source.airport_fee.isna().all():
+        assert month.airport_fee.isna().all()
+    actuals_after = table(ACTUALS).scan().to_pandas().sort_values(["pickup_hour", "pulocationid"])
+    assert actuals_after.reset_index(drop=True).equals(actuals_before.reset_index(drop=True))

@@ -21,7 +21,7 @@ from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.zones import load_zones
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
-from forecast_assets.transforms.raw_yellow import normalize_trips
+from forecast_assets.transforms.raw_yellow import normalize_trips, read_trip_file
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
@@ -77,7 +77,7 @@ def raw_yellow(
     source_file = name.rsplit("/", 1)[-1]
 
     def build_rows():
-        trips = spark.session.read.parquet(staging.store().spark_path(name))  # TODO read_trip_file
+        trips = read_trip_file(spark.session, staging.store().spark_path(name))
         return normalize_trips(trips, window.month, source_file, record.fingerprint, datetime.now(UTC))
 
     month = MonthWrite(

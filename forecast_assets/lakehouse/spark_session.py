@@ -19,6 +19,9 @@ BASE_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # Files written by pandas hold TIMESTAMP(NANOS), which Spark refuses to read otherwise; they
+    # arrive as epoch nanoseconds and the trip reader turns them into timestamps.
+    "spark.sql.legacy.parquet.nanosAsLong": "true",
 }
 
 

@@ -197,7 +197,12 @@ def simulate_trips(
     }
     if year >= 2025:
         columns["cbd_congestion_fee"] = cbd_fee
-    arrays = [pa.array(_take(columns[field.name], order), type=field.type, from_pandas=True) for field in schema]
+    arrays = [
+        pa.nulls(n)
+        if pa.types.is_null(field.type)
+        else pa.array(_take(columns[field.name], order), type=field.type, from_pandas=True)
+        for field in schema
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

@@ -35,6 +35,8 @@ OPTIONAL_COLUMNS: dict[str, str] = {
     "cbd_congestion_fee": "number",
 }
 
+TIMESTAMP_COLUMNS = ("tpep_pickup_datetime", "tpep_dropoff_datetime")
+
 # The raw table's column types (Spark SQL), one per TLC column after normalisation.
 RAW_COLUMN_TYPES: dict[str, str] = {
     "vendorid": "int",
@@ -70,9 +72,12 @@ def published_schema(year: int) -> pa.Schema:
     if year <= 2023:
         ids, counts, airport = pa.int64(), pa.float64(), "airport_fee"
         location = pa.int64()
+        # Files before 2021 were republished with an airport_fee column that is entirely empty.
+        airport_type = pa.null() if year <= 2020 else pa.float64()
     else:
         ids, counts, airport = pa.int32(), pa.int64(), "Airport_fee"
         location = pa.int32()
+        airport_type = pa.float64()
     fields = [
         ("VendorID", ids),
         ("tpep_pickup_datetime", pa.timestamp("us")),
@@ -92,7 +97,7 @@ def published_schema(year: int) -> pa.Schema:
         ("improvement_surcharge", pa.float64()),
         ("total_amount", pa.float64()),
         ("congestion_surcharge", pa.float64()),
-        (airport, pa.float64()),
+        (airport, airport_type),
     ]
     if year >= 2025:
         fields.append(("cbd_congestion_fee", pa.float64()))
@@ -100,6 +105,8 @@ def published_schema(year: int) -> pa.Schema:
 
 
 def type_family(arrow_type: pa.DataType) -> str:
+    if pa.types.is_null(arrow_type):
+        return "null"
     if pa.types.is_integer(arrow_type):
         return "integer"
     if pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type):
@@ -112,12 +119,20 @@ def type_family(arrow_type: pa.DataType) -> str:
 
 
 def schema_problems(schema: pa.Schema) -> list[str]:
-    """What keeps a file's schema from loading into the raw table; empty when it loads."""
+    """What keeps a file's schema from loading into the raw table; empty when it loads.
+
+    Accepted drift: any capitalisation (``Airport_fee``), any integer width, integers or floats for
+    counts and amounts, timestamps in any unit, and columns of Arrow type ``null`` (a column TLC
+    left entirely empty, like ``airport_fee`` in 2019-2021) when the column is optional.
+    """
     found = {field.name.lower(): type_family(field.type) for field in schema}
     problems = [f"missing column {name!r}" for name in REQUIRED_COLUMNS if name not in found]
     for name, wanted in (REQUIRED_COLUMNS | OPTIONAL_COLUMNS).items():
         have = found.get(name)
-        if have is None:
+        if have is None or (have == "null" and name in OPTIONAL_COLUMNS):
+            continue
+        if have == "null":
+            problems.append(f"column {name!r} is entirely empty (Arrow type null), but every trip needs it")
             continue
         accepted = {"number": {"integer", "float"}}.get(wanted, {wanted})
         if have not in accepted:

@@ -80,7 +80,7 @@ def verify_weather_file(path: Path, url: str, element: str, month: str) -> Weath
     if not lines:
         msg = f"{path.name} from {url} is empty; download it again"
         raise SourceInvalid(msg)
-    counties = set()
+    first_line: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         fields = line.split(",")
         problems = row_problems(fields, element, month)
@@ -90,7 +90,16 @@ def verify_weather_file(path: Path, url: str, element: str, month: str) -> Weath
                 "county layout (the file may be truncated or changed); download it again"
             )
             raise SourceInvalid(msg)
-        counties.add(fields[1].strip().zfill(5))
+        county = fields[1].strip().zfill(5)
+        if county in first_line:
+            msg = (
+                f"{path.name} from {url} has two rows for county {county} (lines {first_line[county]} and "
+                f"{number}); nClimGrid-Daily has one per county and month, so the file is damaged or "
+                "changed: download it again, and report it to NOAA if it persists"
+            )
+            raise SourceInvalid(msg)
+        first_line[county] = number
+    counties = set(first_line)
     missing = sorted(set(NYC_COUNTY_FIPS) - counties)
     if missing:
         msg = f"{path.name} from {url} has no rows for NYC counties {', '.join(missing)}; check the source"

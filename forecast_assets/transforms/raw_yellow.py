@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
+from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES, TIMESTAMP_COLUMNS
 
 LINEAGE_COLUMNS = {
     "source_month": "string",
@@ -15,6 +15,23 @@ LINEAGE_COLUMNS = {
     "source_fingerprint": "string",
     "ingested_at": "timestamp",
 }
+
+
+def read_trip_file(spark: SparkSession, spark_path: str) -> DataFrame:
+    """The file's columns as published; nanosecond timestamps become timestamps.
+
+    The session reads TIMESTAMP(NANOS) as epoch nanoseconds (``spark.sql.legacy.parquet.nanosAsLong``);
+    like every TLC timestamp they are wall-clock values, kept as they are in the UTC session.
+    """
+    trips = spark.read.parquet(spark_path)
+    types = dict(trips.dtypes)
+    columns = []
+    for name in trips.columns:
+        if name.lower() in TIMESTAMP_COLUMNS and types[name] == "bigint":
+            columns.append(F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000)).alias(name))
+        else:
+            columns.append(F.col(f"`{name}`"))
+    return trips.select(*columns)
 
 
 def normalize_trips(
