@@ -13,6 +13,7 @@ from pyiceberg.catalog import Catalog
 from forecast_assets.lakehouse.catalog import CatalogConfig, open_catalog
 from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL
+from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
 from forecast_assets.sources.tlc_format import trip_file_name
@@ -90,6 +91,16 @@ class SourceResource(ConfigurableResource):
 
     trip_base_url: str = TLC_BASE_URL
     weather_base_url: str = NOAA_BASE_URL
+    download_attempts: int = RetryPolicy.attempts
+    first_retry_wait_seconds: float = RetryPolicy.first_wait_seconds
+    read_timeout_seconds: float = RetryPolicy.read_timeout_seconds
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            attempts=self.download_attempts,
+            first_wait_seconds=self.first_retry_wait_seconds,
+            read_timeout_seconds=self.read_timeout_seconds,
+        )
 
     def trip_url(self, month: str) -> str:
         return f"{self.trip_base_url.rstrip('/')}/{trip_file_name(month)}"

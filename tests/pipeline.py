@@ -17,15 +17,15 @@ class Pipeline:
     base_url: str
     first_runs: dict = field(default_factory=dict)
 
-    def definitions(self, base_url: str | None = None):
+    def definitions(self, base_url: str | None = None, **source_settings):
         base = base_url or self.base_url
-        resources = resources_from_env() | {
-            "source": SourceResource(trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}")
-        }
-        return build_definitions(resources)
+        source = SourceResource(
+            trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}", **source_settings
+        )
+        return build_definitions(resources_from_env() | {"source": source})
 
-    def run(self, partition_key: str, base_url: str | None = None, run_config: dict | None = None):
-        job = self.definitions(base_url).resolve_job_def("monthly_ingestion")
+    def run(self, partition_key: str, base_url: str | None = None, run_config: dict | None = None, **source_settings):
+        job = self.definitions(base_url, **source_settings).resolve_job_def("monthly_ingestion")
         return job.execute_in_process(
             partition_key=partition_key, instance=self.instance, run_config=run_config, raise_on_error=False
         )

@@ -1,12 +1,21 @@
 """The downloader over real HTTP on loopback and over file://: skip unchanged, name what is missing."""
 
+import hashlib
+
 import pytest
 
-from forecast_assets.sources.download import SourceMissing, fetch_if_changed, source_version
+from forecast_assets.sources.download import (
+    RetryPolicy,
+    SourceMissing,
+    SourceUnavailable,
+    fetch_if_changed,
+    source_version,
+)
 from forecast_assets.sources.stage import stage_file
 from forecast_assets.sources.staging import LocalStaging
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
+from tests.hostile_server import CUT_CHUNKED, CUT_LENGTH, GOOD, MISSING, RESET, STALL, UNAVAILABLE, HostileServer
 
 
 def _stage(url, staging, tmp_path):
@@ -57,3 +66,57 @@ def test_a_missing_month_raises_source_missing(scheme, sample_server, sample_sou
 
 def test_source_version_sees_a_published_file(sample_server):
     assert source_version(f"{sample_server}/trip-data/{trip_file_name('2025-01')}")
+
+
+FAST = RetryPolicy(attempts=3, first_wait_seconds=0.05, max_wait_seconds=0.1, read_timeout_seconds=0.5)
+
+
+@pytest.fixture
+def trip_bytes(sample_source):
+    return sample_source.trip_path("2025-01").read_bytes()
+
+
+def _fetch(server, tmp_path, messages=None):
+    url = f"{server.url}/trip-data/{trip_file_name('2025-01')}"
+    progress = messages.append if messages is not None else (lambda message: None)
+    return url, fetch_if_changed(url, None, tmp_path / "work", progress, FAST)
+
+
+@pytest.mark.parametrize(
+    "fault", [RESET, CUT_CHUNKED, CUT_LENGTH, STALL, UNAVAILABLE], ids=lambda fault: f"{fault}_then_good"
+)
+def test_a_passing_network_fault_is_retried_and_the_file_arrives_whole(fault, trip_bytes, tmp_path):
+    messages = []
+    with HostileServer(trip_bytes, [fault, fault, GOOD], stall_seconds=1.0) as server:
+        url, fetched = _fetch(server, tmp_path, messages)
+    assert server.requests == 3
+    assert fetched.record.fingerprint == f"sha256:{hashlib.sha256(trip_bytes).hexdigest()}"
+    assert fetched.path.read_bytes() == trip_bytes
+    assert [m.startswith(f"Attempt {n} of 3 at {url} failed") for n, m in enumerate(messages, start=1)] == [True] * 2
+    assert list((tmp_path / "work").iterdir()) == [fetched.path]  # no partial file left behind
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (RESET, "the connection was reset"),
+        (CUT_CHUNKED, "the body ended early"),
+        (CUT_LENGTH, "the download was cut off: received"),
+        (STALL, "no data arrived for 0 s"),
+        (UNAVAILABLE, "the server answered HTTP 503"),
+    ],
+)
+def test_a_lasting_network_fault_fails_once_with_the_url_and_what_to_try(fault, reason, trip_bytes, tmp_path):
+    with HostileServer(trip_bytes, [fault], stall_seconds=1.0) as server, pytest.raises(SourceUnavailable) as failure:
+        _fetch(server, tmp_path)
+    message = str(failure.value)
+    assert server.requests == FAST.attempts
+    assert message.startswith(f"Could not download {server.url}/trip-data/{trip_file_name('2025-01')}: {reason}")
+    assert "after 3 attempts" in message and "materialize the partition again" in message
+    assert not any((tmp_path / "work").glob("*"))  # no partial file left behind
+
+
+def test_a_missing_file_is_not_retried(trip_bytes, tmp_path):
+    with HostileServer(trip_bytes, [MISSING]) as server, pytest.raises(SourceMissing, match="HTTP 404"):
+        _fetch(server, tmp_path)
+    assert server.requests == 1

@@ -202,7 +202,7 @@ def test_the_flow_log_reads_task_starts_ends_output_and_the_failed_steps_error()
     assert events[4].message == failed
     assert str(events[4]) == f"load failed (TrainForecastModelFlow/17/load/2): {failed}"
     report_lines = log.failure_report(stderr="").splitlines()
-    assert report_lines[0] == failed and 'raise MissingInput(msg)' in report_lines
+    assert report_lines[0] == failed and "raise MissingInput(msg)" in report_lines
 
 
 def test_a_run_started_event_names_the_run():

@@ -21,6 +21,7 @@ from tests.loopback import serve_folder
 
 pytestmark = pytest.mark.integration
 
+
 def _table(name):
     return table(name)
 

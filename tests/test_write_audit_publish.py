@@ -19,6 +19,7 @@ from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
+from tests.hostile_server import CUT_CHUNKED, GOOD, RESET, HostileServer
 from tests.iceberg_tables import TABLES, branches, published_snapshots, table
 from tests.loopback import serve_folder
 
@@ -240,3 +241,25 @@ def test_every_published_file_shape_ingests_to_the_same_rows(pipeline, variant, 
         assert month.airport_fee.isna().all()
     actuals_after = table(ACTUALS).scan().to_pandas().sort_values(["pickup_hour", "pulocationid"])
     assert actuals_after.reset_index(drop=True).equals(actuals_before.reset_index(drop=True))
+
+
+FAST_RETRIES = {"download_attempts": 3, "first_retry_wait_seconds": 0.05, "read_timeout_seconds": 1.0}
+
+
+@pytest.mark.parametrize(("plan", "arrives"), [([RESET, GOOD], True), ([CUT_CHUNKED], False)], ids=["reset", "cut"])
+def test_network_faults_are_retried_then_refused_with_no_table_changed(pipeline, sample_source, plan, arrives):
+    before = published_snapshots()
+    name = trip_file_name(MONTH)
+    body = sample_source.trip_path(MONTH).read_bytes()
+    with HostileServer(body, plan, root=sample_source.root, target=name) as server:
+        result = pipeline.run(PARTITION, server.url, **FAST_RETRIES)
+    assert published_snapshots() == before  # the same file, or none: nothing to publish
+    assert result.success is arrives
+    if arrives:
+        assert pipeline.latest_metadata(RAW_YELLOW)["publication"].value == "unchanged"
+        return
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "taxi_trip_files")
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith(f"Could not download {server.url}/{TRIP_DIR}/{name}: the body ended early")
+    assert message.endswith("this run does not write nyc_taxi.raw_yellow or nyc_taxi.yellow_rides_hourly_actuals.")
+    assert server.requests == FAST_RETRIES["download_attempts"]

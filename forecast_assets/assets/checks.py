@@ -143,7 +143,11 @@ def _weather_values_in_physical_range(rows: DataFrame, facts: MonthFacts) -> Ass
     bad = int(counts["out_of_range"] or 0)
     return AssetCheckResult(
         passed=bad == 0,
-        metadata={"values_out_of_range": bad, "missing_values": int(counts["missing"] or 0), "ranges": str(VALUE_RANGES)},
+        metadata={
+            "values_out_of_range": bad,
+            "missing_values": int(counts["missing"] or 0),
+            "ranges": str(VALUE_RANGES),
+        },
     )
 
 

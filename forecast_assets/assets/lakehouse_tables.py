@@ -86,7 +86,11 @@ def raw_yellow(
         facts=MonthFacts(window, expected_rows=record.rows),
         identity=_identity(RAW_YELLOW, **{"source.fingerprint": record.fingerprint}),
         build_rows=build_rows,
-        metadata={"source_file": source_file, "source_fingerprint": record.fingerprint, "source_rows": record.rows or 0},
+        metadata={
+            "source_file": source_file,
+            "source_fingerprint": record.fingerprint,
+            "source_rows": record.rows or 0,
+        },
     )
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 

@@ -7,13 +7,17 @@ from dagster import AssetExecutionContext, DataVersion, Failure, MaterializeResu
 from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.settings import state_path
-from forecast_assets.sources.download import SourceInvalid, SourceMissing
+from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
 from forecast_assets.sources.stage import StagedFile, stage_file
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
 
 TRIP_PREFIX, WEATHER_PREFIX = "taxi", "weather"
+TABLES_FED_BY = {
+    TRIP_PREFIX: "nyc_taxi.raw_yellow or nyc_taxi.yellow_rides_hourly_actuals",
+    WEATHER_PREFIX: "nyc_taxi.raw_weather",
+}
 
 
 def trip_staging_name(month: str) -> str:
@@ -24,9 +28,15 @@ def weather_staging_name(element: str, month: str) -> str:
     return f"{WEATHER_PREFIX}/{weather_file_path(element, month)}"
 
 
-def _stage(context: AssetExecutionContext, url: str, name: str, staging: StagingResource, verify) -> StagedFile:
+def _stage(
+    context: AssetExecutionContext, url: str, name: str, source: SourceResource, staging: StagingResource, verify
+) -> StagedFile:
+    # Each source publishes its own tables; a bad file leaves exactly those as they were.
+    kept = TABLES_FED_BY[name.split("/", 1)[0]]
     try:
-        return stage_file(url, name, staging.store(), verify, state_path("tmp"), context.log.info)
+        return stage_file(
+            url, name, staging.store(), verify, state_path("tmp"), context.log.info, source.retry_policy()
+        )
     except SourceMissing as err:
         msg = (
             f"{err}. Partition {context.partition_key} has no source file yet: TLC and NOAA publish a "
@@ -34,8 +44,8 @@ def _stage(context: AssetExecutionContext, url: str, name: str, staging: Staging
             "(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL)."
         )
         raise Failure(description=msg, allow_retries=False) from err
-    except SourceInvalid as err:
-        msg = f"{err}. Nothing was staged and no table changed."
+    except (SourceInvalid, SourceUnavailable) as err:
+        msg = f"{err}. The staged copy is kept, and this run does not write {kept}."
         raise Failure(description=msg, allow_retries=False) from err
 
 
@@ -46,7 +56,7 @@ def taxi_trip_files(
     """The month's TLC yellow-taxi trip file, downloaded, checked to be TLC Parquet, and fingerprinted."""
     month = MonthWindow.from_partition_key(context.partition_key).month
     url = source.trip_url(month)
-    staged = _stage(context, url, trip_staging_name(month), staging, lambda path: verify_trip_file(path, url))
+    staged = _stage(context, url, trip_staging_name(month), source, staging, lambda path: verify_trip_file(path, url))
     metadata = _file_metadata(context.partition_key, staged, url, staging)
     if staged.facts is not None and staged.facts.unmapped_columns:
         unmapped = ", ".join(staged.facts.unmapped_columns)
@@ -65,7 +75,7 @@ def weather_files(
     for element in ELEMENTS:
         url = source.weather_url(element, month)
         verify = lambda path, url=url, element=element: verify_weather_file(path, url, element, month)  # noqa: E731
-        staged_files.append(_stage(context, url, weather_staging_name(element, month), staging, verify))
+        staged_files.append(_stage(context, url, weather_staging_name(element, month), source, staging, verify))
     combined = hashlib.sha256("".join(s.record.fingerprint for s in staged_files).encode()).hexdigest()
     metadata = {
         "partition": context.partition_key,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import logging
 import shutil
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -14,12 +14,14 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
 PROGRESS_MIN_BYTES = 8 << 20  # smaller files arrive too fast for progress lines to help
-TIMEOUT_SECONDS = 120
-ATTEMPTS = 3
+TIMEOUT_SECONDS = 60  # a read that waits this long on a live connection is a stall
+ATTEMPTS = 4
 MISSING_STATUSES = (403, 404, 410)  # TLC's CDN answers 403 for a month it has not published
 USER_AGENT = "taxi-demand-lineage/0.1"
 
@@ -62,44 +64,123 @@ class Fetched:
     record: FetchRecord
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard a download tries: attempts, exponential waits between them, and the read timeout."""
+
+    attempts: int = ATTEMPTS
+    first_wait_seconds: float = 2.0
+    max_wait_seconds: float = 30.0
+    read_timeout_seconds: float = TIMEOUT_SECONDS
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+class SourceUnavailable(ConnectionError):
+    """The source could not be downloaded, even after retries."""
+
+
+class _TransientFault(Exception):
+    """One failed attempt that another attempt may get past; ``reason`` says what happened in plain words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def fetch_if_changed(
-    url: str, previous: FetchRecord | None, workdir: Path, progress: Progress = log.info
+    url: str,
+    previous: FetchRecord | None,
+    workdir: Path,
+    progress: Progress = log.info,
+    policy: RetryPolicy = DEFAULT_RETRY,
 ) -> Fetched | None:
-    """Download ``url`` into ``workdir``; ``None`` when it matches ``previous``."""
+    """Download ``url`` into ``workdir``; ``None`` when it matches ``previous``.
+
+    Resets, cut bodies, stalls and 5xx answers are retried with exponential backoff; after the last
+    attempt one ``SourceUnavailable`` names the URL, the cause and what to try.
+    """
+
+    def report_retry(state: RetryCallState) -> None:
+        fault = state.outcome.exception()
+        wait = state.next_action.sleep if state.next_action else 0.0
+        progress(
+            f"Attempt {state.attempt_number} of {policy.attempts} at {url} failed: {fault}; retrying in {wait:.1f} s"
+        )
+
+    retrying = Retrying(
+        stop=stop_after_attempt(policy.attempts),
+        wait=wait_exponential(multiplier=policy.first_wait_seconds, max=policy.max_wait_seconds),
+        retry=retry_if_exception_type(_TransientFault),
+        before_sleep=report_retry,
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                return _fetch_once(url, previous, workdir, progress, policy.read_timeout_seconds)
+    except _TransientFault as fault:
+        msg = (
+            f"Could not download {url}: {fault.reason} (after {policy.attempts} attempts). Check the network "
+            "and the base URL (TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL), then materialize the partition again."
+        )
+        raise SourceUnavailable(msg) from fault.__cause__
+    raise AssertionError("unreachable")
+
+
+def _fetch_once(
+    url: str, previous: FetchRecord | None, workdir: Path, progress: Progress, timeout: float
+) -> Fetched | None:
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     if previous and previous.url == url and url.startswith("http"):
         if previous.etag:
             request.add_header("If-None-Match", previous.etag)
         if previous.last_modified:
             request.add_header("If-Modified-Since", previous.last_modified)
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                etag = response.headers.get("ETag")
-                last_modified = response.headers.get("Last-Modified")
-                size = int(response.headers.get("Content-Length") or -1)
-                if previous and _same_source(previous, url, etag, last_modified, size):
-                    return None
-                return _stream(url, response, workdir, etag, last_modified, size, progress)
-        except urllib.error.HTTPError as err:
-            if err.code == 304:
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            etag = response.headers.get("ETag")
+            last_modified = response.headers.get("Last-Modified")
+            size = int(response.headers.get("Content-Length") or -1)
+            if previous and _same_source(previous, url, etag, last_modified, size):
                 return None
-            if err.code in MISSING_STATUSES:
-                msg = f"{url} does not exist (HTTP {err.code})"
-                raise SourceMissing(msg) from err
-            if err.code < 500 or attempt == ATTEMPTS:
-                msg = f"Downloading {url} failed with HTTP {err.code} {err.reason}"
-                raise ConnectionError(msg) from err
-        except urllib.error.URLError as err:
-            if isinstance(err.reason, FileNotFoundError):
-                msg = f"{url} does not exist"
-                raise SourceMissing(msg) from err
-            if attempt == ATTEMPTS:
-                msg = f"Could not reach {url}: {err.reason}"
-                raise ConnectionError(msg) from err
-        progress(f"Attempt {attempt} at {url} failed; retrying")
-        time.sleep(2**attempt)
-    raise AssertionError("unreachable")
+            return _stream(url, response, workdir, etag, last_modified, size, progress)
+    except urllib.error.HTTPError as err:
+        if err.code == 304:
+            return None
+        if err.code in MISSING_STATUSES:
+            msg = f"{url} does not exist (HTTP {err.code})"
+            raise SourceMissing(msg) from err
+        if err.code >= 500 or err.code == 429:
+            raise _TransientFault(f"the server answered HTTP {err.code} {err.reason}") from err
+        msg = (
+            f"Downloading {url} failed with HTTP {err.code} {err.reason}; check the base URL "
+            "(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL) and any access the server needs"
+        )
+        raise SourceUnavailable(msg) from err
+    except urllib.error.URLError as err:
+        if isinstance(err.reason, FileNotFoundError):
+            msg = f"{url} does not exist"
+            raise SourceMissing(msg) from err
+        raise _TransientFault(_plain(err.reason, timeout)) from err
+    except (OSError, http.client.HTTPException) as err:
+        raise _TransientFault(_plain(err, timeout)) from err
+
+
+def _plain(cause: object, timeout: float) -> str:
+    """A network failure in the words a user would use."""
+    if isinstance(cause, TimeoutError):
+        return f"no data arrived for {timeout:.0f} s"
+    if isinstance(cause, ConnectionResetError):
+        return "the connection was reset"
+    if isinstance(cause, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    if isinstance(cause, http.client.IncompleteRead):
+        return f"the body ended early (after {len(cause.partial)} bytes of a chunk)"
+    if isinstance(cause, ConnectionRefusedError):
+        return "the connection was refused"
+    return str(cause) or type(cause).__name__
 
 
 def _same_source(previous: FetchRecord, url: str, etag: str | None, last_modified: str | None, size: int) -> bool:
@@ -116,18 +197,20 @@ def _stream(url, response, workdir: Path, etag, last_modified, size: int, progre
     target = workdir / name
     digest = hashlib.sha256()
     received, next_report = 0, 0.25
-    with target.open("wb") as out:
-        while chunk := response.read(CHUNK_BYTES):
-            out.write(chunk)
-            digest.update(chunk)
-            received += len(chunk)
-            if size > PROGRESS_MIN_BYTES and received / size >= next_report:
-                progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
-                next_report += 0.25
-    if size > 0 and received != size:
-        target.unlink()
-        msg = f"{url} was cut off: received {received} of {size} bytes; try again"
-        raise SourceInvalid(msg)
+    try:
+        with target.open("wb") as out:
+            while chunk := response.read(CHUNK_BYTES):
+                out.write(chunk)
+                digest.update(chunk)
+                received += len(chunk)
+                if size > PROGRESS_MIN_BYTES and received / size >= next_report:
+                    progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
+                    next_report += 0.25
+        if size > 0 and received != size:
+            raise _TransientFault(f"the download was cut off: received {received} of {size} bytes")
+    except BaseException:
+        target.unlink(missing_ok=True)  # the next attempt starts from an empty file
+        raise
     record = FetchRecord(
         url=url,
         fingerprint=f"sha256:{digest.hexdigest()}",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from forecast_assets.sources.download import FetchRecord, Progress, fetch_if_changed
+from forecast_assets.sources.download import DEFAULT_RETRY, FetchRecord, Progress, RetryPolicy, fetch_if_changed
 from forecast_assets.sources.staging import Staging
 
 
@@ -28,6 +28,7 @@ def stage_file(
     verify: Callable[[Path], Any],
     workdir: Path,
     progress: Progress,
+    policy: RetryPolicy = DEFAULT_RETRY,
 ) -> StagedFile:
     """``verify`` raises on a bad file and returns facts with a ``rows`` attribute on a good one.
 
@@ -36,7 +37,7 @@ def stage_file(
     previous = staging.record(name)
     workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        fetched = fetch_if_changed(url, previous, Path(tmp), progress)
+        fetched = fetch_if_changed(url, previous, Path(tmp), progress, policy)
         if fetched is None:
             progress(f"{name} unchanged at {url}; keeping the staged copy ({previous.fingerprint})")
             return StagedFile(name, previous, downloaded=False, content_changed=False)
