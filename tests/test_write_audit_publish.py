@@ -103,6 +103,10 @@ def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, var
     assert _failed_checks(result) == expected_failures
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert "nyc_taxi/yellow_rides_hourly_actuals" not in materialized  # downstream never ran
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "nyc_taxi__raw_yellow")
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith(f"{RAW_YELLOW} {MONTH} was NOT published: {', '.join(sorted(expected_failures))}")
+    assert f"The published table still holds snapshot {before[RAW_YELLOW]}" in message
     held_back = pipeline.latest_metadata(RAW_YELLOW)
     assert held_back["publication"].value == "held back"
     assert held_back[SNAPSHOT_ID].value == before[RAW_YELLOW]

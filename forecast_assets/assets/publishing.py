@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetExecutionContext, DataVersion, MaterializeResult
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    DataVersion,
+    Failure,
+    MaterializeResult,
+)
 from dagster import MetadataValue as MV
 from pyspark.sql import DataFrame
 
@@ -122,8 +129,10 @@ def write_audit_publish(
     checks = [result for _, result in audits]
     blocked = [audit.name for audit, result in audits if _blocked(audit, result)]
     if blocked:
-        yield _held_back(context, spark, month, staged, published, blocked, checks)
-        return
+        result, message = _held_back(context, spark, month, staged, published, blocked, checks)
+        yield result
+        # The step fails with what happened and what to do, rather than Dagster's bare check failure.
+        raise Failure(description=message, allow_retries=False)
     write = publish(session, staged)
     for branch in staged_branches(session, spec, window):
         discard(session, spec, branch)
@@ -174,11 +183,11 @@ def _held_back(
     published: PublishedMonth | None,
     blocked: list[str],
     checks: list[AssetCheckResult],
-) -> MaterializeResult:
+) -> tuple[MaterializeResult, str]:
     spec, window = month.spec, month.facts.window
     current = published_snapshot(spark.session, spec)
     kept = f"still holds snapshot {current}" if current is not None else "is still empty"
-    context.log.error(
+    message = (
         f"{spec.identifier} {window.month} was NOT published: {', '.join(blocked)} failed on the staged month. "
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
         f"{staged.how_to_read}. Fix the source and materialize the partition again."
@@ -196,8 +205,9 @@ def _held_back(
     }
     if current is not None:
         metadata[SNAPSHOT_ID] = MV.int(current)
-    return MaterializeResult(
+    result = MaterializeResult(
         metadata=metadata,
         data_version=None if published is None else DataVersion(str(published.snapshot_id)),
         check_results=checks,
     )
+    return result, message
