@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.loopback import BackgroundServer
 
 # What the server does with each request, in order; the last entry repeats.
-GOOD, RESET, CUT_CHUNKED, CUT_LENGTH, STALL, UNAVAILABLE, MISSING = (
-    "good", "reset", "cut_chunked", "cut_length", "stall", "unavailable", "missing",
+GOOD, RESET, CUT_CHUNKED, CUT_LENGTH, STALL, UNAVAILABLE, MISSING, UNAUTHORIZED = (
+    "good", "reset", "cut_chunked", "cut_length", "stall", "unavailable", "missing", "unauthorized",
 )  # fmt: skip
 
 
@@ -21,7 +21,8 @@ class HostileServer(BackgroundServer):
     """Serves ``body``, behaving per request as ``plan`` says; counts the requests.
 
     With ``root`` and ``target``, only paths ending in ``target`` misbehave; the rest are the files
-    under ``root``, served well.
+    under ``root``, served well. A HEAD request follows the plan too: a reset closes the connection
+    before any answer; the faults of a body (cut, stall) answer it well.
     """
 
     def __init__(
@@ -50,6 +51,17 @@ class HostileServer(BackgroundServer):
                     behaviour = server.plan[min(server.requests, len(server.plan) - 1)]
                     server.requests += 1
                 getattr(server, f"_{behaviour}")(self)
+
+            def do_HEAD(self):  # noqa: N802
+                with server.lock:
+                    behaviour = server.plan[min(server.requests, len(server.plan) - 1)]
+                    server.requests += 1
+                if behaviour == RESET:
+                    server._rst(self)
+                elif behaviour in (UNAVAILABLE, MISSING, UNAUTHORIZED):
+                    getattr(server, f"_{behaviour}")(self)  # send_error writes no body for HEAD
+                else:
+                    server._headers(self)
 
         super().__init__(Handler)
 
@@ -81,9 +93,13 @@ class HostileServer(BackgroundServer):
         self._headers(handler)
         handler.wfile.write(self.body[: len(self.body) // 3])
         handler.wfile.flush()
-        # SO_LINGER with a zero timeout makes close() send a TCP RST: a connection reset mid-body.
+        self._rst(handler)
+
+    def _rst(self, handler) -> None:
+        # SO_LINGER with a zero timeout makes close() send a TCP RST: a connection reset.
         handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         handler.connection.close()
+        handler.close_connection = True
 
     def _cut_chunked(self, handler) -> None:
         self._headers(handler, chunked=True)
@@ -109,3 +125,6 @@ class HostileServer(BackgroundServer):
 
     def _missing(self, handler) -> None:
         handler.send_error(404, "Not Found")
+
+    def _unauthorized(self, handler) -> None:
+        handler.send_error(401, "Unauthorized")

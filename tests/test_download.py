@@ -1,6 +1,9 @@
 """The downloader over real HTTP on loopback and over file://: skip unchanged, name what is missing."""
 
 import hashlib
+import http.client
+import socket
+import urllib.error
 
 import pytest
 
@@ -15,7 +18,17 @@ from forecast_assets.sources.stage import stage_file
 from forecast_assets.sources.staging import LocalStaging
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
-from tests.hostile_server import CUT_CHUNKED, CUT_LENGTH, GOOD, MISSING, RESET, STALL, UNAVAILABLE, HostileServer
+from tests.hostile_server import (
+    CUT_CHUNKED,
+    CUT_LENGTH,
+    GOOD,
+    MISSING,
+    RESET,
+    STALL,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    HostileServer,
+)
 
 
 def _stage(url, staging, tmp_path):
@@ -97,26 +110,64 @@ def test_a_passing_network_fault_is_retried_and_the_file_arrives_whole(fault, tr
 
 
 @pytest.mark.parametrize(
-    ("fault", "reason"),
+    ("fault", "reason", "cause"),
     [
-        (RESET, "the connection was reset"),
-        (CUT_CHUNKED, "the body ended early"),
-        (CUT_LENGTH, "the download was cut off: received"),
-        (STALL, "no data arrived for 0 s"),
-        (UNAVAILABLE, "the server answered HTTP 503"),
+        (RESET, "the connection was reset", ConnectionResetError),
+        (CUT_CHUNKED, "the body ended early at byte ", http.client.IncompleteRead),
+        (CUT_LENGTH, "the download was cut off: received", type(None)),  # noticed by the downloader itself
+        (STALL, "no data arrived for 0.5 s", TimeoutError),
+        (UNAVAILABLE, "the server answered HTTP 503", urllib.error.HTTPError),
     ],
 )
-def test_a_lasting_network_fault_fails_once_with_the_url_and_what_to_try(fault, reason, trip_bytes, tmp_path):
+def test_a_lasting_network_fault_fails_once_with_the_url_and_what_to_try(fault, reason, cause, trip_bytes, tmp_path):
+    messages = []
     with HostileServer(trip_bytes, [fault], stall_seconds=1.0) as server, pytest.raises(SourceUnavailable) as failure:
-        _fetch(server, tmp_path)
+        _fetch(server, tmp_path, messages)
     message = str(failure.value)
     assert server.requests == FAST.attempts
+    assert len(messages) == FAST.attempts - 1  # one line per retry
     assert message.startswith(f"Could not download {server.url}/trip-data/{trip_file_name('2025-01')}: {reason}")
     assert "after 3 attempts" in message and "materialize the partition again" in message
+    assert "TAXI_TRIP_BASE_URL" in message and "Traceback" not in message
+    assert isinstance(failure.value.__cause__, cause)  # the original error, for debugging
+    if fault == CUT_CHUNKED:  # the bytes that did arrive are counted
+        assert f"at byte {len(trip_bytes) // 2:,} (after 3 attempts)" in message
     assert not any((tmp_path / "work").glob("*"))  # no partial file left behind
+
+
+def test_a_refused_connection_is_retried_then_named(tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/trip-data/{trip_file_name('2025-01')}"
+    messages = []
+    with pytest.raises(SourceUnavailable, match="the connection was refused .after 3 attempts"):
+        fetch_if_changed(url, None, tmp_path / "work", messages.append, FAST)
+    assert len(messages) == 2 and messages[0].startswith(f"Attempt 1 of 3 at {url} failed: the connection was refused")
 
 
 def test_a_missing_file_is_not_retried(trip_bytes, tmp_path):
     with HostileServer(trip_bytes, [MISSING]) as server, pytest.raises(SourceMissing, match="HTTP 404"):
         _fetch(server, tmp_path)
     assert server.requests == 1
+
+
+def test_a_refused_request_is_not_retried(trip_bytes, tmp_path):
+    with HostileServer(trip_bytes, [UNAUTHORIZED]) as server, pytest.raises(SourceUnavailable, match="HTTP 401"):
+        _fetch(server, tmp_path)
+    assert server.requests == 1
+
+
+@pytest.mark.parametrize(("plan", "requests"), [([RESET, GOOD], 2), ([UNAVAILABLE, GOOD], 2), ([MISSING], 1)])
+def test_source_version_gets_past_a_passing_fault(plan, requests, trip_bytes):
+    with HostileServer(trip_bytes, plan) as server:
+        version = source_version(f"{server.url}/trip-data/{trip_file_name('2025-01')}", policy=FAST)
+    assert server.requests == requests
+    assert (version is None) is (plan == [MISSING])
+
+
+def test_source_version_names_a_lasting_fault(trip_bytes):
+    with HostileServer(trip_bytes, [RESET]) as server, pytest.raises(SourceUnavailable) as failure:
+        source_version(f"{server.url}/trip-data/{trip_file_name('2025-01')}", policy=FAST)
+    assert server.requests == FAST.attempts
+    assert str(failure.value).startswith(f"Could not look up {server.url}/trip-data/")

@@ -45,7 +45,8 @@ def _stage(
         )
         raise Failure(description=msg, allow_retries=False) from err
     except (SourceInvalid, SourceUnavailable) as err:
-        msg = f"{err}. The staged copy is kept, and this run does not write {kept}."
+        # A bad or missing download never reaches staging: whatever a past run staged stays as it was.
+        msg = f"{str(err).rstrip('.')}. Any copy staged before is kept, and this run does not write {kept}."
         raise Failure(description=msg, allow_retries=False) from err
 
 

@@ -7,12 +7,15 @@ import http.client
 import json
 import logging
 import shutil
+import socket
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
@@ -75,6 +78,13 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
+# A HEAD is a cheap look (the sensor asks for several URLs in one tick): one quick retry, then give up;
+# a stalled HEAD costs at most about 31 s, within a sensor tick.
+HEAD_RETRY = RetryPolicy(attempts=2, first_wait_seconds=1.0, max_wait_seconds=1.0, read_timeout_seconds=15.0)
+# Failures of the network or the server that another attempt may get past; local disk errors are not among them.
+NETWORK_ERRORS = (ConnectionError, TimeoutError, ssl.SSLError, http.client.HTTPException)
+
+T = TypeVar("T")
 
 
 class SourceUnavailable(ConnectionError):
@@ -101,6 +111,20 @@ def fetch_if_changed(
     Resets, cut bodies, stalls and 5xx answers are retried with exponential backoff; after the last
     attempt one ``SourceUnavailable`` names the URL, the cause and what to try.
     """
+    return _with_retries(
+        url,
+        policy,
+        progress,
+        lambda: _fetch_once(url, previous, workdir, progress, policy.read_timeout_seconds),
+        failed=f"Could not download {url}",
+        then="then materialize the partition again",
+    )
+
+
+def _with_retries(
+    url: str, policy: RetryPolicy, progress: Progress, attempt_once: Callable[[], T], failed: str, then: str
+) -> T:
+    """Run ``attempt_once`` until it gets past its ``_TransientFault``s or the attempts run out."""
 
     def report_retry(state: RetryCallState) -> None:
         fault = state.outcome.exception()
@@ -117,16 +141,14 @@ def fetch_if_changed(
         reraise=True,
     )
     try:
-        for attempt in retrying:
-            with attempt:
-                return _fetch_once(url, previous, workdir, progress, policy.read_timeout_seconds)
+        return retrying(attempt_once)
     except _TransientFault as fault:
+        attempts = "1 attempt" if policy.attempts == 1 else f"{policy.attempts} attempts"
         msg = (
-            f"Could not download {url}: {fault.reason} (after {policy.attempts} attempts). Check the network "
-            "and the base URL (TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL), then materialize the partition again."
+            f"{failed}: {fault.reason} (after {attempts}). Check the network and the base URL "
+            f"(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL), {then}."
         )
         raise SourceUnavailable(msg) from fault.__cause__
-    raise AssertionError("unreachable")
 
 
 def _fetch_once(
@@ -145,7 +167,7 @@ def _fetch_once(
             size = int(response.headers.get("Content-Length") or -1)
             if previous and _same_source(previous, url, etag, last_modified, size):
                 return None
-            return _stream(url, response, workdir, etag, last_modified, size, progress)
+            return _stream(url, response, workdir, etag, last_modified, size, progress, timeout)
     except urllib.error.HTTPError as err:
         if err.code == 304:
             return None
@@ -164,22 +186,26 @@ def _fetch_once(
             msg = f"{url} does not exist"
             raise SourceMissing(msg) from err
         raise _TransientFault(_plain(err.reason, timeout)) from err
-    except (OSError, http.client.HTTPException) as err:
+    except NETWORK_ERRORS as err:
         raise _TransientFault(_plain(err, timeout)) from err
 
 
 def _plain(cause: object, timeout: float) -> str:
     """A network failure in the words a user would use."""
     if isinstance(cause, TimeoutError):
-        return f"no data arrived for {timeout:.0f} s"
+        return f"no data arrived for {timeout:g} s"
+    if isinstance(cause, http.client.RemoteDisconnected):  # before ConnectionResetError, its base class
+        return "the server closed the connection without answering"
     if isinstance(cause, ConnectionResetError):
         return "the connection was reset"
-    if isinstance(cause, http.client.RemoteDisconnected):
-        return "the server closed the connection without answering"
-    if isinstance(cause, http.client.IncompleteRead):
-        return f"the body ended early (after {len(cause.partial)} bytes of a chunk)"
+    if isinstance(cause, ConnectionAbortedError):
+        return "the connection was aborted"
     if isinstance(cause, ConnectionRefusedError):
         return "the connection was refused"
+    if isinstance(cause, http.client.IncompleteRead):
+        return "the body ended early"
+    if isinstance(cause, socket.gaierror):
+        return "the host name could not be resolved"
     return str(cause) or type(cause).__name__
 
 
@@ -191,7 +217,9 @@ def _same_source(previous: FetchRecord, url: str, etag: str | None, last_modifie
     return bool(last_modified) and last_modified == previous.last_modified and size == previous.size
 
 
-def _stream(url, response, workdir: Path, etag, last_modified, size: int, progress: Progress) -> Fetched:
+def _stream(
+    url, response, workdir: Path, etag, last_modified, size: int, progress: Progress, timeout: float
+) -> Fetched:
     name = url.rstrip("/").rsplit("/", 1)[-1]
     workdir.mkdir(parents=True, exist_ok=True)
     target = workdir / name
@@ -199,15 +227,19 @@ def _stream(url, response, workdir: Path, etag, last_modified, size: int, progre
     received, next_report = 0, 0.25
     try:
         with target.open("wb") as out:
-            while chunk := response.read(CHUNK_BYTES):
-                out.write(chunk)
-                digest.update(chunk)
-                received += len(chunk)
-                if size > PROGRESS_MIN_BYTES and received / size >= next_report:
-                    progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
-                    next_report += 0.25
+            try:
+                while chunk := response.read1(CHUNK_BYTES):  # what has arrived, so a cut is counted exactly
+                    out.write(chunk)  # a local disk error is no network fault: it is not caught below
+                    digest.update(chunk)
+                    received += len(chunk)
+                    if size > PROGRESS_MIN_BYTES and received / size >= next_report:
+                        progress(f"{name}: {received / 1e6:.1f} of {size / 1e6:.1f} MB")
+                        next_report += 0.25
+            except NETWORK_ERRORS as err:
+                of_size = f" of {size:,}" if size > 0 else ""
+                raise _TransientFault(f"{_plain(err, timeout)} at byte {received:,}{of_size}") from err
         if size > 0 and received != size:
-            raise _TransientFault(f"the download was cut off: received {received} of {size} bytes")
+            raise _TransientFault(f"the download was cut off: received {received:,} of {size:,} bytes")
     except BaseException:
         target.unlink(missing_ok=True)  # the next attempt starts from an empty file
         raise
@@ -229,17 +261,36 @@ def copy_atomically(source: Path, target: Path) -> None:
     tmp.replace(target)
 
 
-def source_version(url: str) -> str | None:
-    """A cheap look at whether ``url`` exists: its ETag or Last-Modified, ``None`` when it is absent."""
+def source_version(url: str, progress: Progress = log.info, policy: RetryPolicy = HEAD_RETRY) -> str | None:
+    """A cheap look at whether ``url`` exists: its ETag or Last-Modified, ``None`` when it is absent.
+
+    Transient faults get ``policy``'s retries; then ``SourceUnavailable``, as for a download.
+    """
+    return _with_retries(
+        url,
+        policy,
+        progress,
+        lambda: _head_once(url, policy.read_timeout_seconds),
+        failed=f"Could not look up {url}",
+        then="then look again",
+    )
+
+
+def _head_once(url: str, timeout: float) -> str | None:
     request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT})
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.headers.get("ETag") or response.headers.get("Last-Modified") or "present"
     except urllib.error.HTTPError as err:
         if err.code in MISSING_STATUSES:
             return None
-        raise
+        if err.code >= 500 or err.code == 429:
+            raise _TransientFault(f"the server answered HTTP {err.code} {err.reason}") from err
+        msg = f"Looking up {url} failed with HTTP {err.code} {err.reason}; check the base URL"
+        raise SourceUnavailable(msg) from err
     except urllib.error.URLError as err:
         if isinstance(err.reason, FileNotFoundError):
             return None
-        raise
+        raise _TransientFault(_plain(err.reason, timeout)) from err
+    except NETWORK_ERRORS as err:
+        raise _TransientFault(_plain(err, timeout)) from err
