@@ -29,10 +29,10 @@ def main() -> int:
     os.environ.setdefault("TAXI_STATE_DIR", tempfile.mkdtemp(prefix="taxi-bench-"))
 
     from dagster import instance_for_test
+    from forecast_assets.settings import state_path
 
     from forecast_assets.definitions import build_definitions, resources_from_env
     from forecast_assets.resources import SourceResource
-    from forecast_assets.settings import state_path
     from forecast_assets.sources.sample_source import SampleSource
 
     started = time.perf_counter()
@@ -82,7 +82,7 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
     from forecast_assets.assets.checks import RAW_YELLOW_AUDITS, MonthFacts
     from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
     from forecast_assets.lakehouse.tables import RAW_YELLOW
-    from forecast_assets.months import MonthWindow
+    from taxi_core.months import MonthWindow
 
     window = MonthWindow.from_partition_key(f"{month}-01")
     rows = spark.table(RAW_YELLOW.identifier).where(f"source_month = '{month}'")

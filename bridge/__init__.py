@@ -1,1 +1,12 @@
-"""The lineage bridge: Dagster's event log and Metaflow's runs as OpenLineage events."""
+"""Lineage across Dagster and Metaflow: OpenLineage events and one DataHub graph, per run and per version.
+
+The public API, by module (importing the package itself loads nothing, so a Metaflow step that
+records lineage does not pay for Dagster or DataHub):
+
+- ``bridge.config``: ``LineageBridge``, ``DataHubTarget``: what a project hands the bridge;
+- ``bridge.naming``: ``Naming``, ``IcebergTables``, ``GlueTables``: how datasets are named;
+- ``bridge.sensor``: ``lineage_sensor``: the bridge as a Dagster sensor;
+- ``bridge.bridge_pass``: ``run_pass``: one pass, from anywhere;
+- ``bridge.metaflow_recorder``: ``record_lineage``, ``record_read``, ``record_write``, ``record_model``: in flows;
+- ``bridge.cli``: ``main``: a project's lineage command.
+"""

@@ -1,4 +1,4 @@
-"""One bridge pass: read each source past its cursor, queue the events, deliver what is queued."""
+"""One bridge pass: read each source past its cursor, queue the events, deliver them, write DataHub, report back."""
 
 from __future__ import annotations
 
@@ -6,11 +6,17 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
+from dagster import DagsterInstance
+from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 
-from bridge.datahub_sink import SinkResult, datahub_kind, open_writer, sink_name, write_to_datahub
+from bridge.config import LineageBridge
+from bridge.dagster_reports import report_metaflow_outputs
+from bridge.dagster_source import AssetGraph, DagsterSource
+from bridge.datahub_sink import SinkResult, open_writer, write_to_datahub
 from bridge.delivery import DeliveryResult, deliver, make_client
-from bridge.outbox import Outbox, default_outbox
+from bridge.metaflow_source import MetaflowSource
+from bridge.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +28,21 @@ class PassResult:
     untranslated: list[int] = field(default_factory=list)
     delivery: DeliveryResult | None = None
     datahub: SinkResult | None = None
+    reported: list[str] = field(default_factory=list)
 
 
-def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
+def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph) -> list:
+    """The Dagster event log of ``instance`` and the followed Metaflow flows; a flow's Dagster root is named
+    from the same instance."""
+    dagster = DagsterSource(instance, graph, bridge.naming, default_location=bridge.code_location)
+    return [dagster, MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job)]
+
+
+def queue_source(outbox: Outbox, source) -> tuple[int, Counter]:
     """Read ``source`` past its cursor and queue its events with the new cursor, atomically."""
-    events, cursor = source.read(outbox.cursor(name))
+    events, cursor = source.read(outbox.cursor(source.name))
     types: Counter = Counter()
-    with outbox.batch(name) as batch:
+    with outbox.batch(source.name) as batch:
         for key, event in events:
             if batch.add(key, Serde.to_json(event)):
                 types[event.eventType.value] += 1
@@ -36,21 +50,50 @@ def queue_source(outbox: Outbox, name: str, source) -> tuple[int, Counter]:
     return batch.added, types
 
 
-def run_pass(sources: dict, outbox: Outbox | None = None, client=None, datahub=None) -> PassResult:
-    """``datahub``: ``(sink name, writer)``; by default the configured one (DataHub Lite unless set off)."""
-    outbox = outbox or default_outbox()
+def run_pass(
+    bridge: LineageBridge,
+    instance: DagsterInstance,
+    graph: AssetGraph,
+    client: OpenLineageClient | None = None,
+    datahub_writer=None,
+) -> PassResult:
+    """One pass over ``instance`` (with its asset ``graph``) and the followed flows.
+
+    ``client`` defaults to the OpenLineage client as configured (:func:`bridge.delivery.make_client`);
+    ``datahub_writer`` to a writer for ``bridge.datahub``, opened and closed here.
+    """
+    outbox = Outbox(bridge.outbox_path)
     result = PassResult()
-    for name, source in sources.items():
-        added, types = queue_source(outbox, name, source)
-        result.queued[name] = added
+    for source in sources_for(bridge, instance, graph):
+        added, types = queue_source(outbox, source)
+        result.queued[source.name] = added
         result.event_types.update(types)
-        result.untranslated += getattr(source, "untranslated", [])
-    result.delivery = deliver(outbox, client or make_client())
-    name, writer = datahub if datahub is not None else (sink_name(datahub_kind()), open_writer())
+        result.untranslated += source.untranslated
+    result.delivery = deliver(outbox, client or make_client(bridge.events_file))
+    writer = datahub_writer if datahub_writer is not None else open_writer(bridge.datahub)
     if writer is not None:
         try:
-            result.datahub = write_to_datahub(outbox, writer, name)
+            result.datahub = write_to_datahub(outbox, writer, bridge.datahub.sink, bridge.naming)
         finally:
-            if datahub is None:
+            if datahub_writer is None:
                 writer.close()
+    result.reported = report_metaflow_outputs(instance, outbox, bridge)
     return result
+
+
+def summary(result: PassResult) -> str:
+    """One line for a sensor tick or a log."""
+    delivery = result.delivery
+    line = (
+        f"queued {sum(result.queued.values())} new events {dict(result.event_types)}; "
+        f"delivered {delivery.delivered}, {delivery.pending} waiting"
+    )
+    if result.datahub is not None:
+        line += f"; DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
+    if result.reported:
+        line += f"; reported {len(result.reported)} Metaflow runs made outside Dagster as materializations"
+    if result.untranslated:
+        line += f"; {len(result.untranslated)} records could not be translated (storage ids in the log)"
+    if delivery.error:
+        line += f" (backend unavailable: {delivery.error})"
+    return line

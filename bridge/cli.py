@@ -1,9 +1,12 @@
-"""`taxi-lineage`: one bridge pass without the Dagster daemon, and a look at the lineage graph.
+"""The bridge's command line: one pass without the Dagster daemon, and a look at the lineage graph.
 
-taxi-lineage                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (Lite)
-taxi-lineage show DATASET_OR_JOB   upstream and downstream across both tools, versions, last runs
-taxi-lineage model [VERSION]       model versions and the datasets each was trained on
-taxi-lineage picture [--out FILE]  the whole graph as an SVG to open in a browser
+A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the project's code
+location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
+
+    pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    show DATASET_OR_JOB        upstream and downstream across both tools, versions, last runs
+    model [VERSION]            model versions and the datasets each was trained on
+    picture [--out FILE]       the whole graph as an SVG to open in a browser
 """
 
 from __future__ import annotations
@@ -11,48 +14,45 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 
+from bridge.config import LineageBridge
 from bridge.graph_view import LineageGraph, NotInGraph, model_versions, not_found_message, to_svg
-
-# Each command imports the tools it needs when it runs: the pass needs Dagster, Metaflow and the
-# OpenLineage client, the read commands only DataHub Lite (and SQLite), and `--help` none of them.
+from bridge.lite import HOW_TO_MAKE_ONE, NoLineageGraph, open_for_reading
+from bridge.outbox import Outbox
 
 
 class UsageError(Exception):
     """A name or state the command cannot work with; reported like argparse's usage errors."""
 
 
-def lineage_pass() -> int:
-    from forecast_assets.local_state import dagster_home
-
-    os.environ.setdefault("DAGSTER_HOME", str(dagster_home()))
+def lineage_pass(bridge: LineageBridge) -> int:
+    # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
     from dagster import DagsterInstance
 
-    from bridge.bridge_pass import default_outbox, run_pass
-    from bridge.dagster_reports import report_metaflow_outputs
+    from bridge.bridge_pass import run_pass
+    from bridge.code_location import CodeLocationNotFound, load_asset_graph
     from bridge.delivery import describe, make_client
-    from bridge.sources import sources_for
 
     started = time.monotonic()
-    client = make_client()
-    outbox = default_outbox()
+    try:
+        graph = load_asset_graph(bridge.workspace_file, bridge.code_location)
+    except CodeLocationNotFound as err:
+        raise UsageError(str(err)) from err
+    client = make_client(bridge.events_file)
     with DagsterInstance.get() as instance:
-        result = run_pass(sources_for(instance), outbox, client)
-        reported = report_metaflow_outputs(instance, outbox)
+        result = run_pass(bridge, instance, graph, client)
     seconds = time.monotonic() - started
-    queued = sum(result.queued.values())
-    print(f"Lineage pass: {queued} new events ({dict(result.event_types)}) in {seconds:.1f} s")
+    print(f"Lineage pass: {sum(result.queued.values())} new events ({dict(result.event_types)}) in {seconds:.1f} s")
     print(f"  per source: {result.queued}")
     print(f"  delivered {result.delivery.delivered} to {describe(client)}; {result.delivery.pending} still queued")
     if result.datahub is not None:
         print(f"  DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
               + (f"; stopped: {result.datahub.error}" if result.datahub.error else ""))  # fmt: skip
-    if reported:
-        print(f"  reported {len(reported)} Metaflow runs from the shell to Dagster as materializations")
+    if result.reported:
+        print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
     if result.untranslated:
         print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
     if result.delivery.error:
@@ -60,12 +60,12 @@ def lineage_pass() -> int:
     return 0
 
 
-def _open_graph():
+def _open_graph(bridge: LineageBridge):
     """The lineage graph and the open DataHub Lite it was read from (the caller closes it)."""
-    from bridge.lite import HOW_TO_MAKE_ONE, NoLineageGraph, lite_path, open_for_reading
-
+    if bridge.datahub.kind != "lite":
+        raise UsageError(f"The lineage graph is read from DataHub Lite; DataHub is set to {bridge.datahub.kind!r}")
     try:
-        lite = open_for_reading()
+        lite = open_for_reading(bridge.datahub.lite_path)
     except NoLineageGraph as err:
         raise UsageError(str(err)) from err
     try:
@@ -75,17 +75,15 @@ def _open_graph():
         raise
     if not graph.labels:
         lite.close()
-        msg = f"The lineage graph at {lite_path()} holds no jobs yet; {HOW_TO_MAKE_ONE}"
+        msg = f"The lineage graph at {bridge.datahub.lite_path} holds no jobs yet; {HOW_TO_MAKE_ONE}"
         raise UsageError(msg)
     return graph, lite
 
 
-def _versions_written(label: str) -> list[tuple[str, str, str]]:
+def _versions_written(bridge: LineageBridge, label: str) -> list[tuple[str, str, str]]:
     """(time, job, version) of each completed run that wrote the dataset ``label`` or ran as job ``label``."""
-    from bridge.outbox import default_outbox
-
     runs = set()
-    for queued in default_outbox().events_after(0, limit=1_000_000):
+    for queued in Outbox(bridge.outbox_path).events_after(0, limit=1_000_000):
         event = json.loads(queued.payload)
         if event["eventType"] != "COMPLETE":
             continue
@@ -97,8 +95,8 @@ def _versions_written(label: str) -> list[tuple[str, str, str]]:
     return sorted(runs)
 
 
-def show(name: str) -> int:
-    graph, lite = _open_graph()
+def show(bridge: LineageBridge, name: str) -> int:
+    graph, lite = _open_graph(bridge)
     lite.close()
     try:
         node = graph.find(name)
@@ -109,7 +107,7 @@ def show(name: str) -> int:
         print(f"\n{title}:")
         for depth, other in graph.walk(node, upstream):
             print(f"  {'  ' * (depth - 1)}{graph.labels[other]}  [{graph.kinds[other]}]")
-    runs = _versions_written(graph.labels[node])
+    runs = _versions_written(bridge, graph.labels[node])
     if runs:
         print("\nlast versions written (time, job, version):")
         for when, job, version in runs[-8:]:
@@ -117,8 +115,8 @@ def show(name: str) -> int:
     return 0
 
 
-def model(version: str | None) -> int:
-    _, lite = _open_graph()
+def model(bridge: LineageBridge, version: str | None) -> int:
+    _, lite = _open_graph(bridge)
     try:
         versions = model_versions(lite)
     finally:
@@ -127,7 +125,7 @@ def model(version: str | None) -> int:
     if version and not matching:
         raise UsageError(not_found_message("model version", version, [v.tag for v in versions]))
     if not versions:
-        print("No model versions in the lineage graph yet: train one (`taxi demo`), then run a lineage pass.")
+        print("No model versions in the lineage graph yet: train one, then run a lineage pass.")
     for found in matching:
         print(f"{found.tag}  {', '.join(f'{name}={value}' for name, value in found.metrics.items())}")
         for dataset in found.inputs:
@@ -135,12 +133,12 @@ def model(version: str | None) -> int:
     return 0
 
 
-def picture(out: Path) -> int:
-    graph, lite = _open_graph()
+def picture(bridge: LineageBridge, out: Path, title: str) -> int:
+    graph, lite = _open_graph(bridge)
     lite.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     pictured = graph.without_dead_ends()
-    out.write_text(to_svg(pictured, "NYC taxi demand: lineage across Dagster and Metaflow"))
+    out.write_text(to_svg(pictured, title))
     print(
         f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
         "open it in a browser"
@@ -148,46 +146,34 @@ def picture(out: Path) -> int:
     return 0
 
 
-def _default_picture() -> Path:
-    from forecast_assets.settings import state_path
-
-    return state_path("lineage") / "lineage_graph.svg"
-
-
-def _keep_tool_files_in_state_folder() -> None:
-    """Metaflow's client cache and DataHub's telemetry setting, as for every other command."""
-    from forecast_assets.local_state import apply_tool_environment
-
-    apply_tool_environment()
-
-
-def main(argv: list[str] | None = None) -> int:
+def parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="taxi-lineage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("pass", help="one bridge pass (the default)")
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
-    show_parser.add_argument("name", help="e.g. nyc_taxi.yellow_rides_hourly_forecast or TrainForecastModelFlow.load")
+    show_parser.add_argument("name", help="a table identifier (db.table) or a job (Flow.step, job.step)")
     model_parser = commands.add_parser("model", help="model versions and their input datasets")
-    model_parser.add_argument("version", nargs="?", help="a Metaflow run pathspec, or part of it")
+    model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
     picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", title: str = "Lineage") -> int:
+    """Run one command for ``bridge``; returns the exit status (2 for a usage error)."""
+    arguments = parser(prog)
+    args = arguments.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    _keep_tool_files_in_state_folder()
     try:
         if args.command == "show":
-            return show(args.name)
+            return show(bridge, args.name)
         if args.command == "model":
-            return model(args.version)
+            return model(bridge, args.version)
         if args.command == "picture":
-            return picture(args.out or _default_picture())
-        return lineage_pass()
+            return picture(bridge, args.out or bridge.lineage_dir / "lineage_graph.svg", title)
+        return lineage_pass(bridge)
     except UsageError as err:
-        print(f"{parser.prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
+        print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

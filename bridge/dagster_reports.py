@@ -1,18 +1,18 @@
-"""Report Metaflow runs started outside Dagster as materializations of the Metaflow-made assets.
+"""Report Metaflow runs made outside Dagster as materializations of the assets they wrote.
 
-A flow launched by Dagster already materialized ``forecast_model`` and the forecast table in its
-own run; a flow run from the shell did not, so each such successful run is reported once as a
-runless materialization, and Dagster's asset graph shows every model version.
+A flow launched by Dagster already materialized its assets in its own run; a flow run from the
+shell did not, so each such successful run is reported once, as runless materializations of the
+datasets it recorded writing, and Dagster's asset graph shows every version.
 """
 
 from __future__ import annotations
 
 import logging
 
-from dagster import AssetMaterialization, DagsterInstance
+from dagster import AssetKey, AssetMaterialization, DagsterInstance
 
-import flows  # noqa: F401  (points Metaflow at the state folder before Metaflow is imported)
-from bridge.metaflow_lineage import FLOW_NAME
+from bridge.config import LineageBridge
+from bridge.metaflow_source import flow_runs, run_record
 from bridge.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -20,29 +20,41 @@ log = logging.getLogger(__name__)
 CURSOR = "dagster-reports"
 
 
-def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox) -> list[str]:
-    """Report each new successful shell-run version; returns the run pathspecs reported."""
-    from metaflow import Flow, namespace
-    from metaflow.exception import MetaflowNotFound
+def asset_key_of(use: dict) -> AssetKey:
+    """The asset of a recorded dataset: a table by its identifier's parts, anything else by its name's."""
+    return AssetKey(use["name"].split(".") if use["kind"] == "table" else use["name"].split("/"))
 
-    from forecast_assets.assets.training import FORECAST_MODEL, FORECAST_TABLE, forecast_table_metadata, model_metadata
 
-    namespace(None)
-    seen = set(outbox.cursor(CURSOR).get("seen", []))
-    try:
-        runs = [run for run in Flow(FLOW_NAME) if run.id not in seen and run.successful]
-    except MetaflowNotFound:
-        return []
+def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox, bridge: LineageBridge) -> list[str]:
+    """Report each new successful run made outside Dagster; returns the run pathspecs reported."""
+    cursor = outbox.cursor(CURSOR)
     reported = []
-    for run in sorted(runs, key=lambda r: r.created_at):
-        if run["start"].task.data.lineage_parent is None:
-            instance.report_runless_asset_event(AssetMaterialization(FORECAST_MODEL, metadata=model_metadata(run)))
-            instance.report_runless_asset_event(
-                AssetMaterialization(FORECAST_TABLE, metadata=forecast_table_metadata(run))
-            )
-            reported.append(run.pathspec)
-            log.info("Reported %s to Dagster", run.pathspec)
-        seen.add(run.id)
-        with outbox.batch(CURSOR) as batch:
-            batch.set_cursor({"seen": sorted(seen)})
+    for flow in bridge.flows:
+        # Before the cursor was kept per flow it held one flow's "seen" list.
+        seen = set(cursor.get(flow, {}).get("seen", cursor.get("seen", [])))
+        for run in flow_runs(flow):
+            if run.id in seen or not run.successful:
+                continue
+            record = run_record(run, lambda _: None)
+            if record.dagster_run_id is None:
+                _report(instance, bridge, record)
+                reported.append(run.pathspec)
+                log.info("Reported %s to Dagster", run.pathspec)
+            seen.add(run.id)
+            cursor = {key: value for key, value in cursor.items() if key != "seen"} | {flow: {"seen": sorted(seen)}}
+            with outbox.batch(CURSOR) as batch:
+                batch.set_cursor(cursor)
     return reported
+
+
+def _report(instance: DagsterInstance, bridge: LineageBridge, record) -> None:
+    extra = bridge.report_metadata(record.pathspec) if bridge.report_metadata else {}
+    writes = {}
+    for task in record.tasks:
+        for use in task.io.get("writes", []):
+            writes[asset_key_of(use)] = use
+    for key, use in writes.items():
+        metadata = {"metaflow_run": record.pathspec, "version": use["version"]}
+        if use.get("rows") is not None:
+            metadata["dagster/row_count"] = use["rows"]
+        instance.report_runless_asset_event(AssetMaterialization(key, metadata={**metadata, **extra.get(key, {})}))

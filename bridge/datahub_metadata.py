@@ -1,8 +1,9 @@
 """Translate OpenLineage run events into native DataHub metadata (acryl-datahub SDK aspects).
 
 Pure: events in, ``MetadataChangeProposalWrapper``s out. Flows and jobs come from OpenLineage job
-names (``{parent}.{leaf}``), datasets from ``bridge.naming`` (so replays update, never duplicate),
-and each OpenLineage run becomes a DataProcessInstance of its job.
+names (``{parent}.{leaf}``), datasets from the naming policy (so replays update, never duplicate),
+each OpenLineage run becomes a DataProcessInstance of its job, and a ``modelTraining`` run facet an
+MLModel version in its MLModelGroup. Everything comes from the event: nothing is looked up.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datahub.emitter import mce_builder as builder
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
 
-from bridge.naming import DatasetName, datahub_urn
+from bridge.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
 
 ACTOR = "urn:li:corpuser:taxi-demand-bridge"
 RUN_RESULTS = {
@@ -23,11 +24,11 @@ RUN_RESULTS = {
 }
 
 
-def dataset_urn(dataset: dict) -> str:
+def dataset_urn(dataset: dict, naming: Naming) -> str:
     symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
     catalog = symlinks[0] if symlinks else {}
     name = DatasetName(dataset["namespace"], dataset["name"], catalog.get("name"), catalog.get("namespace"))
-    return datahub_urn(name)
+    return naming.datahub_urn(name)
 
 
 def flow_and_job(event: dict) -> tuple[str, str | None]:
@@ -42,15 +43,12 @@ def _millis(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-MODEL_GROUP = builder.make_ml_model_group_urn("metaflow", "forecast_model", "PROD")
-
-
-def metadata_for(event: dict, model_details=None) -> list[MetadataChangeProposalWrapper]:
-    """DataHub aspects for one event; ``model_details(version)`` adds metrics to model versions."""
+def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrapper]:
+    """DataHub aspects for one OpenLineage event (as JSON)."""
     flow, job = flow_and_job(event)
     integration = event["job"]["facets"]["jobType"]["integration"].lower()
-    inputs = [dataset_urn(d) for d in event.get("inputs", [])]
-    outputs = [dataset_urn(d) for d in event.get("outputs", [])]
+    inputs = [dataset_urn(d, naming) for d in event.get("inputs", [])]
+    outputs = [dataset_urn(d, naming) for d in event.get("outputs", [])]
     flow_info = models.DataFlowInfoClass(
         name=event["job"]["name"].partition(".")[0], customProperties={"orchestrator": integration}
     )
@@ -74,19 +72,21 @@ def metadata_for(event: dict, model_details=None) -> list[MetadataChangeProposal
             )  # fmt: skip
     partition = event["run"]["facets"].get("nominalTime", {}).get("nominalStartTime", "")[:10] or None
     for dataset in event.get("outputs", []):
-        aspects += _dataset_aspects(dataset, inputs, partition)
-    aspects += _run_aspects(event, entity, inputs, outputs)
+        aspects += _dataset_aspects(dataset, inputs, partition, naming)
+    aspects += _run_aspects(event, entity, inputs, outputs, naming)
     if event["eventType"] in ("COMPLETE", "FAIL"):  # a failed audit is the result people most need to see
         checked = [*event.get("inputs", []), *event.get("outputs", [])]
-        aspects += [a for d in checked for a in _assertion_aspects(event, d)]
-    if not job and event["eventType"] == "COMPLETE":
-        aspects += _model_aspects(event, inputs, model_details)
+        aspects += [a for d in checked for a in _assertion_aspects(event, d, naming)]
+    if event["eventType"] == "COMPLETE" and "modelTraining" in event["run"]["facets"]:
+        aspects += _model_aspects(event, inputs, naming)
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
 
 
-def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) -> list[tuple[str, object]]:
+def _dataset_aspects(
+    dataset: dict, upstream: list[str], partition: str | None, naming: Naming
+) -> list[tuple[str, object]]:
     """Properties of the dataset's latest version (version, rows written, partition) and lineage."""
-    urn = dataset_urn(dataset)
+    urn = dataset_urn(dataset, naming)
     facets = dataset.get("facets", {})
     properties = {"openlineage_namespace": dataset["namespace"], "openlineage_name": dataset["name"]}
     if "version" in facets:
@@ -100,7 +100,7 @@ def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) 
     # Only a written version describes the dataset's latest state; a planned or failed output must not
     # overwrite the properties of the version before it.
     if "version" in facets:
-        aspects.append((urn, models.DatasetPropertiesClass(name=urn.split(",")[1], customProperties=properties)))
+        aspects.append((urn, models.DatasetPropertiesClass(name=dataset_urn_name(urn), customProperties=properties)))
     if upstream:
         aspects.append(
             (urn, models.UpstreamLineageClass(
@@ -112,7 +112,8 @@ def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) 
     if fields:
         aspects.append(
             (urn, models.SchemaMetadataClass(
-                schemaName=urn.split(",")[1], platform=urn.split(",")[0].split("(")[1], version=0, hash="",
+                schemaName=dataset_urn_name(urn), platform=f"urn:li:dataPlatform:{dataset_urn_platform(urn)}",
+                version=0, hash="",
                 platformSchema=models.OtherSchemaClass(rawSchema=""),
                 fields=[models.SchemaFieldClass(fieldPath=f["name"], nativeDataType=f.get("type") or "",
                                                 type=models.SchemaFieldDataTypeClass(type=models.StringTypeClass()))
@@ -122,7 +123,9 @@ def _dataset_aspects(dataset: dict, upstream: list[str], partition: str | None) 
     return aspects
 
 
-def _run_aspects(event: dict, template: str, inputs: list[str], outputs: list[str]) -> list[tuple[str, object]]:
+def _run_aspects(
+    event: dict, template: str, inputs: list[str], outputs: list[str], naming: Naming
+) -> list[tuple[str, object]]:
     """The run as a DataProcessInstance, with what this run (this version) read and wrote."""
     urn = f"urn:li:dataProcessInstance:{event['run']['runId']}"
     when = _millis(event["eventTime"])
@@ -143,7 +146,7 @@ def _run_aspects(event: dict, template: str, inputs: list[str], outputs: list[st
     elif event["eventType"] in RUN_RESULTS:
         # The run's properties again, now with the dataset versions it read and wrote.
         versions = {
-            f"{direction}:{dataset_urn(d).split(',')[1]}": d["facets"]["version"]["datasetVersion"]
+            f"{direction}:{dataset_urn_name(dataset_urn(d, naming))}": d["facets"]["version"]["datasetVersion"]
             for direction in ("input", "output")
             for d in event.get(f"{direction}s", [])
             if "version" in d.get("facets", {})
@@ -162,38 +165,35 @@ def _run_aspects(event: dict, template: str, inputs: list[str], outputs: list[st
     return aspects
 
 
-def _model_aspects(event: dict, inputs: list[str], model_details) -> list[tuple[str, object]]:
-    """A flow run that wrote the model: the model group and one MLModel for this version."""
-    models_written = [
-        d
-        for d in event.get("outputs", [])
-        if d["name"].endswith("/forecast_model") and "version" in d.get("facets", {})
+def _model_aspects(event: dict, inputs: list[str], naming: Naming) -> list[tuple[str, object]]:
+    """A run that trained a model: the model group and one MLModel for this version, with what it learned."""
+    facet = event["run"]["facets"]["modelTraining"]
+    name, version = facet["model"], facet["version"]
+    platform = event["job"]["facets"]["jobType"]["integration"].lower()
+    group = builder.make_ml_model_group_urn(platform, name, "PROD")
+    urn = builder.make_ml_model_urn(platform, f"{name}_{version.replace('/', '_')}", "PROD")
+    written = [
+        d for d in event.get("outputs", []) if d.get("facets", {}).get("version", {}).get("datasetVersion") == version
     ]
-    aspects: list[tuple[str, object]] = []
-    for dataset in models_written:
-        version = dataset["facets"]["version"]["datasetVersion"]
-        details = model_details(version) if model_details else {}
-        urn = builder.make_ml_model_urn("metaflow", f"forecast_model_{version.replace('/', '_')}", "PROD")
-        properties = models.MLModelPropertiesClass(
-            name=f"forecast_model {version}",
-            version=models.VersionTagClass(versionTag=version),
-            trainingMetrics=[models.MLMetricClass(name=k, value=str(v)) for k, v in details.get("metrics", {}).items()],
-            hyperParams=[models.MLHyperParamClass(name=k, value=str(v)) for k, v in details.get("params", {}).items()],
-            trainingJobs=[f"urn:li:dataProcessInstance:{event['run']['runId']}"],
-            groups=[MODEL_GROUP],
-            customProperties={"input_datasets": ", ".join(sorted(set(inputs))), "model_dataset": dataset_urn(dataset)},
-        )
-        aspects += [
-            (MODEL_GROUP, models.MLModelGroupPropertiesClass(name="forecast_model", description="Hourly taxi demand")),
-            (urn, properties),
-        ]
-    return aspects
+    custom = {"input_datasets": ", ".join(sorted(set(inputs)))}
+    if written:
+        custom["model_dataset"] = dataset_urn(written[0], naming)
+    properties = models.MLModelPropertiesClass(
+        name=f"{name} {version}",
+        version=models.VersionTagClass(versionTag=version),
+        trainingMetrics=[models.MLMetricClass(name=k, value=str(v)) for k, v in facet.get("metrics", {}).items()],
+        hyperParams=[models.MLHyperParamClass(name=k, value=str(v)) for k, v in facet.get("params", {}).items()],
+        trainingJobs=[f"urn:li:dataProcessInstance:{event['run']['runId']}"],
+        groups=[group],
+        customProperties=custom,
+    )
+    return [(group, models.MLModelGroupPropertiesClass(name=name)), (urn, properties)]
 
 
-def _assertion_aspects(event: dict, dataset: dict) -> list[tuple[str, object]]:
+def _assertion_aspects(event: dict, dataset: dict, naming: Naming) -> list[tuple[str, object]]:
     """Each asset check on a dataset as a DataHub assertion, with this run's result."""
     facet = dataset.get("facets", {}).get("dataQualityAssertions", {})
-    target = dataset_urn(dataset)
+    target = dataset_urn(dataset, naming)
     aspects: list[tuple[str, object]] = []
     for check in facet.get("assertions", []):
         urn = builder.make_assertion_urn(builder.datahub_guid({"dataset": target, "check": check["assertion"]}))

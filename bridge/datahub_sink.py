@@ -1,36 +1,33 @@
-"""Write the queued lineage into DataHub: DataHub Lite in the state folder by default, a GMS by config.
+"""Write the queued lineage into DataHub: DataHub Lite, a GMS over REST, or a metadata file.
 
-``TAXI_DATAHUB`` chooses the emitter: ``lite`` (default; ``.state/datahub/lite.sqlite``), ``rest``
-(``DATAHUB_GMS_URL`` and ``DATAHUB_GMS_TOKEN``), ``file`` (``TAXI_DATAHUB_FILE``, a metadata file
-that ``datahub ingest`` and ``datahub check metadata-file`` read) or ``off``. The sink keeps its own offset in the
-outbox and writes upserts, so a replay leaves the graph as it was.
+The sink keeps its own position in the outbox and writes upserts, so a replay leaves the graph as
+it was. It translates each event (:mod:`bridge.datahub_metadata`) and writes; it reads nothing else.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import flows  # noqa: F401  (points Metaflow at the state folder before Metaflow is imported)
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.emitter.rest_emitter import DatahubRestEmitter
+from datahub.metadata.schema_classes import DataJobInputOutputClass
+
+from bridge.config import DataHubTarget
 from bridge.datahub_metadata import metadata_for
 from bridge.lite import open_lite
+from bridge.naming import Naming
 from bridge.outbox import Outbox
-from forecast_assets.settings import state_path
 
 log = logging.getLogger(__name__)
-
-DATAHUB_ENV = "TAXI_DATAHUB"
 
 
 class RestWriter:
     """The same writes, to a DataHub GMS through the SDK's REST emitter."""
 
     def __init__(self, server: str, token: str | None) -> None:
-        from datahub.emitter.rest_emitter import DatahubRestEmitter
-
         self.emitter = DatahubRestEmitter(gms_server=server, token=token)
 
     def write(self, mcp) -> None:
@@ -57,30 +54,15 @@ class FileWriter:
         tmp.replace(self.path)
 
 
-def sink_name(kind: str) -> str:
-    """Each emitter keeps its own offset, so switching emitters sends it the whole graph."""
-    return f"datahub-{kind}"
-
-
-def datahub_kind() -> str:
-    return os.environ.get(DATAHUB_ENV, "lite")
-
-
-def open_writer():
-    """The configured DataHub writer, or ``None`` when DataHub is off."""
-    kind = datahub_kind()
-    if kind == "off":
+def open_writer(target: DataHubTarget):
+    """The target's writer, or ``None`` when DataHub is off."""
+    if target.kind == "off":
         return None
-    if kind == "rest":
-        server = os.environ.get("DATAHUB_GMS_URL")
-        if not server:
-            raise ValueError(f"{DATAHUB_ENV}=rest needs DATAHUB_GMS_URL (and DATAHUB_GMS_TOKEN if GMS has auth)")
-        return RestWriter(server, os.environ.get("DATAHUB_GMS_TOKEN"))
-    if kind == "file":
-        return FileWriter(Path(os.environ.get("TAXI_DATAHUB_FILE") or state_path("datahub") / "metadata.json"))
-    if kind != "lite":
-        raise ValueError(f"{DATAHUB_ENV}={kind!r} is not one of lite, rest, file, off")
-    return open_lite()
+    if target.kind == "rest":
+        return RestWriter(target.gms_url, target.gms_token)
+    if target.kind == "file":
+        return FileWriter(target.file)
+    return open_lite(target.lite_path)
 
 
 @dataclass(frozen=True)
@@ -90,28 +72,12 @@ class SinkResult:
     error: str | None
 
 
-def metaflow_model_details(version: str) -> dict:
-    """Metrics and hyperparameters of a model version, from its Metaflow run's artifacts."""
-    from metaflow import Run, namespace
-
-    namespace(None)
-    data = Run(version).data
-    metrics = data.metrics.set_index("candidate").loc[data.champion]
-    return {
-        "metrics": {f"backtest_{name}": round(float(metrics[name]), 4) for name in ("mae", "rmse", "wape")},
-        "params": dict(data.model_parameters),
-    }
-
-
 def _with_all_runs_edges(outbox: Outbox, sink: str, mcp):
     """A job's dataset and job edges as the union over its runs, not just the latest run's.
 
     DataHub replaces a job's edges on each write; per-run differences (a model version that
     started reading weather) stay on the runs (DataProcessInstance) and the model versions.
     """
-    from datahub.emitter.mcp import MetadataChangeProposalWrapper
-    from datahub.metadata.schema_classes import DataJobInputOutputClass
-
     if not isinstance(mcp.aspect, DataJobInputOutputClass):
         return mcp
     edges = {
@@ -123,14 +89,14 @@ def _with_all_runs_edges(outbox: Outbox, sink: str, mcp):
     return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=DataJobInputOutputClass(**merged))
 
 
-def write_to_datahub(outbox: Outbox, writer, sink: str, model_details=metaflow_model_details) -> SinkResult:
+def write_to_datahub(outbox: Outbox, writer, sink: str, naming: Naming) -> SinkResult:
     """Translate every event past ``sink``'s offset and write it; stop at the first failure."""
     events = aspects = 0
     offset = outbox.sink_offset(sink)
     while batch := outbox.events_after(offset):
         for queued in batch:
             try:
-                for mcp in metadata_for(json.loads(queued.payload), model_details):
+                for mcp in metadata_for(json.loads(queued.payload), naming):
                     writer.write(_with_all_runs_edges(outbox, sink, mcp))
                     aspects += 1
             except Exception as err:  # DataHub down or refusing: resume from this event next pass

@@ -1,52 +1,75 @@
-"""Deliver queued events through the OpenLineage client's own transports.
+"""Deliver queued events through the OpenLineage client's ``emit``, so its whole configuration applies.
 
-Configuration is the client's: ``OPENLINEAGE_CONFIG`` / ``openlineage.yml`` / ``OPENLINEAGE__*`` /
-``OPENLINEAGE_URL``. With none of them, events go to a JSON-lines file in the state folder.
+The client's own configuration (``OPENLINEAGE_CONFIG`` / ``openlineage.yml`` / ``OPENLINEAGE__*`` /
+``OPENLINEAGE_URL``: transports, filters, tags, environment facets) is used unchanged. When it names
+no transport, events go to a JSON-lines file in the lineage folder instead of the console.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from openlineage.client import OpenLineageClient
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.transport.console import ConsoleTransport
+from openlineage.client.transport.file import FileConfig, FileTransport
 
 from bridge.outbox import Outbox
-from forecast_assets.settings import state_path
 
 log = logging.getLogger(__name__)
 
-EVENTS_FILE = "openlineage_events.jsonl"
 
+def make_client(events_file: Path) -> OpenLineageClient:
+    """The client as the user configured it; one that appends to ``events_file`` when they configured no transport.
 
-def default_events_file() -> Path:
-    return state_path("lineage") / EVENTS_FILE
-
-
-def user_configured() -> bool:
-    """Whether the OpenLineage client would find a configuration of its own."""
-    if os.environ.get("OPENLINEAGE_CONFIG") or os.environ.get("OPENLINEAGE_URL"):
-        return True
-    if any(name.startswith("OPENLINEAGE__") for name in os.environ):
-        return True
-    candidates = (Path.cwd() / "openlineage.yml", Path.home() / ".openlineage" / "openlineage.yml")
-    return any(path.is_file() for path in candidates)
-
-
-def make_client() -> OpenLineageClient:
-    if user_configured():
-        return OpenLineageClient()
-    transport = {"type": "file", "log_file_path": str(default_events_file()), "append": True}
-    return OpenLineageClient(config={"transport": transport})
+    The client resolves its own configuration; only when it fell back to printing to the console does
+    the bridge choose the transport, keeping the rest of the client's configuration (filters, tags, facets).
+    """
+    client = OpenLineageClient()
+    if client.transport.kind == ConsoleTransport.kind and not client.config.transport:
+        events_file.parent.mkdir(parents=True, exist_ok=True)
+        client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(events_file), append=True)))
+    return client
 
 
 def describe(client: OpenLineageClient) -> str:
     config = getattr(client.transport, "config", None)
     target = getattr(config, "log_file_path", None) or getattr(config, "url", None) or ""
     return f"{client.transport.kind} {target}".strip()
+
+
+def run_event_from_json(payload: str) -> RunEvent:
+    """A queued event as the client's typed ``RunEvent``; facets stay as they were serialized."""
+    event = json.loads(payload)
+    return RunEvent(
+        eventType=RunState(event["eventType"]),
+        eventTime=event["eventTime"],
+        run=Run(runId=event["run"]["runId"], facets=event["run"].get("facets", {})),
+        job=Job(namespace=event["job"]["namespace"], name=event["job"]["name"], facets=event["job"].get("facets", {})),
+        inputs=[
+            InputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets", {}),
+                inputFacets=d.get("inputFacets", {}),
+            )
+            for d in event.get("inputs", [])
+        ],
+        outputs=[
+            OutputDataset(
+                namespace=d["namespace"],
+                name=d["name"],
+                facets=d.get("facets", {}),
+                outputFacets=d.get("outputFacets", {}),
+            )
+            for d in event.get("outputs", [])
+        ],
+        producer=event["producer"],
+        schemaURL=event["schemaURL"],
+    )
 
 
 @dataclass(frozen=True)
@@ -61,7 +84,7 @@ def deliver(outbox: Outbox, client: OpenLineageClient, limit: int = 10_000) -> D
     delivered = 0
     for queued in outbox.pending(limit):
         try:
-            client.transport.emit(json.loads(queued.payload))
+            client.emit(run_event_from_json(queued.payload))
         except Exception as err:  # any transport failure: keep the event, retry on the next pass
             log.warning("Lineage delivery stopped at event %s (%s); it stays queued", queued.seq, err)
             return DeliveryResult(delivered, outbox.counts()["pending"], str(err))

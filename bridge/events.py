@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
-from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState, set_producer
+import attr
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
+    RunFacet,
     data_quality_assertions_dataset,
     dataset_version_dataset,
     error_message_run,
@@ -23,7 +25,25 @@ from openlineage.client.facet_v2 import (
 from bridge.naming import DatasetName
 
 PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
-set_producer(PRODUCER)  # facets name this project as their producer too
+# The custom facet's JSON Schema ships with the bridge: bridge/spec/ModelTrainingRunFacet.json.
+MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
+
+
+@attr.define
+class ModelTrainingRunFacet(RunFacet):
+    """What a run that trained a model learned: the model's name and version, its metrics and hyperparameters.
+
+    Captured when the run is translated, so a sink never has to ask the training tool again.
+    """
+
+    model: str
+    version: str
+    metrics: dict[str, float] = attr.field(factory=dict)
+    params: dict[str, str] = attr.field(factory=dict)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return MODEL_FACET_SCHEMA + "#/$defs/ModelTrainingRunFacet"
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,14 @@ class JobRef:
     run_id: UUID
 
 
+@dataclass(frozen=True)
+class ModelTraining:
+    name: str
+    version: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class EventSpec:
     """Everything one run event says; :func:`run_event` turns it into the typed event."""
@@ -69,6 +97,7 @@ class EventSpec:
     nominal_start: datetime | None = None
     nominal_end: datetime | None = None
     upstream_jobs: list[JobRef] = field(default_factory=list)
+    model: ModelTraining | None = None
 
 
 def _iso(moment: datetime) -> str:
@@ -80,26 +109,31 @@ def dataset_facets(ref: DatasetRef) -> dict:
     facets: dict = {}
     if ref.name.catalog_name:
         facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
+            producer=PRODUCER,
             identifiers=[
                 symlinks_dataset.Identifier(
                     namespace=ref.name.catalog_namespace or "", name=ref.name.catalog_name, type="TABLE"
                 )
-            ]
+            ],
         )
     if ref.version is not None:
-        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=str(ref.version))
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
+            producer=PRODUCER, datasetVersion=str(ref.version)
+        )
     if ref.schema:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(
-            fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema]
+            producer=PRODUCER,
+            fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema],
         )
     if ref.assertions:
         facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+            producer=PRODUCER,
             assertions=[
                 data_quality_assertions_dataset.Assertion(
                     assertion=a.name, success=a.success, severity=a.severity, name=a.name, description=a.description
                 )
                 for a in ref.assertions
-            ]
+            ],
         )
     return facets
 
@@ -107,12 +141,17 @@ def dataset_facets(ref: DatasetRef) -> dict:
 def _output_facets(ref: DatasetRef) -> dict:
     if ref.rows is None:
         return {}
-    return {"outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(rowCount=ref.rows)}
+    return {
+        "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            producer=PRODUCER, rowCount=ref.rows
+        )
+    }
 
 
 def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFacet:
     root = root or parent
     return parent_run.ParentRunFacet(
+        producer=PRODUCER,
         run=parent_run.Run(runId=str(parent.run_id)),
         job=parent_run.Job(namespace=parent.namespace, name=parent.name),
         root=parent_run.Root(
@@ -133,15 +172,17 @@ def run_event(spec: EventSpec) -> RunEvent:
         run_facets["parent"] = _parent_facet(spec.parent, spec.root)
     if spec.error:
         run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-            message=spec.error, programmingLanguage="python"
+            producer=PRODUCER, message=spec.error, programmingLanguage="python"
         )
     if spec.nominal_start:
         run_facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
+            producer=PRODUCER,
             nominalStartTime=_iso(spec.nominal_start),
             nominalEndTime=_iso(spec.nominal_end) if spec.nominal_end else None,
         )
     if spec.upstream_jobs:
         run_facets["jobDependencies"] = job_dependencies_run.JobDependenciesRunFacet(
+            producer=PRODUCER,
             upstream=[
                 job_dependencies_run.JobDependency(
                     job=job_dependencies_run.JobIdentifier(namespace=job.namespace, name=job.name),
@@ -149,11 +190,19 @@ def run_event(spec: EventSpec) -> RunEvent:
                     dependency_type="DIRECT_INVOCATION",
                 )
                 for job in spec.upstream_jobs
-            ]
+            ],
+        )
+    if spec.model:
+        run_facets["modelTraining"] = ModelTrainingRunFacet(
+            producer=PRODUCER,
+            model=spec.model.name,
+            version=spec.model.version,
+            metrics=dict(spec.model.metrics),
+            params=dict(spec.model.params),
         )
     job_facets = {
         "jobType": job_type_job.JobTypeJobFacet(
-            processingType="BATCH", integration=spec.integration, jobType=spec.job_type
+            producer=PRODUCER, processingType="BATCH", integration=spec.integration, jobType=spec.job_type
         )
     }
     return RunEvent(

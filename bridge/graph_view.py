@@ -9,6 +9,8 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bridge.naming import dataset_urn_name
+
 
 class NotInGraph(LookupError):
     """A name the graph does not hold; the message lists close names."""
@@ -69,7 +71,7 @@ def model_versions(lite) -> list[ModelVersion]:
 
 
 def _dataset_label(urn: str) -> str:
-    return urn.split(",")[1] if "," in urn else urn
+    return dataset_urn_name(urn)
 
 
 @dataclass

@@ -1,32 +1,29 @@
-"""The one place that names things for lineage: datasets, jobs and run ids, for both tools.
+"""How things are named for lineage: datasets, jobs and run ids, for both tools, by a configured policy.
 
-Datasets follow the OpenLineage naming spec: an Iceberg table is named by its storage location
-(``file`` + absolute path locally, ``s3://bucket`` + key on AWS) and carries a ``symlinks`` facet to
-its catalog identifier (``nyc_taxi.raw_yellow``). Jobs are ``{parent}.{leaf}`` with no dot in the
-leaf. Run ids are UUIDs derived from what identifies a run, so a replay yields the same ids.
+Datasets follow the OpenLineage naming spec: a table is named by its storage location (``file`` +
+absolute path, ``s3://bucket`` + key) or, in the AWS Glue catalog, by ``arn:aws:glue:{region}:{account}``
++ ``table/{db}/{table}``; it carries a ``symlinks`` facet to its catalog identifier (``db.table``),
+which is also its DataHub name. Other datasets (staged files, models) are named by the location a
+project gives them. Jobs are ``{parent}.{leaf}`` with no dot in the leaf. Run ids are UUIDs derived
+from what identifies a run, so a replay yields the same ids.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlparse
 from uuid import UUID
 
 from openlineage.client.uuid import generate_static_uuid
 
-from forecast_assets.lakehouse.catalog import CatalogConfig
-from forecast_assets.settings import NAMESPACE, state_dir
-
-JOB_NAMESPACE_ENV = "OPENLINEAGE_NAMESPACE"
-DEFAULT_JOB_NAMESPACE = "taxi-demand"
-MODEL_NAME = "forecast_model"
-FILE_ASSETS = {"taxi_trip_files": "taxi", "weather_files": "weather"}
 # Jobs Dagster makes up to run a selection of assets: the UI's Materialize button (``__ASSET_JOB``,
 # ``__ASSET_JOB_0``... before Dagster 1.9), ``materialize()``, and sensors or schedules that target assets.
 GENERATED_ASSET_JOB = re.compile(r"__ASSET_JOB(_\d+)?|__ephemeral_asset_job__|__anonymous_asset_job_.*")
+URN_PARTS = re.compile(r"urn:li:dataset:\(urn:li:dataPlatform:(?P<platform>[^,]+),(?P<name>.+),(?P<env>[^,)]+)\)")
 
 
 @dataclass(frozen=True)
@@ -41,8 +38,105 @@ class DatasetName:
         return f"{self.namespace}/{self.name}"
 
 
-def job_namespace() -> str:
-    return os.environ.get(JOB_NAMESPACE_ENV) or DEFAULT_JOB_NAMESPACE
+class NotNamed(KeyError):
+    """A dataset the naming policy has no name for."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class IcebergTables:
+    """Tables in an Iceberg catalog with a warehouse: each named by ``{warehouse}/{db}/{table}``."""
+
+    warehouse: str
+    catalog_uri: str = ""  # the symlink namespace, e.g. ``iceberg+sqlite:///path/catalog.sqlite``
+    platform: str = "iceberg"
+
+    def dataset(self, identifier: str) -> DatasetName:
+        database, table = identifier.split(".", 1)
+        namespace, name = location_dataset(f"{self.warehouse.rstrip('/')}/{database}/{table}")
+        return DatasetName(namespace, name, identifier, self.catalog_uri or self.platform)
+
+
+@dataclass(frozen=True)
+class GlueTables:
+    """Tables in the AWS Glue Data Catalog, named as the OpenLineage spec names Glue tables."""
+
+    region: str
+    account: str
+    platform: str = "glue"
+
+    def dataset(self, identifier: str) -> DatasetName:
+        database, table = identifier.split(".", 1)
+        return DatasetName(
+            f"arn:aws:glue:{self.region}:{self.account}", f"table/{database}/{table}", identifier, "glue"
+        )
+
+
+@dataclass(frozen=True)
+class Naming:
+    """A project's naming policy.
+
+    ``tables`` names catalog tables; an asset whose key's first part is one of ``table_namespaces`` is
+    the table of the same identifier (``nyc_taxi/raw_yellow`` <-> ``nyc_taxi.raw_yellow``).
+    ``locations`` names every other dataset (file assets, models) by where it is kept.
+    """
+
+    tables: IcebergTables | GlueTables
+    table_namespaces: tuple[str, ...] = ()
+    locations: Mapping[str, str] = field(default_factory=dict)
+    job_namespace: str = "default"
+    datahub_env: str = "PROD"
+
+    def table(self, identifier: str) -> DatasetName:
+        return self.tables.dataset(identifier)
+
+    def asset(self, asset_path: list[str] | tuple[str, ...]) -> DatasetName:
+        """A Dagster asset key (its path) as a dataset."""
+        if len(asset_path) == 2 and asset_path[0] in self.table_namespaces:
+            return self.table(".".join(asset_path))
+        joined = "/".join(asset_path)
+        if joined in self.locations:
+            namespace, name = location_dataset(self.locations[joined])
+            return DatasetName(namespace, name)
+        msg = f"No lineage name for asset {joined}: add it to the naming policy's locations"
+        raise NotNamed(msg)
+
+    def recorded(self, name: str, kind: str) -> DatasetName:
+        """What a Metaflow step recorded (a table by identifier, anything else by its location's key)."""
+        if kind == "table":
+            return self.table(name)
+        return self.asset(name.split("/"))
+
+    def datahub_urn(self, dataset: DatasetName) -> str:
+        """Tables by identifier on the catalog's platform; other datasets by location."""
+        if dataset.catalog_name:
+            platform = "glue" if dataset.catalog_namespace == "glue" else self.tables.platform
+            return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{dataset.catalog_name},{self.datahub_env})"
+        if dataset.namespace.startswith("s3://"):
+            bucket = dataset.namespace.removeprefix("s3://")
+            return f"urn:li:dataset:(urn:li:dataPlatform:s3,{bucket}{dataset.name},{self.datahub_env})"
+        return f"urn:li:dataset:(urn:li:dataPlatform:file,{dataset.name},{self.datahub_env})"
+
+
+def dataset_urn_name(urn: str) -> str:
+    """The name inside a dataset URN: ``db.table`` of ``urn:li:dataset:(urn:li:dataPlatform:iceberg,db.table,PROD)``."""
+    found = URN_PARTS.fullmatch(urn)
+    return found["name"] if found else urn
+
+
+def dataset_urn_platform(urn: str) -> str:
+    found = URN_PARTS.fullmatch(urn)
+    return found["platform"] if found else ""
+
+
+def location_dataset(uri: str) -> tuple[str, str]:
+    """OpenLineage namespace and name of a storage location: ``file`` + absolute path, or scheme://authority + path."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return "file", parsed.path if parsed.scheme else os.path.abspath(uri)
+    return f"{parsed.scheme}://{parsed.netloc}", parsed.path or "/"
 
 
 def job_name(parent: str, leaf: str | None = None) -> str:
@@ -66,64 +160,3 @@ def dagster_job_name(job: str, code_location: str) -> str:
 def run_id(started_at: datetime, *identity: str) -> UUID:
     """The same identity and start time always give the same run id."""
     return generate_static_uuid(started_at, "/".join(identity).encode())
-
-
-def _location_dataset(uri: str) -> tuple[str, str]:
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return "file", parsed.path if parsed.scheme else os.path.abspath(uri)
-    return f"{parsed.scheme}://{parsed.netloc}", parsed.path or "/"
-
-
-def table_dataset(identifier: str, catalog: CatalogConfig | None = None) -> DatasetName:
-    """An Iceberg table by its location, with its catalog identifier for the symlink."""
-    catalog = catalog or CatalogConfig.from_env()
-    database, table = identifier.split(".", 1)
-    if catalog.kind == "glue":
-        region = catalog.aws_region or os.environ.get("AWS_REGION", "")
-        account = os.environ.get("AWS_ACCOUNT_ID", "")
-        return DatasetName(f"arn:aws:glue:{region}:{account}", f"table/{database}/{table}", identifier, "glue")
-    warehouse = catalog.warehouse.rstrip("/")
-    namespace, name = _location_dataset(f"{warehouse}/{database}/{table}")
-    return DatasetName(namespace, name, identifier, f"iceberg+sqlite://{catalog.sqlite_path}")
-
-
-def staging_dataset(asset_name: str, staging_location: str | None = None) -> DatasetName:
-    """A file asset: the folder of its staged monthly files."""
-    location = staging_location or os.environ.get("TAXI_STAGING") or str(state_dir() / "staging")
-    namespace, name = _location_dataset(f"{location.rstrip('/')}/{FILE_ASSETS[asset_name]}")
-    return DatasetName(namespace, name)
-
-
-def model_dataset() -> DatasetName:
-    """The trained model, kept in Metaflow's datastore; its versions are run pathspecs."""
-    root = os.environ.get("METAFLOW_DATASTORE_SYSROOT_S3") or os.environ.get("METAFLOW_DATASTORE_SYSROOT_LOCAL")
-    namespace, path = _location_dataset(root or str(state_dir() / "metaflow"))
-    return DatasetName(namespace, f"{path.rstrip('/')}/TrainForecastModelFlow/{MODEL_NAME}")
-
-
-def dataset_for_asset(asset_path: list[str]) -> DatasetName:
-    """A Dagster asset key as a dataset: tables by identifier, files by staging folder, the model."""
-    if len(asset_path) == 2 and asset_path[0] == NAMESPACE:
-        return table_dataset(".".join(asset_path))
-    if asset_path == [MODEL_NAME]:
-        return model_dataset()
-    if len(asset_path) == 1 and asset_path[0] in FILE_ASSETS:
-        return staging_dataset(asset_path[0])
-    msg = f"No lineage name for asset {'/'.join(asset_path)}; add it to bridge/naming.py"
-    raise KeyError(msg)
-
-
-def dataset_for_metaflow_use(name: str, kind: str) -> DatasetName:
-    """What a Metaflow step recorded (``flows/lineage.py``) as a dataset."""
-    return model_dataset() if kind == "model" else table_dataset(name)
-
-
-def datahub_urn(dataset: DatasetName, env: str = "PROD") -> str:
-    """The DataHub URN of a dataset: tables on platform iceberg (glue on AWS) by identifier."""
-    if dataset.catalog_name:
-        platform = "glue" if dataset.catalog_namespace == "glue" else "iceberg"
-        return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{dataset.catalog_name},{env})"
-    if dataset.namespace.startswith("s3://"):
-        return f"urn:li:dataset:(urn:li:dataPlatform:s3,{dataset.namespace.removeprefix('s3://')}{dataset.name},{env})"
-    return f"urn:li:dataset:(urn:li:dataPlatform:file,{dataset.name},{env})"

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forecast_assets.settings import state_path
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,11 +32,6 @@ class QueuedEvent:
     seq: int
     key: str
     payload: str
-
-
-def default_outbox() -> Outbox:
-    """The one outbox in the state folder, shared by the command and the Dagster sensor."""
-    return Outbox(state_path("lineage") / "outbox.sqlite")
 
 
 class Outbox:

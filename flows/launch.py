@@ -15,11 +15,11 @@ from enum import Enum
 
 from metaflow import Run, Runner
 
-from flows.lineage import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV
-from forecast_assets.settings import PROJECT_ROOT
+from bridge.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV
+from taxi_core.names import FLOW_NAME
+from taxi_core.settings import PROJECT_ROOT
 
 TRAIN_FLOW_FILE = PROJECT_ROOT / "flows" / "train.py"
-FLOW_NAME = "TrainForecastModelFlow"
 ERROR_TAIL_LINES = 25
 # The runtime writes every line a task prints, and its own news of the task, prefixed with the task:
 #   2025-01-25 10:00:00.123 [1795332/load/2 (pid 4242)] Task is starting.

@@ -12,21 +12,25 @@ Steps:
     end       summary
 """
 
-from flows import metaflow_env  # noqa: F401  (configures Metaflow before it is imported)
+from taxi_core.settings import load_settings
+from taxi_core.tool_env import apply_tool_environment
+
+# This file is the flow's entry point: Metaflow reads its configuration when first imported, so the
+# state folder's settings go into the environment before that (variables already set win).
+apply_tool_environment(load_settings())
 
 # isort: split
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 
+from bridge.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, make_candidate
-from flows.lineage import record_lineage, record_write
 from flows.run_settings import RunSettings, resolve_settings
-from forecast_assets.lakehouse.catalog import CatalogConfig, open_catalog
-from forecast_assets.settings import state_path
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.names import MODEL_NAME
 
-MODEL_DATASET = "forecast_model"
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
                     "actuals_snapshot_id", "weather_snapshot_id", "features"]  # fmt: skip
@@ -52,7 +56,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def start(self):
-        self.catalog_config = CatalogConfig.from_env()
+        self.catalog_config = CatalogConfig.from_settings(load_settings())
         as_of = self.as_of or tables.actuals_end(open_catalog(self.catalog_config)).isoformat()
         self.settings: RunSettings = resolve_settings(
             as_of=as_of,
@@ -111,7 +115,7 @@ class TrainForecastModelFlow(FlowSpec):
         self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
         self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
         self.champion = backtest.choose_champion(self.metrics)
-        self.noise_floor = noise_floor.noise_floor(self.backtest, state_path("sample_source") / "truth")
+        self.noise_floor = noise_floor.noise_floor(self.backtest, load_settings().path("sample_source") / "truth")
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
         headers, rows = report.metrics_table(self.metrics)
@@ -123,7 +127,7 @@ class TrainForecastModelFlow(FlowSpec):
             current.card.append(Markdown(floor))
             print(floor)
         self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
-        path = state_path("plots") / f"backtest_{current.run_id}.png"
+        path = load_settings().path("plots") / f"backtest_{current.run_id}.png"
         self.backtest_plot_path = str(plots.save_png(self.backtest_png, path))
         current.card.append(Image(self.backtest_png, label="MAE and RMSE per candidate, best first"))
         self.next(self.predict)
@@ -144,7 +148,9 @@ class TrainForecastModelFlow(FlowSpec):
         )
         self.model_parameters = {"name": model.name, **model.params}
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
-        record_write(MODEL_DATASET, self.model_version, kind="model")
+        champion = self.metrics.set_index("candidate").loc[self.champion]
+        backtest = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
+        record_model(MODEL_NAME, self.model_version, metrics=backtest, params=self.model_parameters)
         self.next(self.write)
 
     @card(type="blank", id="forecast")
@@ -161,7 +167,9 @@ class TrainForecastModelFlow(FlowSpec):
         print(written)
         figure = plots.forecast_figure(self.actuals, self.backtest, self.forecast, self.champion)
         self.forecast_png = plots.png_bytes(figure)
-        self.plot_path = str(plots.save_png(self.forecast_png, state_path("plots") / f"forecast_{current.run_id}.png"))
+        self.plot_path = str(
+            plots.save_png(self.forecast_png, load_settings().path("plots") / f"forecast_{current.run_id}.png")
+        )
         current.card.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})\n{written}"))
         current.card.append(Image(self.forecast_png, label="Busiest zones: last week, backtest and forecast"))
         self.next(self.end)

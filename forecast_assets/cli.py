@@ -11,6 +11,8 @@ from datetime import datetime
 
 from forecast_assets import local_state
 from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
+from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
+from taxi_core.tool_env import apply_tool_environment
 
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
@@ -55,20 +57,25 @@ def checked_months(months: list[str]) -> list[str]:
     return sorted(set(months))
 
 
-def init(months: list[str], trips: int) -> dict[str, str]:
-    """Write the sample source and .env, and put them into this process's environment."""
-    source = local_state.sample_source(trips)
+def init(settings: Settings, months: list[str], trips: int) -> dict[str, str]:
+    """Write the sample source, and the state folder's settings file that points the project at it."""
+    source = local_state.sample_source(settings, trips)
     source.write_months(months)
-    values = local_state.local_environment(source)
-    local_state.write_env_file(values)
-    os.environ.update(values)
+    values = local_state.local_environment(settings, source)
+    sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
+    write_settings_file(settings.settings_file, sources)
+    removed = local_state.remove_old_env_file()
+    if removed:
+        print(f"Removed {removed}, written by an older `taxi init`: settings now live in {settings.settings_file}")
     return values
 
 
-def demo(months: list[str], trips: int, use_weather: bool) -> int:
+def demo(settings: Settings, months: list[str], trips: int, use_weather: bool) -> int:
     stages = Stages()
     stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
-    values = init(months, trips)
+    values = init(settings, months, trips)
+    # The demo runs on its sample source: the code server and runs it starts inherit this environment.
+    os.environ.update(values)
     # Dagster reads DAGSTER_HOME when the instance is opened, so this import follows init().
     from dagster import DagsterInstance
 
@@ -96,7 +103,7 @@ def demo(months: list[str], trips: int, use_weather: bool) -> int:
                 pipeline_run.print_outcome(outcomes[-1])
 
     stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")
-    from bridge.cli import main as lineage
+    from forecast_assets.lineage_cli import main as lineage
 
     lineage([])
     lineage(["picture"])
@@ -105,7 +112,7 @@ def demo(months: list[str], trips: int, use_weather: bool) -> int:
     stages.header(f"Demo {'finished' if succeeded else 'FAILED'}. State folder: {values['TAXI_STATE_DIR']}")
     for outcome in outcomes:
         print(f"  {outcome.label:22s} {'succeeded' if outcome.success else 'FAILED   '}  run {outcome.run_id}")
-    plot = pipeline_run.newest_plot(local_state.state_dir())
+    plot = pipeline_run.newest_plot(settings.state_dir)
     print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
     print("Train again by hand:   ./run python flows/train.py run --use_weather true")
     print("Lineage of a table:    ./run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
@@ -127,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(prog="taxi", description=__doc__, parents=[options])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("init", parents=[options], help="write the sample source and .env for dagster dev")
+    commands.add_parser("init", parents=[options], help="write the sample source and the settings file dagster dev reads")
     commands.add_parser(
         "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
     )
@@ -153,12 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("forecast_assets").setLevel(logging.INFO)
-    local_state.apply_tool_environment()
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        parser.error(str(err))
+    apply_tool_environment(settings)
     if args.command == "init":
-        for key, value in init(months, trips).items():
-            print(f"{key}={value}")
+        init(settings, months, trips)
+        print(f"Wrote {settings.settings_file}; `./run dagster dev` reads it (exported variables win):")
+        print(settings.settings_file.read_text().strip())
         return 0
-    return demo(months, trips, options["weather"])
+    return demo(settings, months, trips, options["weather"])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from dagster import Config
 from pydantic import Field
 
-from forecast_assets.settings import TOP_ZONES
+from taxi_core.names import TOP_ZONES
 
 
 class TableWriteConfig(Config):

@@ -1,25 +1,27 @@
-"""The Dagster code location: assets, checks, jobs, sensors and resources."""
+"""The Dagster code location: assets, checks, jobs, sensors and resources, built from the project's settings."""
 
 from __future__ import annotations
 
-from dagster import Definitions, in_process_executor
+from dagster import Definitions, MonthlyPartitionsDefinition, definitions, in_process_executor
 
 from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
-from forecast_assets.assets.lakehouse_tables import raw_weather, raw_yellow, yellow_rides_hourly_actuals
-from forecast_assets.assets.source_files import taxi_trip_files, weather_files
+from forecast_assets.assets.lakehouse_tables import table_assets
+from forecast_assets.assets.source_files import source_file_assets
 from forecast_assets.assets.training import run_training_flow
-from forecast_assets.automation import monthly_ingestion_job, new_source_months, training_job
-from forecast_assets.lakehouse.catalog import CatalogConfig
-from forecast_assets.lineage_sensor import openlineage_bridge
+from forecast_assets.automation import monthly_ingestion_job, new_source_months_sensor, training_job
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
-from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL, env, state_dir
+from taxi_core.catalog import CatalogConfig
+from taxi_core.settings import Settings, load_settings
+from taxi_core.tool_env import apply_tool_environment
 
-ASSETS = [taxi_trip_files, weather_files, raw_yellow, raw_weather, yellow_rides_hourly_actuals, run_training_flow]
+
+def monthly_partitions(settings: Settings) -> MonthlyPartitionsDefinition:
+    return MonthlyPartitionsDefinition(start_date=settings.first_month)
 
 
-def resources_from_env() -> dict:
-    """Every resource, configured from the environment; the README lists the variables."""
-    catalog_config = CatalogConfig.from_env()
+def resources_for(settings: Settings) -> dict:
+    """Every resource, configured from the settings; the README lists the variables."""
+    catalog_config = CatalogConfig.from_settings(settings)
     catalog = IcebergCatalogResource(
         kind=catalog_config.kind,
         warehouse=catalog_config.warehouse,
@@ -30,32 +32,44 @@ def resources_from_env() -> dict:
         "catalog": catalog,
         "spark": SparkResource(
             catalog=catalog,
-            master=env("TAXI_SPARK_MASTER", "local[*]"),
-            driver_memory=env("TAXI_SPARK_DRIVER_MEMORY", "4g"),
-            jars=env("TAXI_SPARK_JARS", ""),
+            state_dir=str(settings.state_dir),
+            master=settings.spark_master,
+            driver_memory=settings.spark_driver_memory,
+            jars=settings.spark_jars,
         ),
         "staging": StagingResource(
-            location=env("TAXI_STAGING", str(state_dir() / "staging")),
-            s3_region=env("AWS_REGION", ""),
-            s3_endpoint_url=env("TAXI_S3_ENDPOINT_URL", ""),
+            location=settings.staging_location,
+            s3_region=settings.aws_region,
+            s3_endpoint_url=settings.s3_endpoint_url,
         ),
         "source": SourceResource(
-            trip_base_url=env("TAXI_TRIP_BASE_URL", TLC_BASE_URL),
-            weather_base_url=env("TAXI_WEATHER_BASE_URL", NOAA_BASE_URL),
+            trip_base_url=settings.trip_base_url,
+            weather_base_url=settings.weather_base_url,
+            download_dir=str(settings.state_dir / "tmp"),
         ),
     }
 
 
-def build_definitions(resources: dict | None = None) -> Definitions:
+def build_definitions(settings: Settings, resources: dict | None = None) -> Definitions:
+    # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
+    # the tool environment is in place (see defs()).
+    from forecast_assets.lineage import lineage_sensor
+
+    months = monthly_partitions(settings)
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
-        assets=ASSETS,
+        assets=[*source_file_assets(months), *table_assets(months), run_training_flow],
         asset_checks=FORECAST_CHECKS,
         jobs=[monthly_ingestion_job, training_job],
-        sensors=[new_source_months, openlineage_bridge],
-        resources=resources if resources is not None else resources_from_env(),
+        sensors=[new_source_months_sensor(months), lineage_sensor(settings)],
+        resources=resources if resources is not None else resources_for(settings),
         executor=in_process_executor,
     )
 
 
-defs = build_definitions()
+@definitions
+def defs() -> Definitions:
+    """What ``workspace.yaml`` loads: the definitions for the settings of the loading process."""
+    settings = load_settings()
+    apply_tool_environment(settings)
+    return build_definitions(settings)

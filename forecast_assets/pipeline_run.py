@@ -18,7 +18,8 @@ from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from forecast_assets.settings import LOCATION_NAME, PROJECT_ROOT
+from taxi_core.names import LOCATION_NAME
+from taxi_core.settings import PROJECT_ROOT
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
 REPOSITORY_NAME = "__repository__"

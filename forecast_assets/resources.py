@@ -7,16 +7,16 @@ from typing import Any
 from dagster import ConfigurableResource
 from dagster_aws.s3 import S3Resource
 from dagster_pyspark.resources import spark_session_from_config
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
 
-from forecast_assets.lakehouse.catalog import CatalogConfig, open_catalog
 from forecast_assets.lakehouse.spark_session import spark_conf
-from forecast_assets.settings import NOAA_BASE_URL, TLC_BASE_URL
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
 from forecast_assets.sources.tlc_format import trip_file_name
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -43,6 +43,7 @@ class SparkResource(ConfigurableResource):
     """One SparkSession per process, built with dagster-pyspark, with the Iceberg catalog as default."""
 
     catalog: IcebergCatalogResource
+    state_dir: str
     master: str = "local[*]"
     driver_memory: str = "4g"
     jars: str = ""
@@ -52,10 +53,11 @@ class SparkResource(ConfigurableResource):
     def spark_config(self) -> dict[str, str]:
         return spark_conf(
             self.catalog.config(),
+            state_dir=Path(self.state_dir),
             master=self.master,
             driver_memory=self.driver_memory,
             extra=self.extra_config,
-            explicit_jars=self.jars or None,
+            explicit_jars=self.jars,
         )
 
     @property
@@ -91,6 +93,7 @@ class SourceResource(ConfigurableResource):
 
     trip_base_url: str = TLC_BASE_URL
     weather_base_url: str = NOAA_BASE_URL
+    download_dir: str = Field(description="Where a download is written before it is verified and staged.")
     download_attempts: int = RetryPolicy.attempts
     first_retry_wait_seconds: float = RetryPolicy.first_wait_seconds
     read_timeout_seconds: float = RetryPolicy.read_timeout_seconds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
-from forecast_assets.lakehouse.catalog import open_catalog
+from taxi_core.catalog import open_catalog
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
 MONTH_COLUMNS = {

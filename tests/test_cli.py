@@ -3,7 +3,7 @@
 import pytest
 
 from forecast_assets import cli, local_state
-from forecast_assets.settings import DEFAULT_STATE_DIR_NAME, INSTALLED_STATE_DIR, PROJECT_ROOT, default_state_dir
+from taxi_core.settings import DEFAULT_STATE_DIR_NAME, INSTALLED_STATE_DIR, PROJECT_ROOT, default_state_dir
 
 
 def _options(argv):

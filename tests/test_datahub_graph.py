@@ -3,13 +3,13 @@
 import json
 
 import pytest
+from bridge.sources import sources_for
 from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import run_pass
 from bridge.datahub_sink import write_to_datahub
 from bridge.lite import open_lite
 from bridge.outbox import Outbox
-from bridge.sources import sources_for
 
 pytestmark = pytest.mark.integration
 

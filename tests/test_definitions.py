@@ -6,11 +6,11 @@ from dagster import AssetKey, build_sensor_context
 from forecast_assets.automation import months_to_look_for, new_source_months
 from forecast_assets.config import ActualsConfig
 from forecast_assets.definitions import defs
-from forecast_assets.lakehouse.catalog import CatalogConfig, CatalogConfigError
 from forecast_assets.lakehouse.spark_session import spark_conf
-from forecast_assets.months import monthly_partitions
 from forecast_assets.resources import SourceResource
 from forecast_assets.sources.sample_source import SampleSource
+from taxi_core.catalog import CatalogConfig, CatalogConfigError
+from taxi_core.months import monthly_partitions
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
 

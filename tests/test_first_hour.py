@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forecast_assets.settings import PROJECT_ROOT
+from taxi_core.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 

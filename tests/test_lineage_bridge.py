@@ -4,12 +4,12 @@ import json
 from collections import Counter
 
 import pytest
+from bridge.sources import sources_for
 from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import queue_source, run_pass
 from bridge.naming import table_dataset
 from bridge.outbox import Outbox
-from bridge.sources import sources_for
 from tests.loopback_lineage import LineageServer, free_port
 from tests.openlineage_schema import validation_errors
 
@@ -215,7 +215,6 @@ def test_http_backend_down_then_up_receives_every_event_once(pipeline, by_hand_r
 
 def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_path, monkeypatch):
     from dagster import build_sensor_context
-
     from forecast_assets.lineage_sensor import openlineage_bridge
 
     monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))

@@ -10,13 +10,13 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
+from bridge.dagster_lineage import RunView, translate
 from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
 from openlineage.client.serde import Serde
 
 from bridge.cli import main
-from bridge.dagster_lineage import RunView, translate
 from bridge.datahub_metadata import flow_and_job
 from bridge.lite import open_lite
 from bridge.naming import dagster_job_name

@@ -14,7 +14,7 @@ from forecast_assets.lakehouse.publication import (
     staging_branch,
 )
 from forecast_assets.lakehouse.tables import TableSpec
-from forecast_assets.months import MonthWindow
+from taxi_core.months import MonthWindow
 
 pytestmark = pytest.mark.integration
 

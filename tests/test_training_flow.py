@@ -19,8 +19,8 @@ from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_trainin
 from forecast_assets.assets import forecast_checks
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.definitions import resources_from_env
-from forecast_assets.lakehouse.catalog import open_catalog
-from forecast_assets.settings import PROJECT_ROOT
+from taxi_core.catalog import open_catalog
+from taxi_core.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from forecast_assets.sources.noaa_format import BOROUGH_COUNTY_FIPS
-from forecast_assets.sources.zones import load_zones
+from taxi_core.zones import BOROUGH_COUNTY_FIPS, load_zones
 
 CALENDAR_FEATURES = ["hour", "day_of_week", "is_weekend"]
 WEATHER_FEATURES = ["prcp", "tavg"]

@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from flows.forecasting.backtest import ranked  # noqa: E402
-from forecast_assets.sources.zones import load_zones  # noqa: E402
+from taxi_core.zones import load_zones  # noqa: E402
 
 HISTORY_DAYS = 7
 # A Metaflow card shows an image at most 500 px high (its CSS: img {max-width: 100%; max-height: 500px}),

@@ -15,13 +15,13 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
-from flows.lineage import record_read, record_write
+from bridge.metaflow_recorder import record_read, record_write
+from taxi_core.names import ACTUALS, FORECAST
+from taxi_core.names import RAW_WEATHER as WEATHER
 
-ACTUALS = "nyc_taxi.yellow_rides_hourly_actuals"
-WEATHER = "nyc_taxi.raw_weather"
-FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
-ACTUALS_ASSET = "nyc_taxi/yellow_rides_hourly_actuals"
-WEATHER_ASSET = "nyc_taxi/raw_weather"
+# How a user materializes a table: its asset key, which is its identifier's parts.
+ACTUALS_ASSET = ACTUALS.replace(".", "/")
+WEATHER_ASSET = WEATHER.replace(".", "/")
 
 FORECAST_SCHEMA = Schema(
     NestedField(1, "pickup_hour", TimestamptzType(), required=False),

@@ -11,12 +11,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, PreviewWarning
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, PartitionsDefinition, PreviewWarning
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.sources.noaa_format import VALUE_RANGES
+from taxi_core.months import MonthWindow
 
 # Real TLC files carry a few trips whose clock is off; tolerate them up to this share of the month.
 OUTLIER_TOLERANCE = 0.001
@@ -50,7 +50,7 @@ class Audit:
     blocking: bool
     evaluate: Evaluate
 
-    def spec(self, asset_key: AssetKey) -> AssetCheckSpec:
+    def spec(self, asset_key: AssetKey, months: PartitionsDefinition) -> AssetCheckSpec:
         # Partitioned checks are a Dagster preview feature; we rely on it knowingly.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PreviewWarning)
@@ -59,7 +59,7 @@ class Audit:
                 asset=asset_key,
                 description=self.description,
                 blocking=self.blocking,
-                partitions_def=monthly_partitions,
+                partitions_def=months,
             )
 
 

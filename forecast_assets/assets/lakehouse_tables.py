@@ -6,22 +6,30 @@ downstream assets and the training flow included, never see a month that failed 
 
 from datetime import UTC, datetime
 
-from dagster import AssetExecutionContext, AssetKey, AssetSpec, Failure, multi_asset
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    Failure,
+    PartitionsDefinition,
+    multi_asset,
+)
 
 from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthWrite, write_audit_publish
-from forecast_assets.assets.source_files import taxi_trip_files, trip_staging_name, weather_files, weather_staging_name
+from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.publication import published_month, published_snapshot
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
-from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.resources import SparkResource, StagingResource
-from forecast_assets.settings import NAMESPACE
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
-from forecast_assets.sources.zones import load_zones
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
 from forecast_assets.transforms.raw_yellow import normalize_trips, read_trip_file
+from taxi_core.months import MonthWindow
+from taxi_core.names import NAMESPACE, TRIP_FILES, WEATHER_FILES
+from taxi_core.zones import load_zones
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
@@ -29,7 +37,7 @@ UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
 CODE_VERSIONS = {RAW_YELLOW.name: "2", RAW_WEATHER.name: "2", HOURLY_ACTUALS.name: "2"}
 
 
-def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: str):
+def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: str, months: PartitionsDefinition):
     key = AssetKey([NAMESPACE, spec.name])
     return multi_asset(
         name=f"{NAMESPACE}__{spec.name}",
@@ -43,8 +51,8 @@ def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: 
                 code_version=CODE_VERSIONS[spec.name],
             )
         ],
-        check_specs=[audit.spec(key) for audit in audits],
-        partitions_def=monthly_partitions,
+        check_specs=[audit.spec(key, months) for audit in audits],
+        partitions_def=months,
         # Subsettable, so a user can execute the checks alone: they then audit the published month.
         can_subset=True,
     )
@@ -62,12 +70,6 @@ def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partitio
     return record
 
 
-@_table_asset(
-    RAW_YELLOW,
-    [taxi_trip_files],
-    RAW_YELLOW_AUDITS,
-    "Every TLC yellow-taxi trip as published, one schema for all years, with its source file.",
-)
 def raw_yellow(
     context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
 ):
@@ -95,12 +97,6 @@ def raw_yellow(
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 
 
-@_table_asset(
-    RAW_WEATHER,
-    [weather_files],
-    RAW_WEATHER_AUDITS,
-    "Daily precipitation and temperature for the five NYC counties, one row per county, day and element.",
-)
 def raw_weather(
     context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
 ):
@@ -131,12 +127,6 @@ def eligible_zones() -> list[int]:
     return [zone.location_id for zone in load_zones() if zone.borough not in UNKNOWN_BOROUGHS]
 
 
-@_table_asset(
-    HOURLY_ACTUALS,
-    [AssetKey([NAMESPACE, RAW_YELLOW.name])],
-    ACTUALS_AUDITS,
-    "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
-)
 def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource):
     window = MonthWindow.from_partition_key(context.partition_key)
     session = spark.session
@@ -174,3 +164,30 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
         },
     )
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
+
+
+def table_assets(months: PartitionsDefinition) -> list[AssetsDefinition]:
+    """The Spark-written tables, partitioned by ``months``, each with its audits."""
+    return [
+        _table_asset(
+            RAW_YELLOW,
+            [AssetKey(TRIP_FILES)],
+            RAW_YELLOW_AUDITS,
+            "Every TLC yellow-taxi trip as published, one schema for all years, with its source file.",
+            months,
+        )(raw_yellow),
+        _table_asset(
+            RAW_WEATHER,
+            [AssetKey(WEATHER_FILES)],
+            RAW_WEATHER_AUDITS,
+            "Daily precipitation and temperature for the five NYC counties, one row per county, day and element.",
+            months,
+        )(raw_weather),
+        _table_asset(
+            HOURLY_ACTUALS,
+            [AssetKey([NAMESPACE, RAW_YELLOW.name])],
+            ACTUALS_AUDITS,
+            "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
+            months,
+        )(yellow_rides_hourly_actuals),
+    ]

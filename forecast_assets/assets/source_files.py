@@ -1,22 +1,33 @@
 """Source file assets: each month's TLC trip file and NOAA weather files, verified and staged."""
 
 import hashlib
+from pathlib import Path
 
-from dagster import AssetExecutionContext, DataVersion, Failure, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    DataVersion,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    PartitionsDefinition,
+    asset,
+)
 
-from forecast_assets.months import MonthWindow, monthly_partitions
 from forecast_assets.resources import SourceResource, StagingResource
-from forecast_assets.settings import state_path
 from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
 from forecast_assets.sources.stage import StagedFile, stage_file
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
+from taxi_core.months import MonthWindow
+from taxi_core.names import ACTUALS, RAW_WEATHER, RAW_YELLOW, TRIP_FILES, WEATHER_FILES
 
 TRIP_PREFIX, WEATHER_PREFIX = "taxi", "weather"
+SOURCES_GROUP = "sources"
 TABLES_FED_BY = {
-    TRIP_PREFIX: "nyc_taxi.raw_yellow or nyc_taxi.yellow_rides_hourly_actuals",
-    WEATHER_PREFIX: "nyc_taxi.raw_weather",
+    TRIP_PREFIX: f"{RAW_YELLOW} or {ACTUALS}",
+    WEATHER_PREFIX: RAW_WEATHER,
 }
 
 
@@ -35,7 +46,7 @@ def _stage(
     kept = TABLES_FED_BY[name.split("/", 1)[0]]
     try:
         return stage_file(
-            url, name, staging.store(), verify, state_path("tmp"), context.log.info, source.retry_policy()
+            url, name, staging.store(), verify, Path(source.download_dir), context.log.info, source.retry_policy()
         )
     except SourceMissing as err:
         msg = (
@@ -50,7 +61,6 @@ def _stage(
         raise Failure(description=msg, allow_retries=False) from err
 
 
-@asset(partitions_def=monthly_partitions, group_name="sources", kinds={"parquet"})
 def taxi_trip_files(
     context: AssetExecutionContext, source: SourceResource, staging: StagingResource
 ) -> MaterializeResult:
@@ -66,7 +76,6 @@ def taxi_trip_files(
     return MaterializeResult(metadata=metadata, data_version=DataVersion(staged.record.fingerprint))
 
 
-@asset(partitions_def=monthly_partitions, group_name="sources", kinds={"csv"})
 def weather_files(
     context: AssetExecutionContext, source: SourceResource, staging: StagingResource
 ) -> MaterializeResult:
@@ -88,6 +97,14 @@ def weather_files(
         metadata[f"{element}_url"] = MetadataValue.url(staged.record.url)
         metadata[f"{element}_fingerprint"] = staged.record.fingerprint
     return MaterializeResult(metadata=metadata, data_version=DataVersion(f"sha256:{combined}"))
+
+
+def source_file_assets(months: PartitionsDefinition) -> list[AssetsDefinition]:
+    """The file assets, partitioned by ``months``."""
+    return [
+        asset(taxi_trip_files, name=TRIP_FILES, partitions_def=months, group_name=SOURCES_GROUP, kinds={"parquet"}),
+        asset(weather_files, name=WEATHER_FILES, partitions_def=months, group_name=SOURCES_GROUP, kinds={"csv"}),
+    ]
 
 
 def _file_metadata(partition_key: str, staged: StagedFile, url: str, staging: StagingResource) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dagster import MetadataValue, TableColumn, TableSchema
+from dagster import AssetKey, MetadataValue, TableColumn, TableSchema
 from pyspark.sql.types import StructType
 
 from forecast_assets.lakehouse.publication import WriteResult
@@ -12,6 +12,11 @@ SNAPSHOT_ID = "iceberg/snapshot_id"
 TABLE_NAME = "dagster/table_name"
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
+
+
+def table_key(identifier: str) -> AssetKey:
+    """A table's asset key: its catalog identifier's parts, ``nyc_taxi.raw_yellow`` -> ``nyc_taxi/raw_yellow``."""
+    return AssetKey(identifier.split("."))
 
 
 def table_schema(schema: StructType) -> TableSchema:

@@ -17,12 +17,11 @@ from dagster import (
 )
 from pydantic import Field
 
-from forecast_assets.assets.lakehouse_tables import raw_weather, yellow_rides_hourly_actuals
-from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME
-from forecast_assets.settings import NAMESPACE
+from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME, table_key
+from taxi_core.names import ACTUALS, FORECAST, MODEL_NAME, RAW_WEATHER
 
-FORECAST_MODEL = AssetKey("forecast_model")
-FORECAST_TABLE = AssetKey([NAMESPACE, "yellow_rides_hourly_forecast"])
+FORECAST_MODEL = AssetKey(MODEL_NAME)
+FORECAST_TABLE = table_key(FORECAST)
 TRAINING_GROUP = "training"
 # Forecast-table metadata keys the checks on that table read back.
 METAFLOW_RUN_ID = "metaflow_run_id"
@@ -48,7 +47,7 @@ class TrainingConfig(Config):
     specs=[
         AssetSpec(
             FORECAST_MODEL,
-            deps=[yellow_rides_hourly_actuals, raw_weather],
+            deps=[table_key(ACTUALS), table_key(RAW_WEATHER)],
             group_name=TRAINING_GROUP,
             kinds={"metaflow", "scikitlearn"},
             description="The champion demand model of a TrainForecastModelFlow run; its version is the run pathspec.",
@@ -84,6 +83,15 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     context.log.info(f"Metaflow run {run.pathspec}: champion {data.champion}")
     yield MaterializeResult(asset_key=FORECAST_MODEL, metadata=model_metadata(run))
     yield MaterializeResult(asset_key=FORECAST_TABLE, metadata=forecast_table_metadata(run))
+
+
+def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
+    """The metadata of ``forecast_model`` and the forecast table for the flow run ``pathspec``."""
+    from metaflow import Run, namespace  # Metaflow loads only where a flow run is read
+
+    namespace(None)
+    run = Run(pathspec)
+    return model_metadata(run), forecast_table_metadata(run)
 
 
 def model_metadata(run) -> dict:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
-from forecast_assets.months import MonthWindow
+from taxi_core.months import MonthWindow
 
 PARTITION_PROPERTY = "dagster.partition"
 STAGED_PREFIX = "audit_"

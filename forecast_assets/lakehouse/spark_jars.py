@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,12 +45,11 @@ def _bundled_iceberg_runtime() -> Path | None:
     return jar if jar.exists() else None
 
 
-def plan_jars(catalog_kind: str, explicit: str | None = None) -> JarPlan:
+def plan_jars(catalog_kind: str, explicit: str = "") -> JarPlan:
     """Resolve jars for a catalog kind.
 
-    ``explicit`` (or ``TAXI_SPARK_JARS``), a comma-separated list of jar paths, wins outright.
+    ``explicit`` (``TAXI_SPARK_JARS``), a comma-separated list of jar paths, wins outright.
     """
-    explicit = explicit if explicit is not None else os.environ.get("TAXI_SPARK_JARS", "")
     plan = JarPlan()
     if explicit.strip():
         paths = [p.strip() for p in explicit.split(",") if p.strip()]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from forecast_assets.lakehouse.catalog import CatalogConfig
 from forecast_assets.lakehouse.spark_jars import plan_jars
-from forecast_assets.settings import state_dir
+from taxi_core.catalog import CatalogConfig
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +26,19 @@ BASE_SPARK_CONF = {
 
 def spark_conf(
     catalog: CatalogConfig,
+    state_dir: Path,
     master: str = "local[*]",
     driver_memory: str = "4g",
     extra: dict[str, str] | None = None,
-    explicit_jars: str | None = None,
+    explicit_jars: str = "",
 ) -> dict[str, str]:
     """Every Spark setting for this project; ``extra`` overrides the rest."""
     jars = plan_jars(catalog.kind, explicit_jars)
     log.info("Spark jars: %s", jars.describe())
     conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
     # Spark's own session catalog is unused, but it would create spark-warehouse/ in the cwd.
-    conf["spark.sql.warehouse.dir"] = (state_dir() / "spark-warehouse").as_uri()
-    conf["spark.local.dir"] = str(state_dir() / "tmp" / "spark")
+    conf["spark.sql.warehouse.dir"] = (state_dir / "spark-warehouse").as_uri()
+    conf["spark.local.dir"] = str(state_dir / "tmp" / "spark")
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
     if master.startswith("local"):
         # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.

@@ -7,9 +7,9 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from forecast_assets.settings import NAMESPACE
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
+from taxi_core.names import NAMESPACE
 
 TABLE_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
 

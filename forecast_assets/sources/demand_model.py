@@ -13,8 +13,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from forecast_assets.sources.noaa_format import BOROUGH_COUNTY_FIPS
-from forecast_assets.sources.zones import Zone
+from taxi_core.zones import BOROUGH_COUNTY_FIPS, Zone
 
 # Relative demand by hour of day, midnight first: a night trough and an evening peak.
 WEEKDAY_PROFILE = np.array(

@@ -9,14 +9,6 @@ COLUMNS = ("region_type", "region_code", "region_name", "year", "month", "elemen
 
 # The five boroughs: Bronx, Kings (Brooklyn), New York (Manhattan), Queens, Richmond (Staten Island).
 NYC_COUNTY_FIPS = ("36005", "36047", "36061", "36081", "36085")
-BOROUGH_COUNTY_FIPS = {
-    "Bronx": "36005",
-    "Brooklyn": "36047",
-    "Manhattan": "36061",
-    "Queens": "36081",
-    "Staten Island": "36085",
-    "EWR": "34013",  # Newark airport, Essex County NJ: outside the city's weather table
-}
 
 # Physical bounds a value must fall in: precipitation in mm, temperatures in degrees Celsius.
 VALUE_RANGES = {"prcp": (0.0, 500.0), "tavg": (-45.0, 50.0), "tmin": (-50.0, 45.0), "tmax": (-40.0, 55.0)}

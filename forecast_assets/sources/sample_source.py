@@ -24,7 +24,7 @@ from forecast_assets.sources import demand_model
 from forecast_assets.sources.demand_model import DemandSpec
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema, trip_file_name
-from forecast_assets.sources.zones import Zone, load_zones
+from taxi_core.zones import Zone, load_zones
 
 log = logging.getLogger(__name__)
 

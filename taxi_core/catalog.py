@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,8 @@ from typing import Literal
 
 from pyiceberg.catalog import Catalog, load_catalog
 
-from forecast_assets.settings import CATALOG_NAME, state_dir
+from taxi_core.names import CATALOG_NAME
+from taxi_core.settings import Settings
 
 CatalogKind = Literal["sql", "glue"]
 CATALOG_KINDS: tuple[str, ...] = ("sql", "glue")
@@ -46,20 +46,14 @@ class CatalogConfig:
             raise CatalogConfigError(msg)
 
     @classmethod
-    def from_env(cls) -> CatalogConfig:
-        kind = os.environ.get("TAXI_CATALOG", "sql")
-        if kind == "sql":
-            root = state_dir()
+    def from_settings(cls, settings: Settings) -> CatalogConfig:
+        if settings.catalog_kind == "sql":
             return cls(
                 kind="sql",
-                warehouse=os.environ.get("TAXI_WAREHOUSE") or str(root / "warehouse"),
-                sqlite_path=os.environ.get("TAXI_CATALOG_SQLITE") or str(root / "catalog.sqlite"),
+                warehouse=settings.warehouse or str(settings.state_dir / "warehouse"),
+                sqlite_path=settings.catalog_sqlite or str(settings.state_dir / "catalog.sqlite"),
             )
-        return cls(
-            kind=kind,  # type: ignore[arg-type]
-            warehouse=os.environ.get("TAXI_WAREHOUSE", ""),
-            aws_region=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "")),
-        )
+        return cls(kind=settings.catalog_kind, warehouse=settings.warehouse, aws_region=settings.aws_region)
 
     def prepare_sqlite(self) -> None:
         """Put the catalog file in WAL mode (a persistent setting of the file).
@@ -123,7 +117,6 @@ class CatalogConfig:
         return properties
 
 
-def open_catalog(config: CatalogConfig | None = None) -> Catalog:
+def open_catalog(config: CatalogConfig) -> Catalog:
     """The pyiceberg view of the same catalog Spark writes to."""
-    config = config or CatalogConfig.from_env()
     return load_catalog(config.name, **config.pyiceberg_properties())

@@ -5,12 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from dagster import MonthlyPartitionsDefinition
-
-from forecast_assets.settings import FIRST_MONTH, env
-
-monthly_partitions = MonthlyPartitionsDefinition(start_date=env("TAXI_FIRST_MONTH", FIRST_MONTH))
-
 
 @dataclass(frozen=True)
 class MonthWindow:

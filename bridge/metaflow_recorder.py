@@ -1,9 +1,10 @@
 """Record, per Metaflow step, which datasets it read and wrote, with no code in the steps.
 
-Table and model I/O helpers call :func:`record_read` / :func:`record_write`; the
-``@record_lineage`` flow mutator wraps every step so that what a step recorded is saved as its
+A flow's table and model I/O calls :func:`record_read`, :func:`record_write` and :func:`record_model`;
+the ``@record_lineage`` flow mutator wraps every step so that what a step recorded is saved as its
 ``lineage_io`` artifact. The ``start`` step also saves the step graph and, when Dagster launched
-the run, the Dagster parent run. The lineage bridge reads these artifacts instead of guessing.
+the run (:data:`DAGSTER_RUN_ID_ENV` in the flow's environment), the Dagster parent run. The bridge's
+Metaflow source reads these artifacts instead of guessing.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ log = logging.getLogger(__name__)
 
 DAGSTER_RUN_ID_ENV = "DAGSTER_RUN_ID"
 DAGSTER_JOB_ENV = "DAGSTER_JOB_NAME"
+# The artifacts every step (and the start step) saves; the Metaflow source reads them.
+LINEAGE_IO, LINEAGE_STEP_GRAPH, LINEAGE_PARENT = "lineage_io", "lineage_step_graph", "lineage_parent"
 
 
 @dataclass(frozen=True)
 class DatasetUse:
-    """One dataset version a step touched: a table at a snapshot, or a model at a version."""
+    """One dataset version a step touched: a table at a snapshot, or a model at a version.
+
+    ``name`` is a table's catalog identifier, or the name a project's naming policy knows another
+    dataset by (a model's); a model carries what it learned: its metrics and hyperparameters.
+    """
 
     name: str
     kind: str  # "table" or "model"
     version: str
     rows: int | None = None
+    metrics: dict[str, float] | None = None
+    params: dict[str, str] | None = None
 
 
 @dataclass
@@ -49,6 +58,12 @@ def record_read(name: str, version: str | int, kind: str = "table", rows: int | 
 
 def record_write(name: str, version: str | int, kind: str = "table", rows: int | None = None) -> None:
     _record("writes", DatasetUse(name, kind, str(version), rows))
+
+
+def record_model(name: str, version: str, metrics: dict[str, float], params: dict) -> None:
+    """The step wrote model ``name`` at ``version``, with its evaluation metrics and hyperparameters."""
+    metrics = {key: float(value) for key, value in metrics.items()}
+    _record("writes", DatasetUse(name, "model", str(version), None, metrics, {k: str(v) for k, v in params.items()}))
 
 
 def _record(direction: str, use: DatasetUse) -> None:
@@ -78,13 +93,13 @@ def lineage_recorder(step_name, flow, inputs):
     recorder = StepLineage()
     token = _current_step.set(recorder)
     if step_name == "start":
-        flow.lineage_step_graph = step_graph()
-        flow.lineage_parent = dagster_parent()
+        setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
+        setattr(flow, LINEAGE_PARENT, dagster_parent())
     try:
         yield
     finally:
         _current_step.reset(token)
-        flow.lineage_io = recorder.to_artifact()
+        setattr(flow, LINEAGE_IO, recorder.to_artifact())
 
 
 class record_lineage(FlowMutator):  # noqa: N801 - used as a decorator, named like one

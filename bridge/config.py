@@ -1,0 +1,72 @@
+"""What a project hands the bridge: its naming policy, the flows to follow, where lineage state lives, DataHub.
+
+Plain values: the project reads its own settings and builds a :class:`LineageBridge` once; the
+bridge reads no environment of its own (the OpenLineage client keeps its own configuration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from dagster import AssetKey
+
+from bridge.naming import Naming
+
+DataHubKind = Literal["lite", "rest", "file", "off"]
+# Extra metadata for the materializations reported for a Metaflow run made outside Dagster, by asset.
+ReportMetadata = Callable[[str], Mapping[AssetKey, Mapping[str, object]]]
+
+
+@dataclass(frozen=True)
+class DataHubTarget:
+    """Where DataHub metadata goes: DataHub Lite (a file), a GMS over REST, a metadata file, or nowhere."""
+
+    kind: DataHubKind = "lite"
+    lite_path: Path | None = None
+    gms_url: str = ""
+    gms_token: str | None = field(default=None, repr=False)
+    file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind == "rest" and not self.gms_url:
+            raise ValueError("DataHub over REST needs the GMS URL (DATAHUB_GMS_URL), and a token if GMS has auth")
+        if self.kind == "lite" and self.lite_path is None:
+            raise ValueError("DataHub Lite needs the path of its file")
+        if self.kind == "file" and self.file is None:
+            raise ValueError("A DataHub metadata file needs its path")
+
+    @property
+    def sink(self) -> str:
+        """Each target keeps its own position in the outbox, so switching targets sends the new one everything."""
+        return f"datahub-{self.kind}"
+
+
+@dataclass(frozen=True)
+class LineageBridge:
+    """One project's bridge.
+
+    ``lineage_dir`` holds the outbox and, when the OpenLineage client has no configuration of its own,
+    the JSON-lines file events go to. ``code_location`` is the Dagster code location (in
+    ``workspace_file``) whose asset graph the command line loads, and the location of runs executed
+    in-process. ``flows`` are the Metaflow flows to follow. ``report_metadata`` adds a project's
+    metadata to the materializations reported for flow runs made outside Dagster.
+    """
+
+    naming: Naming
+    lineage_dir: Path
+    flows: tuple[str, ...] = ()
+    code_location: str = ""
+    workspace_file: Path | None = None
+    datahub: DataHubTarget = field(default_factory=lambda: DataHubTarget(kind="off"))
+    report_metadata: ReportMetadata | None = None
+
+    @property
+    def outbox_path(self) -> Path:
+        return self.lineage_dir / "outbox.sqlite"
+
+    @property
+    def events_file(self) -> Path:
+        return self.lineage_dir / "openlineage_events.jsonl"

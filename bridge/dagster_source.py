@@ -1,0 +1,161 @@
+"""Read a Dagster instance's event log, run by run, into plain records, then translate them.
+
+Runs are found in storage-id order through the public instance APIs (``fetch_run_status_changes``)
+and read with ``get_records_for_run``; the upstream versions each step saw are looked up here, so
+the translation (:mod:`bridge.dagster_translate`) never touches the instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    TimeWindowPartitionsDefinition,
+)
+
+from bridge.dagster_records import READ_TYPES, DagsterRunRecords, Upstream, planned_by_step, upstream_moments
+from bridge.dagster_translate import Keyed, is_finished, run_job, translate_run
+from bridge.events import JobRef
+from bridge.naming import Naming
+
+Parents = Callable[[AssetKey], list[AssetKey]]
+
+
+class AssetGraph(Protocol):
+    """What the bridge needs of a Dagster asset graph: ``Definitions.resolve_asset_graph()``, a repository's
+    ``asset_graph``, or a code location's remote one."""
+
+    def has(self, key: AssetKey) -> bool: ...
+
+    def get(self, key: AssetKey) -> Any: ...
+
+
+def asset_parents(graph: AssetGraph) -> Parents:
+    """Each asset's parents in a Dagster asset graph (a repository's, or a code location's remote one)."""
+
+    def parents(key: AssetKey) -> list[AssetKey]:
+        return sorted(graph.get(key).parent_keys) if graph.has(key) else []
+
+    return parents
+
+
+def code_location(run: DagsterRun, default: str) -> str:
+    """The code location the run was launched from; runs executed in-process carry no origin."""
+    return run.remote_job_origin.location_name if run.remote_job_origin else default
+
+
+class DagsterSource:
+    """Reads new event-log records run by run; the cursor is plain JSON kept in the outbox."""
+
+    name = "dagster"
+
+    def __init__(
+        self,
+        instance: DagsterInstance,
+        graph: AssetGraph,
+        naming: Naming,
+        default_location: str = "",
+        batch: int = 200,
+    ):
+        """``default_location``: the code location of runs executed in-process, which carry no origin."""
+        self.instance, self.graph, self.naming, self.batch = instance, graph, naming, batch
+        self.parents = asset_parents(graph)
+        self.default_location = default_location
+        self.untranslated: list[int] = []
+
+    def run_records(self, dagster_run_id: str) -> DagsterRunRecords | None:
+        """One run's records and the upstream versions its events name; ``None`` if the run is gone."""
+        run = self.instance.get_run_by_id(dagster_run_id)
+        if run is None:
+            return None
+        records = list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
+        partition = run.tags.get("dagster/partition")
+        upstream = {
+            moment: {key: self._upstream(key, partition, moment) for key in keys}
+            for moment, keys in upstream_moments(records).items()
+        }
+        return DagsterRunRecords(
+            dagster_run_id,
+            run.job_name,
+            partition,
+            code_location(run, self.default_location),
+            records,
+            upstream,
+            self._nominal_window(records, partition),
+        )
+
+    def _upstream(self, key: AssetKey, partition: str | None, before_storage_id: int) -> list[Upstream]:
+        """Each parent of ``key`` at its newest materialization before ``before_storage_id``."""
+        found = []
+        for parent in self.parents(key):
+            latest = None
+            # The same partition first (a month's table reads that month's files), then any.
+            for partitions in ([partition], None) if partition else (None,):
+                result = self.instance.fetch_materializations(
+                    AssetRecordsFilter(
+                        asset_key=parent, asset_partitions=partitions, before_storage_id=before_storage_id
+                    ),
+                    limit=1,
+                )
+                if result.records:
+                    latest = result.records[0]
+                    break
+            found.append(Upstream(parent, latest))
+        return found
+
+    def _nominal_window(self, records, partition: str | None) -> tuple[datetime, datetime] | None:
+        if not partition:
+            return None
+        for keys in planned_by_step(records).values():
+            for key in keys:
+                partitions = self.graph.get(key).partitions_def if self.graph.has(key) else None
+                if isinstance(partitions, TimeWindowPartitionsDefinition):
+                    try:
+                        window = partitions.time_window_for_partition_key(partition)
+                    except Exception:  # a key from an older partitions definition: no nominal time
+                        return None
+                    return window.start, window.end
+        return None
+
+    def read(self, cursor: dict) -> tuple[list[Keyed], dict]:
+        """New events since ``cursor`` and the cursor after them."""
+        cursor = {"run_starts": cursor.get("run_starts"), "open_runs": dict(cursor.get("open_runs", {}))}
+        starts = self.instance.fetch_run_status_changes(
+            DagsterEventType.RUN_START, limit=self.batch, cursor=cursor["run_starts"], ascending=True
+        )
+        for record in starts.records:
+            cursor["open_runs"].setdefault(record.run_id, 0)
+        if starts.records:
+            cursor["run_starts"] = starts.cursor
+        events: list[Keyed] = []
+        for dagster_run_id, last_seen in sorted(cursor["open_runs"].items(), key=lambda item: item[1]):
+            records = self.run_records(dagster_run_id)
+            if records is None:
+                del cursor["open_runs"][dagster_run_id]
+                continue
+            new = {r.storage_id for r in records.records if r.storage_id > last_seen}
+            if not new:
+                continue
+            events += translate_run(records, self.naming, new, self.untranslated)
+            if is_finished(records.records):
+                del cursor["open_runs"][dagster_run_id]
+            else:
+                cursor["open_runs"][dagster_run_id] = max(new)
+        return events, cursor
+
+    def run_job(self, dagster_run_id: str) -> JobRef | None:
+        """The OpenLineage job and run of a Dagster run, as its own events name it (a Metaflow run's root)."""
+        run = self.instance.get_run_by_id(dagster_run_id)
+        starts = self.instance.get_records_for_run(dagster_run_id, of_type=DagsterEventType.RUN_START).records
+        if run is None or not starts:
+            return None
+        started_at = datetime.fromtimestamp(starts[0].event_log_entry.timestamp, tz=UTC)
+        location = code_location(run, self.default_location)
+        return run_job(self.naming.job_namespace, dagster_run_id, run.job_name, location, started_at)

@@ -1,0 +1,270 @@
+"""Dagster runs as OpenLineage: a job for the run, one per step, checks as assertions. Pure: records in, events out.
+
+A run is a ``JOB``; each step a child job (``ASSET``, ``ASSET_CHECK`` or ``STEP``) with the run as
+parent and root. A step's inputs are its planned assets' parents at the versions they had when the
+step started; its outputs are what it materialized (or, until it completes, what it planned).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from dagster import AssetKey, DagsterEventType, EventLogRecord
+from openlineage.client.event_v2 import RunEvent, RunState
+
+from bridge.dagster_records import (
+    RUN_TERMINAL,
+    DagsterRunRecords,
+    event_type,
+    planned_by_step,
+    step_as_of,
+    step_key,
+)
+from bridge.events import Assertion, DatasetRef, EventSpec, JobRef, event_key, run_event
+from bridge.naming import Naming, dagster_job_name, job_name, run_id
+
+log = logging.getLogger(__name__)
+
+INTEGRATION = "DAGSTER"
+SOURCE = "dagster"
+RUN_STATES = {
+    DagsterEventType.RUN_START: RunState.START,
+    DagsterEventType.RUN_SUCCESS: RunState.COMPLETE,
+    DagsterEventType.RUN_FAILURE: RunState.FAIL,
+    DagsterEventType.RUN_CANCELED: RunState.ABORT,
+}
+STEP_STATES = {
+    DagsterEventType.STEP_START: RunState.START,
+    DagsterEventType.STEP_SUCCESS: RunState.COMPLETE,
+    DagsterEventType.STEP_FAILURE: RunState.FAIL,
+}
+# Materialization metadata the bridge reads: the version a table asset wrote, and whether it wrote at all.
+VERSION_KEYS = ("iceberg/snapshot_id", "model_version")
+STAGED_VERSION = "staged_snapshot_id"
+PUBLICATION = "publication"
+NOT_WRITTEN = {"unchanged", "held back"}  # found its month unchanged, or held it back after a failed audit
+
+Keyed = tuple[str, RunEvent]
+
+
+def _time(record: EventLogRecord) -> datetime:
+    return datetime.fromtimestamp(record.event_log_entry.timestamp, tz=UTC)
+
+
+def _metadata(entry) -> dict:
+    return {key: value.value for key, value in entry.metadata.items()}
+
+
+def _data_version(entry) -> str | None:
+    return entry.tags.get("dagster/data_version") if entry.tags else None
+
+
+def run_job(namespace: str, dagster_run_id: str, job: str, location: str, started_at: datetime) -> JobRef:
+    """The OpenLineage job and run of a Dagster run (also how a Metaflow run names its Dagster root)."""
+    return JobRef(namespace, job_name(dagster_job_name(job, location)), run_id(started_at, SOURCE, dagster_run_id))
+
+
+@dataclass
+class _Run:
+    """One run's records with the lookups the translation needs; all of them answered from the records."""
+
+    records: DagsterRunRecords
+    naming: Naming
+
+    def __post_init__(self) -> None:
+        self.planned = planned_by_step(self.records.records)
+
+    @property
+    def started_at(self) -> datetime:
+        starts = [r for r in self.records.records if event_type(r) == DagsterEventType.RUN_START]
+        return _time(starts[0] if starts else self.records.records[0])
+
+    @property
+    def job(self) -> JobRef:
+        r = self.records
+        return run_job(self.naming.job_namespace, r.run_id, r.job_name, r.location, self.started_at)
+
+    def step_job(self, step: str) -> JobRef:
+        starts = self.step_records(step, DagsterEventType.STEP_START)
+        started = _time(starts[-1]) if starts else self.started_at
+        identity = (SOURCE, self.records.run_id, step, str(len(starts)))
+        lineage_job = dagster_job_name(self.records.job_name, self.records.location)
+        return JobRef(self.naming.job_namespace, job_name(lineage_job, step), run_id(started, *identity))
+
+    def all_planned(self) -> list[AssetKey]:
+        return [key for keys in self.planned.values() for key in keys]
+
+    def step_records(self, step: str, of_type: DagsterEventType) -> list[EventLogRecord]:
+        return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
+
+    def ref(self, key: AssetKey, metadata: dict | None = None, data_version: str | None = None) -> DatasetRef:
+        metadata = metadata or {}
+        version = next((metadata[k] for k in VERSION_KEYS if k in metadata), data_version)
+        schema = metadata.get("dagster/column_schema")
+        columns = tuple((c.name, c.type) for c in schema.columns) if schema is not None else ()
+        return DatasetRef(
+            self.naming.asset(key.path),
+            None if version is None else str(version),
+            columns,
+            rows=metadata.get("dagster/row_count"),
+        )
+
+    def upstream(self, key: AssetKey, moment: int) -> list[DatasetRef]:
+        refs = []
+        for parent in self.records.upstream_at(moment, key):
+            if parent.materialization is None:
+                refs.append(self.ref(parent.key))
+                continue
+            materialization = parent.materialization.asset_materialization
+            refs.append(self.ref(parent.key, _metadata(materialization), _data_version(materialization)))
+        return refs
+
+    def materialized(self, step: str | None = None) -> list[DatasetRef]:
+        refs = []
+        for record in self.records.records:
+            if event_type(record) != DagsterEventType.ASSET_MATERIALIZATION or (step and step_key(record) != step):
+                continue
+            materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+            metadata = _metadata(materialization)
+            if metadata.get(PUBLICATION) in NOT_WRITTEN:
+                continue
+            refs.append(self.ref(materialization.asset_key, metadata, _data_version(materialization)))
+        return refs
+
+    def nominal(self) -> tuple[datetime | None, datetime | None]:
+        window = self.records.nominal_window
+        return (window[0], window[1]) if window else (None, None)
+
+
+def translate_run(
+    records: DagsterRunRecords, naming: Naming, new: set[int] | None = None, untranslated: list[int] | None = None
+) -> list[Keyed]:
+    """OpenLineage events, with their outbox keys, for the records of one run (only those in ``new``, if given).
+
+    A record that cannot be translated is logged with its storage id and added to ``untranslated``.
+    """
+    run = _Run(records, naming)
+    events: list[Keyed] = []
+    for record in records.records:
+        if new is not None and record.storage_id not in new:
+            continue
+        try:
+            events += _translate_record(run, record)
+        except Exception:  # one bad record must not stop the bridge; it is logged and counted
+            log.exception("Could not translate Dagster event %s of run %s", record.storage_id, records.run_id)
+            if untranslated is not None:
+                untranslated.append(record.storage_id)
+    return events
+
+
+def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
+    kind = event_type(record)
+    if kind in RUN_STATES:
+        spec = _run_spec(run, record, RUN_STATES[kind])
+        return [(event_key(spec), run_event(spec))]
+    if kind in STEP_STATES:
+        spec = _step_spec(run, record, step_key(record), STEP_STATES[kind])
+        return [(event_key(spec), run_event(spec))]
+    if kind == DagsterEventType.ASSET_OBSERVATION:
+        spec = _observation_spec(run, record)
+        # A step may observe many times: the storage id tells its events apart.
+        return [(event_key(spec, str(record.storage_id)), run_event(spec))]
+    return []
+
+
+def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
+    planned = run.all_planned()
+    produced = {run.naming.asset(key.path) for key in planned}
+    upstream = {ref.name.key: ref for key in planned for ref in run.upstream(key, record.storage_id)}
+    nominal_start, nominal_end = run.nominal()
+    return EventSpec(
+        state=state,
+        time=_time(record),
+        job=run.job,
+        integration=INTEGRATION,
+        job_type="JOB",
+        inputs=[ref for ref in upstream.values() if ref.name not in produced],
+        outputs=[run.ref(key) for key in planned] if state == RunState.START else run.materialized(),
+        error=record.event_log_entry.message if state == RunState.FAIL else None,
+        nominal_start=nominal_start,
+        nominal_end=nominal_end,
+    )
+
+
+def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
+    step = step_key(record)
+    observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
+    return EventSpec(
+        state=RunState.OTHER,
+        time=_time(record),
+        job=run.step_job(step) if step else run.job,
+        integration=INTEGRATION,
+        job_type="OBSERVATION",
+        outputs=[run.ref(observation.asset_key, _metadata(observation), _data_version(observation))],
+        parent=run.job if step else None,
+    )
+
+
+def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) -> EventSpec:
+    moment = step_as_of(run.records.records, step, record.storage_id)
+    planned = run.planned.get(step, [])
+    inputs = [ref for key in planned for ref in run.upstream(key, moment)]
+    outputs = run.materialized(step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
+    # A table asset audits its own month in the same step; its checks travel with the output it
+    # published, or, when it published nothing, with the dataset it audited, as an input.
+    assertions = _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
+    for key, checked in assertions.items():
+        name = run.naming.asset(key.path)
+        written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
+        if written:
+            outputs[written[0]] = replace(outputs[written[0]], assertions=checked)
+        else:
+            inputs.append(replace(_audited(run, step, key), assertions=checked))
+    job_type = "ASSET" if planned else "ASSET_CHECK" if assertions else "STEP"
+    error = None
+    if state == RunState.FAIL:
+        failure = record.event_log_entry.dagster_event.step_failure_data
+        error = failure.error.message.strip() if failure and failure.error else record.event_log_entry.message
+    nominal_start, nominal_end = run.nominal()
+    return EventSpec(
+        state=state,
+        time=_time(record),
+        job=run.step_job(step),
+        integration=INTEGRATION,
+        job_type=job_type,
+        inputs=inputs,
+        outputs=outputs,
+        parent=run.job,
+        root=run.job,
+        error=error,
+        nominal_start=nominal_start,
+        nominal_end=nominal_end,
+    )
+
+
+def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion, ...]]:
+    by_asset: dict[AssetKey, list[Assertion]] = {}
+    for record in checks:
+        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        severity = evaluation.severity.value.lower() if evaluation.severity else "error"
+        by_asset.setdefault(evaluation.asset_key, []).append(
+            Assertion(name=evaluation.check_name, success=evaluation.passed, severity=severity)
+        )
+    return {key: tuple(assertions) for key, assertions in by_asset.items()}
+
+
+def _audited(run: _Run, step: str, key: AssetKey) -> DatasetRef:
+    """The version a step audited without publishing it: a held-back staged snapshot, or the published one."""
+    for record in reversed(run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)):
+        materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+        if materialization.asset_key == key:
+            metadata = _metadata(materialization)
+            version = metadata.get(STAGED_VERSION) or metadata.get(VERSION_KEYS[0])
+            return replace(run.ref(key, metadata), version=None if version is None else str(version))
+    return run.ref(key)
+
+
+def is_finished(records: list[EventLogRecord]) -> bool:
+    return any(event_type(r) in RUN_TERMINAL for r in records)

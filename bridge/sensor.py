@@ -1,0 +1,36 @@
+"""The bridge as a Dagster sensor: each tick is one pass over the instance and the sensor's own asset graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationContext, SkipReason, sensor
+
+from bridge.bridge_pass import run_pass, summary
+from bridge.config import LineageBridge
+
+
+def lineage_sensor(
+    bridge: LineageBridge | Callable[[], LineageBridge],
+    name: str = "openlineage_bridge",
+    minimum_interval_seconds: int = 30,
+) -> SensorDefinition:
+    """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick."""
+
+    @sensor(
+        name=name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+        description=(
+            "Turns new Dagster events and Metaflow runs into OpenLineage events and DataHub metadata, "
+            "and reports Metaflow runs made outside Dagster as materializations."
+        ),
+    )
+    def bridge_sensor(context: SensorEvaluationContext):
+        configured = bridge() if callable(bridge) else bridge
+        result = run_pass(configured, context.instance, context.repository_def.asset_graph)
+        if result.delivery.error:
+            context.log.warning(f"Lineage backend unavailable, events stay queued: {result.delivery.error}")
+        return SkipReason(summary(result))
+
+    return bridge_sensor

@@ -1,0 +1,30 @@
+"""`taxi-lineage`: the bridge's command line for this project."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from taxi_core.settings import SettingsError, load_settings
+from taxi_core.tool_env import apply_tool_environment
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"taxi-lineage: {err}", file=sys.stderr)
+        return 2
+    apply_tool_environment(settings)
+    os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home))
+    # Metaflow and DataHub read their configuration when first imported: only now, with it in place.
+    from bridge import cli
+    from forecast_assets.lineage import TITLE, taxi_bridge
+    from forecast_assets.local_state import dagster_home
+
+    dagster_home(settings)
+    return cli.main(sys.argv[1:] if argv is None else argv, taxi_bridge(settings), prog="taxi-lineage", title=TITLE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The names every part of the project agrees on: tables, the model, the flow, the code location, the sources."""
+
+NAMESPACE = "nyc_taxi"
+RAW_YELLOW = f"{NAMESPACE}.raw_yellow"
+RAW_WEATHER = f"{NAMESPACE}.raw_weather"
+ACTUALS = f"{NAMESPACE}.yellow_rides_hourly_actuals"
+FORECAST = f"{NAMESPACE}.yellow_rides_hourly_forecast"
+
+MODEL_NAME = "forecast_model"
+FLOW_NAME = "TrainForecastModelFlow"
+# The Dagster code location in workspace.yaml.
+LOCATION_NAME = "taxi_demand"
+CATALOG_NAME = "lakehouse"
+TRIP_FILES = "taxi_trip_files"
+WEATHER_FILES = "weather_files"
+TOP_ZONES = 50
+
+TLC_BASE_URL = "https://d37ci6vzurychx.cloudfront.net/trip-data"
+NOAA_BASE_URL = "https://www.ncei.noaa.gov/data/nclimgrid-daily/access/averages"
+
+
+def table_name(identifier: str) -> str:
+    """``nyc_taxi.raw_yellow`` -> ``raw_yellow``."""
+    return identifier.split(".", 1)[1]

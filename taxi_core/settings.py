@@ -1,0 +1,215 @@
+"""The project's one settings object: read once from the environment and settings files, validated, passed down.
+
+Precedence, highest first: the process environment (what a user exported), the ``.env`` file in the
+working directory, the ``settings.env`` that ``taxi init`` writes in the state folder, then the defaults
+below. Every value is checked when loaded; a bad one raises :class:`SettingsError` naming the variable
+and what it accepts. Nothing here reads the environment at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from taxi_core.files import write_atomically
+from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR_ENV = "TAXI_STATE_DIR"
+DEFAULT_STATE_DIR_NAME = ".state"
+# Installed from a wheel (no checkout around the package), state goes to the user's data folder.
+INSTALLED_STATE_DIR = Path("~/.local/share/taxi-demand-lineage")
+SETTINGS_FILE = "settings.env"
+DEFAULT_FIRST_MONTH = "2024-01-01"
+SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://.+|yarn")
+JVM_MEMORY = re.compile(r"\d+[kmgt]?", re.IGNORECASE)
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names the variable and what it accepts."""
+
+
+def is_checkout(root: Path) -> bool:
+    return (root / "pyproject.toml").is_file() and (root / "forecast_assets").is_dir()
+
+
+def default_state_dir(root: Path = PROJECT_ROOT) -> Path:
+    """A checkout's ``.state``; never a folder inside site-packages."""
+    if is_checkout(root):
+        return root / DEFAULT_STATE_DIR_NAME
+    return INSTALLED_STATE_DIR.expanduser()
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """Every setting of the project, by the environment variable that sets it."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    state_dir: Path = Field(
+        default_factory=default_state_dir,
+        validation_alias=_env("TAXI_STATE_DIR"),
+        description="The one git-ignored folder holding every piece of local state.",
+    )
+    first_month: str = Field(DEFAULT_FIRST_MONTH, validation_alias=_env("TAXI_FIRST_MONTH"))
+    trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
+    weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
+    staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
+    catalog_kind: Literal["sql", "glue"] = Field("sql", validation_alias=_env("TAXI_CATALOG"))
+    warehouse: str = Field("", validation_alias=_env("TAXI_WAREHOUSE"))
+    catalog_sqlite: str = Field("", validation_alias=_env("TAXI_CATALOG_SQLITE"))
+    aws_region: str = Field("", validation_alias=_env("AWS_REGION", "AWS_DEFAULT_REGION"))
+    aws_account_id: str = Field("", validation_alias=_env("AWS_ACCOUNT_ID"))
+    s3_endpoint_url: str = Field("", validation_alias=_env("TAXI_S3_ENDPOINT_URL"))
+    spark_master: str = Field("local[*]", validation_alias=_env("TAXI_SPARK_MASTER"))
+    spark_driver_memory: str = Field("4g", validation_alias=_env("TAXI_SPARK_DRIVER_MEMORY"))
+    spark_jars: str = Field("", validation_alias=_env("TAXI_SPARK_JARS"))
+    datahub: Literal["lite", "rest", "file", "off"] = Field("lite", validation_alias=_env("TAXI_DATAHUB"))
+    datahub_gms_url: str = Field("", validation_alias=_env("DATAHUB_GMS_URL"))
+    datahub_gms_token: SecretStr | None = Field(None, validation_alias=_env("DATAHUB_GMS_TOKEN"))
+    datahub_file: str = Field("", validation_alias=_env("TAXI_DATAHUB_FILE"))
+    lineage_namespace: str = Field("taxi-demand", validation_alias=_env("OPENLINEAGE_NAMESPACE"))
+    metaflow_datastore: str = Field("local", validation_alias=_env("METAFLOW_DEFAULT_DATASTORE"))
+    metaflow_s3_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_S3"))
+    metaflow_local_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_LOCAL"))
+    user: str = Field("taxi", validation_alias=_env("USER", "USERNAME"))
+
+    @field_validator("state_dir")
+    @classmethod
+    def _writable_state_dir(cls, value: Path) -> Path:
+        path = value.expanduser().resolve()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / ".writable"
+            probe.touch()
+            probe.unlink()
+        except OSError as err:
+            msg = f"cannot write to {path} ({err.strerror}); point it at a folder you can write to"
+            raise ValueError(msg) from err
+        return path
+
+    @field_validator("first_month")
+    @classmethod
+    def _month_start(cls, value: str) -> str:
+        for layout in ("%Y-%m-%d", "%Y-%m"):
+            try:
+                parsed = datetime.strptime(value, layout)
+            except ValueError:
+                continue
+            if parsed.day != 1:
+                break
+            return f"{parsed:%Y-%m-%d}"
+        raise ValueError("use the first day of a month, YYYY-MM-01 (or YYYY-MM)")
+
+    @field_validator("trip_base_url", "weather_base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"(https?|file)://", value):
+            raise ValueError("use an http(s):// or file:// URL of the folder that holds the files")
+        return value
+
+    @field_validator("spark_master")
+    @classmethod
+    def _spark_master(cls, value: str) -> str:
+        if not SPARK_MASTER.fullmatch(value):
+            raise ValueError("use local[*], local[N], spark://host:port, yarn or k8s://...")
+        return value
+
+    @field_validator("spark_driver_memory")
+    @classmethod
+    def _jvm_memory(cls, value: str) -> str:
+        if not JVM_MEMORY.fullmatch(value):
+            raise ValueError("use a JVM memory size such as 2g or 512m")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment arrives through :func:`load_settings` as init values, so a caller can hand in another.
+        return init_settings, dotenv_settings
+
+    def path(self, *parts: str) -> Path:
+        """A folder inside the state folder, made on first use."""
+        folder = self.state_dir.joinpath(*parts)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    @property
+    def staging_location(self) -> str:
+        return self.staging or str(self.state_dir / "staging")
+
+    @property
+    def metaflow_root(self) -> str:
+        """Where Metaflow keeps runs and artifacts (its datastore root)."""
+        return self.metaflow_s3_root or self.metaflow_local_root or str(self.state_dir / "metaflow")
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.state_dir / "dagster"
+
+    @property
+    def settings_file(self) -> Path:
+        return self.state_dir / SETTINGS_FILE
+
+
+def _variable(settings_field: str) -> str:
+    alias = Settings.model_fields[settings_field].validation_alias
+    return alias.choices[0] if isinstance(alias, AliasChoices) else settings_field
+
+
+def _explain(err: ValidationError) -> str:
+    lines = []
+    for problem in err.errors():
+        name = str(problem["loc"][0]) if problem["loc"] else "?"
+        variable = name if name.isupper() else _variable(name)
+        reason = problem["msg"].removeprefix("Value error, ")
+        lines.append(f"{variable}={problem.get('input')!r}: {reason}")
+    return "Invalid setting: " + "; ".join(lines)
+
+
+def load_settings(environ: dict[str, str] | None = None, **overrides) -> Settings:
+    """The settings, from ``environ`` (by default this process's environment) and the settings files.
+
+    ``overrides`` (field names) win over everything; tests and command-line options use them.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    state = Path(environ.get(STATE_DIR_ENV) or overrides.get("state_dir") or default_state_dir())
+    files = (state.expanduser() / SETTINGS_FILE, Path.cwd() / ".env")  # later files win
+    try:
+        return Settings(_env_file=files, _env_file_encoding="utf-8", **_from(environ), **overrides)
+    except ValidationError as err:
+        raise SettingsError(_explain(err)) from None
+
+
+def _from(environ: dict[str, str]) -> dict[str, str]:
+    """Values of ``environ`` by field name: so a mapping other than ``os.environ`` can be passed."""
+    values = {}
+    for name, spec in Settings.model_fields.items():
+        alias = spec.validation_alias
+        for variable in alias.choices if isinstance(alias, AliasChoices) else ():
+            if environ.get(variable):
+                values[name] = environ[variable]
+                break
+    return values
+
+
+def write_settings_file(settings_file: Path, values: dict[str, str]) -> None:
+    """The ``settings.env`` of ``taxi init``: below the environment and ``.env`` in precedence."""
+    lines = ["# Written by `taxi init`. Exported variables and a .env file in the working directory win."]
+    lines += [f"{key}={value}" for key, value in values.items()]
+    write_atomically(settings_file, "\n".join(lines) + "\n")
