@@ -29,23 +29,29 @@ def main() -> int:
     os.environ.setdefault("TAXI_STATE_DIR", tempfile.mkdtemp(prefix="taxi-bench-"))
 
     from dagster import instance_for_test
-    from forecast_assets.settings import state_path
 
-    from forecast_assets.definitions import build_definitions, resources_from_env
+    from forecast_assets.definitions import build_definitions, resources_for
     from forecast_assets.resources import SourceResource
     from forecast_assets.sources.sample_source import SampleSource
+    from taxi_core.settings import load_settings
+    from taxi_core.tool_env import apply_tool_environment
 
+    settings = load_settings()
+    apply_tool_environment(settings)
     started = time.perf_counter()
-    source = SampleSource(state_path("sample_source"), trips_per_month=args.trips)
+    source = SampleSource(settings.path("sample_source"), trips_per_month=args.trips)
     source.write_month(args.month)
     print(
         f"sample month {args.month}: {args.trips:,} trips requested, written in {time.perf_counter() - started:.1f} s"
     )
 
-    resources = resources_from_env() | {
-        "source": SourceResource(trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url)
-    }
-    job = build_definitions(resources).resolve_job_def("monthly_ingestion")
+    resources = resources_for(settings)
+    resources["source"] = SourceResource(
+        trip_base_url=source.trip_base_url,
+        weather_base_url=source.weather_base_url,
+        download_dir=resources["source"].download_dir,
+    )
+    job = build_definitions(settings, resources).resolve_job_def("monthly_ingestion")
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     with instance_for_test() as instance:
         for label in ("first run", "unchanged re-run"):

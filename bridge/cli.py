@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bridge.config import LineageBridge
 from bridge.graph_view import LineageGraph, NotInGraph, model_versions, not_found_message, to_svg
-from bridge.lite import HOW_TO_MAKE_ONE, NoLineageGraph, open_for_reading
+from bridge.lite import NoLineageGraph, open_for_reading
 from bridge.outbox import Outbox
 
 
@@ -65,7 +65,7 @@ def _open_graph(bridge: LineageBridge):
     if bridge.datahub.kind != "lite":
         raise UsageError(f"The lineage graph is read from DataHub Lite; DataHub is set to {bridge.datahub.kind!r}")
     try:
-        lite = open_for_reading(bridge.datahub.lite_path)
+        lite = open_for_reading(bridge.datahub.lite_path, bridge.how_to_fill_graph)
     except NoLineageGraph as err:
         raise UsageError(str(err)) from err
     try:
@@ -75,7 +75,7 @@ def _open_graph(bridge: LineageBridge):
         raise
     if not graph.labels:
         lite.close()
-        msg = f"The lineage graph at {bridge.datahub.lite_path} holds no jobs yet; {HOW_TO_MAKE_ONE}"
+        msg = f"The lineage graph at {bridge.datahub.lite_path} holds no jobs yet; {bridge.how_to_fill_graph}"
         raise UsageError(msg)
     return graph, lite
 

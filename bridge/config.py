@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-from dagster import AssetKey
+from typing import TYPE_CHECKING, Literal
 
 from bridge.naming import Naming
 
+if TYPE_CHECKING:
+    from dagster import AssetKey
+
 DataHubKind = Literal["lite", "rest", "file", "off"]
 # Extra metadata for the materializations reported for a Metaflow run made outside Dagster, by asset.
-ReportMetadata = Callable[[str], Mapping[AssetKey, Mapping[str, object]]]
+ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, object]]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class LineageBridge:
     the JSON-lines file events go to. ``code_location`` is the Dagster code location (in
     ``workspace_file``) whose asset graph the command line loads, and the location of runs executed
     in-process. ``flows`` are the Metaflow flows to follow. ``report_metadata`` adds a project's
-    metadata to the materializations reported for flow runs made outside Dagster.
+    metadata to the materializations reported for flow runs made outside Dagster. ``how_to_fill_graph``
+    is what the command line tells a user who reads an empty graph.
     """
 
     naming: Naming
@@ -62,6 +64,7 @@ class LineageBridge:
     workspace_file: Path | None = None
     datahub: DataHubTarget = field(default_factory=lambda: DataHubTarget(kind="off"))
     report_metadata: ReportMetadata | None = None
+    how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
 
     @property
     def outbox_path(self) -> Path:

@@ -23,7 +23,8 @@ from bridge.dagster_records import (
     step_key,
 )
 from bridge.events import Assertion, DatasetRef, EventSpec, JobRef, event_key, run_event
-from bridge.naming import Naming, dagster_job_name, job_name, run_id
+from bridge.naming import Naming, dagster_job_name, job_name
+from bridge.run_ids import run_id
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from datahub.lite.lite_util import get_datahub_lite
-
 HOW_TO_MAKE_ONE = "run a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs"
 
 
@@ -15,16 +13,19 @@ class NoLineageGraph(LookupError):
 
 
 def open_lite(path: Path, read_only: bool = False):
+    # DataHub takes a second to import: commands load it only when they open a graph.
+    from datahub.lite.lite_util import get_datahub_lite
+
     config = {"file": str(path), "read_only": read_only, "options": {"journal_mode": "WAL"}}
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     return get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
 
 
-def open_for_reading(path: Path):
-    """The graph, read-only; :class:`NoLineageGraph` when nothing has written one there yet."""
+def open_for_reading(path: Path, how_to_make_one: str = HOW_TO_MAKE_ONE):
+    """The graph, read-only; :class:`NoLineageGraph` (saying ``how_to_make_one``) when nothing has written one yet."""
     if not path.is_file() or path.stat().st_size == 0:
-        msg = f"No lineage graph at {path}; {HOW_TO_MAKE_ONE}"
+        msg = f"No lineage graph at {path}; {how_to_make_one}"
         raise NoLineageGraph(msg)
     lite = None
     try:
@@ -33,6 +34,6 @@ def open_for_reading(path: Path):
     except sqlite3.DatabaseError as err:
         if lite is not None:
             lite.close()
-        msg = f"{path} is not a DataHub Lite graph ({err}); {HOW_TO_MAKE_ONE}"
+        msg = f"{path} is not a DataHub Lite graph ({err}); {how_to_make_one}"
         raise NoLineageGraph(msg) from err
     return lite

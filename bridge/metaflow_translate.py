@@ -16,7 +16,8 @@ from uuid import UUID
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.events import DatasetRef, EventSpec, JobRef, ModelTraining, event_key, run_event
-from bridge.naming import Naming, job_name, run_id
+from bridge.naming import Naming, job_name
+from bridge.run_ids import run_id
 
 INTEGRATION = "METAFLOW"
 SOURCE = "metaflow"

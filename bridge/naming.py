@@ -4,8 +4,7 @@ Datasets follow the OpenLineage naming spec: a table is named by its storage loc
 absolute path, ``s3://bucket`` + key) or, in the AWS Glue catalog, by ``arn:aws:glue:{region}:{account}``
 + ``table/{db}/{table}``; it carries a ``symlinks`` facet to its catalog identifier (``db.table``),
 which is also its DataHub name. Other datasets (staged files, models) are named by the location a
-project gives them. Jobs are ``{parent}.{leaf}`` with no dot in the leaf. Run ids are UUIDs derived
-from what identifies a run, so a replay yields the same ids.
+project gives them. Jobs are ``{parent}.{leaf}`` with no dot in the leaf (run ids: :mod:`bridge.run_ids`).
 """
 
 from __future__ import annotations
@@ -14,11 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from urllib.parse import urlparse
-from uuid import UUID
-
-from openlineage.client.uuid import generate_static_uuid
 
 # Jobs Dagster makes up to run a selection of assets: the UI's Materialize button (``__ASSET_JOB``,
 # ``__ASSET_JOB_0``... before Dagster 1.9), ``materialize()``, and sensors or schedules that target assets.
@@ -155,8 +150,3 @@ def dagster_job_name(job: str, code_location: str) -> str:
         return job
     # Location names may hold dots ("defs.py"), which would split the job name in the wrong place.
     return re.sub(r"[^A-Za-z0-9_-]", "_", code_location)
-
-
-def run_id(started_at: datetime, *identity: str) -> UUID:
-    """The same identity and start time always give the same run id."""
-    return generate_static_uuid(started_at, "/".join(identity).encode())

@@ -134,7 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(prog="taxi", description=__doc__, parents=[options])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("init", parents=[options], help="write the sample source and the settings file dagster dev reads")
+    commands.add_parser(
+        "init", parents=[options], help="write the sample source and the settings file dagster dev reads"
+    )
     commands.add_parser(
         "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
     )

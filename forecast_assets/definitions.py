@@ -53,7 +53,8 @@ def resources_for(settings: Settings) -> dict:
 def build_definitions(settings: Settings, resources: dict | None = None) -> Definitions:
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
-    from forecast_assets.lineage import lineage_sensor
+    from bridge.sensor import lineage_sensor
+    from forecast_assets.lineage import taxi_bridge
 
     months = monthly_partitions(settings)
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
@@ -61,7 +62,7 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
         assets=[*source_file_assets(months), *table_assets(months), run_training_flow],
         asset_checks=FORECAST_CHECKS,
         jobs=[monthly_ingestion_job, training_job],
-        sensors=[new_source_months_sensor(months), lineage_sensor(settings)],
+        sensors=[new_source_months_sensor(months), lineage_sensor(taxi_bridge(settings))],
         resources=resources if resources is not None else resources_for(settings),
         executor=in_process_executor,
     )

@@ -1,19 +1,26 @@
-"""This project's lineage bridge: its naming policy, its flow, its DataHub target, and its sensor."""
+"""This project's lineage bridge: its naming policy, its flow and its DataHub target.
+
+Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands build it too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from dagster import AssetKey, SensorDefinition
-
 from bridge.config import DataHubTarget, LineageBridge
 from bridge.naming import GlueTables, IcebergTables, Naming
-from bridge.sensor import lineage_sensor as bridge_sensor
-from forecast_assets.assets.source_files import TRIP_PREFIX, WEATHER_PREFIX
-from forecast_assets.assets.training import FORECAST_MODEL, FORECAST_TABLE, training_run_metadata
 from taxi_core.catalog import CatalogConfig
-from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE, TRIP_FILES, WEATHER_FILES
+from taxi_core.names import (
+    FLOW_NAME,
+    LOCATION_NAME,
+    MODEL_NAME,
+    NAMESPACE,
+    TRIP_FILES,
+    TRIP_FOLDER,
+    WEATHER_FILES,
+    WEATHER_FOLDER,
+)
 from taxi_core.settings import PROJECT_ROOT, Settings
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -32,8 +39,8 @@ def naming(settings: Settings) -> Naming:
         tables=tables,
         table_namespaces=(NAMESPACE,),
         locations={
-            TRIP_FILES: f"{staging}/{TRIP_PREFIX}",
-            WEATHER_FILES: f"{staging}/{WEATHER_PREFIX}",
+            TRIP_FILES: f"{staging}/{TRIP_FOLDER}",
+            WEATHER_FILES: f"{staging}/{WEATHER_FOLDER}",
             MODEL_NAME: f"{settings.metaflow_root.rstrip('/')}/{FLOW_NAME}/{MODEL_NAME}",
         },
         job_namespace=settings.lineage_namespace,
@@ -51,7 +58,11 @@ def datahub_target(settings: Settings) -> DataHubTarget:
     )
 
 
-def _report_metadata(pathspec: str) -> Mapping[AssetKey, Mapping[str, object]]:
+def _report_metadata(pathspec: str) -> Mapping:
+    """The training asset's own metadata for a flow run made outside Dagster (the pass reports it)."""
+    # Dagster and Metaflow load only when a pass reports a run, never for the read commands.
+    from forecast_assets.assets.training import FORECAST_MODEL, FORECAST_TABLE, training_run_metadata
+
     model, table = training_run_metadata(pathspec)
     return {FORECAST_MODEL: model, FORECAST_TABLE: table}
 
@@ -65,8 +76,5 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         workspace_file=WORKSPACE_FILE,
         datahub=datahub_target(settings),
         report_metadata=_report_metadata,
+        how_to_fill_graph="run `taxi demo`, or a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs",
     )
-
-
-def lineage_sensor(settings: Settings) -> SensorDefinition:
-    return bridge_sensor(taxi_bridge(settings))

@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     from forecast_assets.lineage import TITLE, taxi_bridge
     from forecast_assets.local_state import dagster_home
 
-    dagster_home(settings)
+    dagster_home(settings)  # the instance's dagster.yaml, for a pass
     return cli.main(sys.argv[1:] if argv is None else argv, taxi_bridge(settings), prog="taxi-lineage", title=TITLE)
 
 

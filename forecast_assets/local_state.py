@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from forecast_assets.sources.sample_source import SampleSource
 from taxi_core.settings import PROJECT_ROOT, Settings, is_checkout
 from taxi_core.tool_env import tool_environment
+
+if TYPE_CHECKING:
+    from forecast_assets.sources.sample_source import SampleSource
 
 INSTANCE_YAML = "dagster.yaml"
 # What `taxi init` wrote into .env before it kept its settings in the state folder; Dagster's commands
@@ -35,6 +38,8 @@ def _instance_yaml() -> Path:
 
 
 def sample_source(settings: Settings, trips_per_month: int) -> SampleSource:
+    from forecast_assets.sources.sample_source import SampleSource  # pandas and pyarrow: only the demo needs them
+
     return SampleSource(settings.path("sample_source"), trips_per_month=trips_per_month)
 
 

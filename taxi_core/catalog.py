@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-from pyiceberg.catalog import Catalog, load_catalog
+from typing import TYPE_CHECKING, Literal
 
 from taxi_core.names import CATALOG_NAME
 from taxi_core.settings import Settings
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
 
 CatalogKind = Literal["sql", "glue"]
 CATALOG_KINDS: tuple[str, ...] = ("sql", "glue")
@@ -119,4 +120,7 @@ class CatalogConfig:
 
 def open_catalog(config: CatalogConfig) -> Catalog:
     """The pyiceberg view of the same catalog Spark writes to."""
+    # pyiceberg (and pyarrow) load only where a table is opened: commands that only name tables stay quick.
+    from pyiceberg.catalog import load_catalog
+
     return load_catalog(config.name, **config.pyiceberg_properties())

@@ -13,6 +13,8 @@ LOCATION_NAME = "taxi_demand"
 CATALOG_NAME = "lakehouse"
 TRIP_FILES = "taxi_trip_files"
 WEATHER_FILES = "weather_files"
+# The staging folders of the two sources' files.
+TRIP_FOLDER, WEATHER_FOLDER = "taxi", "weather"
 TOP_ZONES = 50
 
 TLC_BASE_URL = "https://d37ci6vzurychx.cloudfront.net/trip-data"

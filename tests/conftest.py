@@ -14,9 +14,11 @@ _STATE = Path(tempfile.mkdtemp(prefix="taxi-tests-"))
 os.environ["TAXI_STATE_DIR"] = str(_STATE)
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 
-from forecast_assets.local_state import apply_tool_environment  # noqa: E402
+from taxi_core.settings import Settings, load_settings  # noqa: E402
+from taxi_core.tool_env import apply_tool_environment  # noqa: E402
 
-apply_tool_environment()
+# As every entry point does: the tools read their configuration when first imported.
+apply_tool_environment(load_settings())
 
 from tests.loopback import serve_folder  # noqa: E402
 from tests.pipeline import Pipeline  # noqa: E402
@@ -32,6 +34,12 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def state_dir() -> Path:
     return _STATE
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """The tests' settings: the environment above, read once."""
+    return load_settings()
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +64,7 @@ def pipeline(sample_server):
     from dagster import instance_for_test
 
     with instance_for_test() as instance:
-        pipeline = Pipeline(instance, sample_server)
+        pipeline = Pipeline(instance, sample_server, load_settings())
         pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
         yield pipeline
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
-from taxi_core.catalog import open_catalog
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.settings import load_settings
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
 MONTH_COLUMNS = {
@@ -24,7 +25,7 @@ def month_filter(column: str, month: str):
 
 
 def table(name: str):
-    return open_catalog().load_table(name)
+    return open_catalog(CatalogConfig.from_settings(load_settings())).load_table(name)
 
 
 def published_snapshots() -> dict[str, int]:

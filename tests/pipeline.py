@@ -6,23 +6,29 @@ from dataclasses import dataclass, field
 
 from dagster import AssetKey, DagsterInstance
 
-from forecast_assets.definitions import build_definitions, resources_from_env
+from forecast_assets.definitions import build_definitions, resources_for
 from forecast_assets.resources import SourceResource
 from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
+from taxi_core.settings import Settings
 
 
 @dataclass
 class Pipeline:
     instance: DagsterInstance
     base_url: str
+    settings: Settings
     first_runs: dict = field(default_factory=dict)
 
     def definitions(self, base_url: str | None = None, **source_settings):
         base = base_url or self.base_url
+        resources = resources_for(self.settings)
         source = SourceResource(
-            trip_base_url=f"{base}/{TRIP_DIR}", weather_base_url=f"{base}/{WEATHER_DIR}", **source_settings
+            trip_base_url=f"{base}/{TRIP_DIR}",
+            weather_base_url=f"{base}/{WEATHER_DIR}",
+            download_dir=resources["source"].download_dir,
+            **source_settings,
         )
-        return build_definitions(resources_from_env() | {"source": source})
+        return build_definitions(self.settings, resources | {"source": source})
 
     def run(self, partition_key: str, base_url: str | None = None, run_config: dict | None = None, **source_settings):
         job = self.definitions(base_url, **source_settings).resolve_job_def("monthly_ingestion")

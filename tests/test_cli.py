@@ -2,8 +2,15 @@
 
 import pytest
 
-from forecast_assets import cli, local_state
-from taxi_core.settings import DEFAULT_STATE_DIR_NAME, INSTALLED_STATE_DIR, PROJECT_ROOT, default_state_dir
+from forecast_assets import cli
+from taxi_core.settings import (
+    DEFAULT_STATE_DIR_NAME,
+    INSTALLED_STATE_DIR,
+    PROJECT_ROOT,
+    default_state_dir,
+    load_settings,
+)
+from taxi_core.tool_env import tool_environment
 
 
 def _options(argv):
@@ -54,9 +61,8 @@ def test_an_installed_package_never_writes_into_site_packages(tmp_path):
     assert site_packages not in default_state_dir(site_packages).parents
 
 
-def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path, monkeypatch):
-    monkeypatch.delenv("METAFLOW_DEFAULT_DATASTORE", raising=False)
-    values = local_state.tool_environment(tmp_path)
+def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path):
+    values = tool_environment(load_settings({"TAXI_STATE_DIR": str(tmp_path)}))
     for key in (
         "METAFLOW_DATASTORE_SYSROOT_LOCAL",
         "METAFLOW_CARD_LOCALROOT",
@@ -67,7 +73,6 @@ def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path, mo
     assert values["DATAHUB_TELEMETRY_ENABLED"] == "false"
 
 
-def test_an_s3_datastore_is_left_to_metaflow(tmp_path, monkeypatch):
-    monkeypatch.setenv("METAFLOW_DEFAULT_DATASTORE", "s3")
-    values = local_state.tool_environment(tmp_path)
+def test_an_s3_datastore_is_left_to_metaflow(tmp_path):
+    values = tool_environment(load_settings({"TAXI_STATE_DIR": str(tmp_path), "METAFLOW_DEFAULT_DATASTORE": "s3"}))
     assert "METAFLOW_DATASTORE_SYSROOT_LOCAL" not in values and "METAFLOW_CARD_LOCALROOT" not in values

@@ -3,13 +3,15 @@
 import json
 
 import pytest
-from bridge.sources import sources_for
 from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import run_pass
+from bridge.config import DataHubTarget
 from bridge.datahub_sink import write_to_datahub
 from bridge.lite import open_lite
 from bridge.outbox import Outbox
+from forecast_assets.lineage import naming
+from tests.lineage_bridges import bridge_at
 
 pytestmark = pytest.mark.integration
 
@@ -20,12 +22,12 @@ ICEBERG = "urn:li:dataset:(urn:li:dataPlatform:iceberg,{},PROD)"
 @pytest.fixture(scope="module")
 def graph(pipeline, by_hand_run, dagster_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("datahub")
-    outbox = Outbox(folder / "outbox.sqlite")
     client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(folder / "ol.jsonl")}})
     lite = open_lite(folder / "lite.sqlite")
-    result = run_pass(sources_for(pipeline.instance), outbox, client, datahub=("datahub-test", lite))
+    bridge = bridge_at(folder, pipeline.settings, DataHubTarget(kind="lite", lite_path=folder / "lite.sqlite"))
+    result = run_pass(bridge, pipeline.instance, pipeline.definitions().resolve_asset_graph(), client, lite)
     assert result.datahub.error is None and result.datahub.events == sum(result.queued.values())
-    yield lite, outbox
+    yield lite, Outbox(bridge.outbox_path)
     lite.close()
 
 
@@ -124,15 +126,15 @@ def test_asset_checks_are_assertions_with_results(graph):
     assert set(checks) == {"actuals_no_null_keys", "actuals_no_duplicate_keys", "actuals_every_zone_has_every_hour"}
 
 
-def test_a_replay_leaves_the_graph_unchanged(graph):
+def test_a_replay_leaves_the_graph_unchanged(graph, pipeline):
     lite, outbox = graph
 
     def snapshot():
         return {urn: json.dumps(lite.get(urn, aspects=None), sort_keys=True, default=str) for urn in lite.list_ids()}
 
     before = snapshot()
-    outbox.set_sink_offset("datahub-test", 0)
-    result = write_to_datahub(outbox, lite, "datahub-test")
+    outbox.set_sink_offset("datahub-lite", 0)
+    result = write_to_datahub(outbox, lite, "datahub-lite", naming(pipeline.settings))
     assert result.error is None and result.events > 0
     assert snapshot() == before
 
@@ -140,13 +142,13 @@ def test_a_replay_leaves_the_graph_unchanged(graph):
 def test_the_lineage_command_shows_paths_model_inputs_and_a_picture(
     pipeline, by_hand_run, dagster_run, tmp_path, monkeypatch, capsys
 ):
-    from bridge.cli import main
+    from forecast_assets.lineage_cli import main
 
     _, weather_run = dagster_run
     monkeypatch.setenv("DAGSTER_HOME", pipeline.instance.root_directory)
     monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
     assert main([]) == 0
-    assert "reported 1 Metaflow runs from the shell to Dagster" in capsys.readouterr().out
+    assert "reported 1 Metaflow runs made outside Dagster to Dagster" in capsys.readouterr().out
     from dagster import AssetKey
 
     reported = pipeline.instance.fetch_materializations(AssetKey("forecast_model"), limit=10).records
@@ -172,14 +174,14 @@ def test_the_lineage_command_shows_paths_model_inputs_and_a_picture(
     )
 
 
-def test_the_rest_emitter_sends_the_graph_to_a_gms(graph):
+def test_the_rest_emitter_sends_the_graph_to_a_gms(graph, pipeline):
     from bridge.datahub_sink import RestWriter
     from tests.loopback_gms import GmsStandIn
 
     _, outbox = graph
     with GmsStandIn() as gms:
         writer = RestWriter(gms.url, token=None)
-        result = write_to_datahub(outbox, writer, "datahub-rest-test")
+        result = write_to_datahub(outbox, writer, "datahub-rest-test", naming(pipeline.settings))
         writer.close()
     assert result.error is None and result.events == outbox.counts()["queued"]
     assert {path for path, _ in gms.requests} == {"/aspects?action=ingestProposal"}
@@ -191,7 +193,7 @@ def test_the_rest_emitter_sends_the_graph_to_a_gms(graph):
     } <= gms.urns()
 
 
-def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, tmp_path):
+def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, pipeline, tmp_path):
     import subprocess
     import sys
     from pathlib import Path
@@ -200,7 +202,7 @@ def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, tmp_p
 
     _, outbox = graph
     writer = FileWriter(tmp_path / "metadata.json")
-    result = write_to_datahub(outbox, writer, "datahub-file-test")
+    result = write_to_datahub(outbox, writer, "datahub-file-test", naming(pipeline.settings))
     writer.close()
     datahub_cli = Path(sys.executable).parent / "datahub"
     check = subprocess.run(

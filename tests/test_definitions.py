@@ -3,34 +3,39 @@
 import pytest
 from dagster import AssetKey, build_sensor_context
 
-from forecast_assets.automation import months_to_look_for, new_source_months
+from forecast_assets.automation import months_to_look_for, new_source_months_sensor
 from forecast_assets.config import ActualsConfig
-from forecast_assets.definitions import defs
+from forecast_assets.definitions import build_definitions, defs, monthly_partitions
 from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.resources import SourceResource
 from forecast_assets.sources.sample_source import SampleSource
 from taxi_core.catalog import CatalogConfig, CatalogConfigError
-from taxi_core.months import monthly_partitions
+from taxi_core.settings import load_settings
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
 
 
-def test_table_asset_keys_are_the_iceberg_identifiers():
-    keys = defs.resolve_asset_graph().get_all_asset_keys()
+@pytest.fixture(scope="module")
+def definitions():
+    return defs()
+
+
+def test_table_asset_keys_are_the_iceberg_identifiers(definitions):
+    keys = definitions.resolve_asset_graph().get_all_asset_keys()
     assert {AssetKey(t.split(".")) for t in TABLES} <= keys
     assert {AssetKey("taxi_trip_files"), AssetKey("weather_files")} <= keys
 
 
-def test_every_table_has_checks_and_every_asset_a_description():
-    graph = defs.resolve_asset_graph()
+def test_every_table_has_checks_and_every_asset_a_description(definitions):
+    graph = definitions.resolve_asset_graph()
     checked = {check.asset_key for check in graph.asset_check_keys}
     assert {AssetKey(t.split(".")) for t in TABLES} <= checked
     for key in graph.get_all_asset_keys():
         assert graph.get(key).description, key
 
 
-def test_the_ingestion_job_covers_every_asset():
-    job = defs.resolve_job_def("monthly_ingestion")
+def test_the_ingestion_job_covers_every_asset(definitions):
+    job = definitions.resolve_job_def("monthly_ingestion")
     assert len(job.asset_layer.executable_asset_keys) == 5
 
 
@@ -49,8 +54,10 @@ def test_glue_catalog_needs_an_s3_warehouse():
         CatalogConfig(kind="glue", warehouse="/tmp/warehouse")
 
 
-def test_aws_mode_is_configuration_only():
-    conf = spark_conf(CatalogConfig(kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1"))
+def test_aws_mode_is_configuration_only(tmp_path):
+    conf = spark_conf(
+        CatalogConfig(kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1"), state_dir=tmp_path
+    )
     assert conf["spark.sql.catalog.lakehouse.type"] == "glue"
     assert conf["spark.sql.catalog.lakehouse.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
     assert "org.apache.iceberg:iceberg-aws-bundle" in conf["spark.jars.packages"]
@@ -62,7 +69,7 @@ def test_aws_mode_is_configuration_only():
 
 def test_local_spark_and_pyiceberg_open_the_same_catalog(tmp_path):
     config = CatalogConfig(kind="sql", warehouse=str(tmp_path / "wh"), sqlite_path=str(tmp_path / "c.sqlite"))
-    conf = spark_conf(config)
+    conf = spark_conf(config, state_dir=tmp_path)
     assert conf["spark.sql.catalog.lakehouse.uri"] == f"jdbc:sqlite:{tmp_path / 'c.sqlite'}"
     assert config.pyiceberg_properties()["uri"] == f"sqlite:///{tmp_path / 'c.sqlite'}"
     assert conf["spark.sql.catalog.lakehouse.warehouse"] == config.pyiceberg_properties()["warehouse"]
@@ -79,17 +86,28 @@ def test_sensor_watches_months_after_the_newest_ingested():
 def test_sensor_requests_only_published_months(tmp_path):
     from dagster import DagsterInstance
 
-    newest = monthly_partitions.get_last_partition_key()
+    months = monthly_partitions(load_settings())
+    newest = months.get_last_partition_key()
     source = SampleSource(tmp_path, trips_per_month=2_000)
     source.write_month(newest[:7])
-    resources = {"source": SourceResource(trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url)}
+    resources = {
+        "source": SourceResource(
+            trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url, download_dir=str(tmp_path)
+        )
+    }
     with DagsterInstance.ephemeral() as instance:
         context = build_sensor_context(instance=instance, resources=resources)
-        requests = list(new_source_months(context))
+        requests = list(new_source_months_sensor(months)(context))
     assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
 
 
-def test_the_code_location_loads_as_dagster_dev_loads_it():
+def test_the_code_location_loads_as_dagster_dev_loads_it(definitions):
     from dagster import Definitions
 
-    Definitions.validate_loadable(defs)
+    Definitions.validate_loadable(definitions)
+
+
+def test_the_first_month_setting_shapes_the_partitions(monkeypatch):
+    monkeypatch.setenv("TAXI_FIRST_MONTH", "2025-01")
+    keys = build_definitions(load_settings()).resolve_job_def("monthly_ingestion").partitions_def.get_partition_keys()
+    assert keys[0] == "2025-01-01"

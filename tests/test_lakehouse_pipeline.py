@@ -151,7 +151,9 @@ def test_a_check_fails_on_duplicated_actuals(pipeline):
             "actuals_checks",
             selection=AssetSelection.checks_for_assets(AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"])),
         )
-        job = Definitions.merge(build_definitions(), Definitions(jobs=[checks_only])).resolve_job_def("actuals_checks")
+        job = Definitions.merge(build_definitions(pipeline.settings), Definitions(jobs=[checks_only])).resolve_job_def(
+            "actuals_checks"
+        )
         # A checks-only run names its partition by tag, as the UI's "Execute checks" does.
         result = job.execute_in_process(
             tags={"dagster/partition": "2025-01-01"}, instance=pipeline.instance, raise_on_error=False

@@ -4,12 +4,12 @@ import json
 from collections import Counter
 
 import pytest
-from bridge.sources import sources_for
 from openlineage.client import OpenLineageClient
 
-from bridge.bridge_pass import queue_source, run_pass
-from bridge.naming import table_dataset
+from bridge.bridge_pass import queue_source, run_pass, sources_for
 from bridge.outbox import Outbox
+from forecast_assets.lineage import naming
+from tests.lineage_bridges import bridge_at
 from tests.loopback_lineage import LineageServer, free_port
 from tests.openlineage_schema import validation_errors
 
@@ -34,12 +34,19 @@ def failed_run(pipeline):
 
 
 @pytest.fixture(scope="module")
-def emitted(pipeline, by_hand_run, dagster_run, failed_run, tmp_path_factory):
+def graph(pipeline):
+    return pipeline.definitions().resolve_asset_graph()
+
+
+def _pass(pipeline, graph, folder, client):
+    return run_pass(bridge_at(folder, pipeline.settings), pipeline.instance, graph, client)
+
+
+@pytest.fixture(scope="module")
+def emitted(pipeline, graph, by_hand_run, dagster_run, failed_run, tmp_path_factory):
     """One bridge pass over the whole pipeline, delivered to a JSON-lines file."""
     folder = tmp_path_factory.mktemp("lineage")
-    result = run_pass(
-        sources_for(pipeline.instance), Outbox(folder / "outbox.sqlite"), _file_client(folder / "events.jsonl")
-    )
+    result = _pass(pipeline, graph, folder, _file_client(folder / "events.jsonl"))
     events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
     return result, events
 
@@ -101,8 +108,8 @@ def test_an_asset_step_has_its_upstream_inputs_and_versioned_outputs(emitted, pi
         for e in _jobs(events, "monthly_ingestion.nyc_taxi__yellow_rides_hourly_actuals")
         if e["eventType"] == "COMPLETE"
     ]
-    raw = table_dataset("nyc_taxi.raw_yellow")
-    actuals = table_dataset("nyc_taxi.yellow_rides_hourly_actuals")
+    raw = naming(pipeline.settings).table("nyc_taxi.raw_yellow")
+    actuals = naming(pipeline.settings).table("nyc_taxi.yellow_rides_hourly_actuals")
     published = [e for e in complete if e["outputs"]]
     assert published
     for event in complete:
@@ -160,11 +167,10 @@ def test_a_dagster_launched_flow_has_the_dagster_run_as_root(emitted, dagster_ru
     assert {u["job"]["name"] for u in upstream} == {"TrainForecastModelFlow.load"}
 
 
-def test_a_replay_yields_the_same_run_ids_and_queues_nothing_new(pipeline, by_hand_run, tmp_path, emitted):
+def test_a_replay_yields_the_same_run_ids_and_queues_nothing_new(pipeline, graph, by_hand_run, tmp_path, emitted):
     _, events = emitted
-    outbox = Outbox(tmp_path / "outbox.sqlite")
-    first = run_pass(sources_for(pipeline.instance), outbox, _file_client(tmp_path / "a.jsonl"))
-    again = run_pass(sources_for(pipeline.instance), outbox, _file_client(tmp_path / "a.jsonl"))
+    first = _pass(pipeline, graph, tmp_path, _file_client(tmp_path / "a.jsonl"))
+    again = _pass(pipeline, graph, tmp_path, _file_client(tmp_path / "a.jsonl"))
     assert sum(again.queued.values()) == 0
     replayed = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     original_ids = {e["run"]["runId"] for e in events}
@@ -177,12 +183,14 @@ class ExplodingEvent:
     """Not an OpenLineage event: serializing it fails, so the pass dies in the middle of its batch."""
 
 
-def test_an_interrupted_pass_resumes_with_nothing_lost_or_repeated(pipeline, tmp_path, emitted):
+def test_an_interrupted_pass_resumes_with_nothing_lost_or_repeated(pipeline, graph, tmp_path, emitted):
     _, events = emitted
-    source = sources_for(pipeline.instance)["dagster"]
+    source = sources_for(bridge_at(tmp_path, pipeline.settings), pipeline.instance, graph)[0]
     full, _ = source.read({})
 
     class Interrupted:
+        name = source.name
+
         def read(self, cursor):
             produced, new_cursor = source.read(cursor)
             return produced[: len(produced) // 2] + [("boom", ExplodingEvent())] + produced[
@@ -191,42 +199,44 @@ def test_an_interrupted_pass_resumes_with_nothing_lost_or_repeated(pipeline, tmp
 
     outbox = Outbox(tmp_path / "outbox.sqlite")
     with pytest.raises(Exception, match="ExplodingEvent"):
-        queue_source(outbox, "dagster", Interrupted())
+        queue_source(outbox, Interrupted())
     assert outbox.counts()["queued"] == 0 and outbox.cursor("dagster") == {}
-    added, _ = queue_source(outbox, "dagster", source)
+    added, _ = queue_source(outbox, source)
     assert added == len(full) == outbox.counts()["queued"]
     keys = [event.key for event in outbox.pending(100_000)]
     assert len(keys) == len(set(keys))
-    assert queue_source(outbox, "dagster", source)[0] == 0
+    assert queue_source(outbox, source)[0] == 0
 
 
-def test_http_backend_down_then_up_receives_every_event_once(pipeline, by_hand_run, tmp_path):
+def test_http_backend_down_then_up_receives_every_event_once(pipeline, graph, by_hand_run, tmp_path):
     port = free_port()
-    outbox = Outbox(tmp_path / "outbox.sqlite")
-    down = run_pass(sources_for(pipeline.instance), outbox, _http_client(port))
+    down = _pass(pipeline, graph, tmp_path, _http_client(port))
     queued = sum(down.queued.values())
     assert queued > 0 and down.delivery.delivered == 0 and down.delivery.pending == queued and down.delivery.error
     with LineageServer(port) as server:
-        up = run_pass(sources_for(pipeline.instance), outbox, _http_client(port))
+        up = _pass(pipeline, graph, tmp_path, _http_client(port))
     assert up.delivery.error is None and up.delivery.delivered == queued and up.delivery.pending == 0
     identities = Counter((e["run"]["runId"], e["eventType"], e["job"]["name"]) for e in server.received)
     assert len(server.received) == queued and max(identities.values()) == 1
 
 
-def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_path, monkeypatch):
+def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_path):
     from dagster import build_sensor_context
-    from forecast_assets.lineage_sensor import openlineage_bridge
 
-    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
-    result = openlineage_bridge(build_sensor_context(instance=pipeline.instance))
+    from bridge.sensor import lineage_sensor
+
+    definitions = pipeline.definitions()
+    sensor = lineage_sensor(bridge_at(tmp_path, pipeline.settings))
+    context = build_sensor_context(instance=pipeline.instance, repository_def=definitions.get_repository_def())
+    result = sensor(context)
     assert "queued" in result.skip_message and "0 waiting" in result.skip_message
-    events = (tmp_path / "lineage" / "openlineage_events.jsonl").read_text().splitlines()
+    events = (tmp_path / "openlineage_events.jsonl").read_text().splitlines()
     assert len(events) > 0
     assert f"queued {len(events)} new events" in result.skip_message
 
 
 def test_the_command_does_one_pass_and_says_where_the_events_are(pipeline, by_hand_run, tmp_path, monkeypatch, capsys):
-    from bridge.cli import main
+    from forecast_assets.lineage_cli import main
 
     monkeypatch.setenv("DAGSTER_HOME", pipeline.instance.root_directory)
     monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))

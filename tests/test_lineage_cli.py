@@ -10,16 +10,17 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from bridge.dagster_lineage import RunView, translate
 from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
 from openlineage.client.serde import Serde
 
-from bridge.cli import main
+from bridge.dagster_records import DagsterRunRecords
+from bridge.dagster_translate import translate_run
 from bridge.datahub_metadata import flow_and_job
 from bridge.lite import open_lite
-from bridge.naming import dagster_job_name
+from bridge.naming import IcebergTables, Naming, dagster_job_name
+from forecast_assets.lineage_cli import main
 
 FORECAST = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_forecast,PROD)"
 ACTUALS = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_actuals,PROD)"
@@ -103,7 +104,7 @@ def _modules_loaded(state, *argv: str) -> tuple[int, list[str]]:
     """Run the command in a fresh interpreter; its exit code and the heavy packages it imported."""
     script = (
         "import json, sys\n"
-        "from bridge.cli import main\n"
+        "from forecast_assets.lineage_cli import main\n"
         "try:\n"
         "    code = main(sys.argv[1:])\n"
         "except SystemExit as exit:\n"
@@ -156,8 +157,8 @@ def _materialize_from_the_ui(job: str = "__ASSET_JOB") -> list[tuple[str, object
         _record(2, DagsterEventType.STEP_START, 1, step),
         _record(3, DagsterEventType.RUN_SUCCESS, 2),
     ]
-    view = RunView("ui-run-1", job, None, records, lambda key, before: [], location="taxi_demand")
-    return translate(view, records)
+    naming = Naming(IcebergTables("/lake"), table_namespaces=("nyc_taxi",), job_namespace="taxi-demand")
+    return translate_run(DagsterRunRecords("ui-run-1", job, None, "taxi_demand", records), naming)
 
 
 def test_a_ui_materialization_is_a_job_of_its_code_location_in_lineage_and_datahub():

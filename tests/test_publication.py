@@ -29,9 +29,10 @@ JANUARY, FEBRUARY = MonthWindow.from_partition_key("2025-01-01"), MonthWindow.fr
 
 @pytest.fixture(scope="module")
 def spark():
-    from forecast_assets.definitions import resources_from_env
+    from forecast_assets.definitions import resources_for
+    from taxi_core.settings import load_settings
 
-    session = resources_from_env()["spark"].session
+    session = resources_for(load_settings())["spark"].session
     yield session
     session.sql(f"DROP TABLE IF EXISTS {PROBE.identifier} PURGE")
 

@@ -18,9 +18,9 @@ from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts,
 from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
 from forecast_assets.assets import forecast_checks
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
-from forecast_assets.definitions import resources_from_env
-from taxi_core.catalog import open_catalog
-from taxi_core.settings import PROJECT_ROOT
+from forecast_assets.definitions import resources_for
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.settings import PROJECT_ROOT, load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def test_a_by_hand_run_succeeds_and_is_a_model_version(by_hand_run):
 
 def test_forecasts_cover_every_zone_and_every_hour_of_the_horizon(by_hand_run):
     data = by_hand_run.data
-    rows = read_forecasts(open_catalog(), by_hand_run.id)
+    rows = read_forecasts(open_catalog(CatalogConfig.from_settings(load_settings())), by_hand_run.id)
     assert len(rows) == len(data.zone_ids) * HORIZON
     assert set(rows.pulocationid) == set(data.zone_ids)
     hours = sorted(rows.pickup_hour.dt.tz_localize(None).unique())
@@ -67,7 +67,7 @@ def test_the_learned_model_beats_seasonal_naive(by_hand_run):
 
 
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
-    catalog = open_catalog()
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     reads = _lineage(by_hand_run, "load")["reads"]
     assert [(r["name"], r["kind"]) for r in reads] == [(ACTUALS, "table")]
     assert reads[0]["version"] == str(by_hand_run.data.actuals_snapshot_id)
@@ -94,7 +94,7 @@ def test_a_dagster_launch_records_its_parent_and_with_weather_reads_raw_weather(
 
 def test_a_new_run_adds_a_version_without_touching_the_first(by_hand_run, dagster_run):
     _, second = dagster_run
-    catalog = open_catalog()
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     first_rows = read_forecasts(catalog, by_hand_run.id)
     second_rows = read_forecasts(catalog, second.id)
     assert len(first_rows) == len(second_rows) == len(by_hand_run.data.zone_ids) * HORIZON
@@ -104,7 +104,7 @@ def test_a_new_run_adds_a_version_without_touching_the_first(by_hand_run, dagste
 
 
 def test_rewriting_a_runs_forecasts_replaces_them(by_hand_run):
-    catalog = open_catalog()
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     before = len(catalog.load_table(FORECAST).scan().to_arrow())
     write_forecasts(catalog, by_hand_run.data.forecast, by_hand_run.id)
     assert len(catalog.load_table(FORECAST).scan().to_arrow()) == before
@@ -308,7 +308,7 @@ def faulty_version(by_hand_run):
     rows = by_hand_run.data.forecast.assign(metaflow_run_id=fake_run_id).reset_index(drop=True)
     rows.loc[0, "forecasted_total_rides"] = -3.0
     rows = pd.concat([rows.drop(index=1), rows.iloc[[2]]], ignore_index=True)  # one hour gone, one row twice
-    catalog = open_catalog()
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     write_forecasts(catalog, rows, fake_run_id)
     metadata = {
         METAFLOW_RUN_ID: fake_run_id,
@@ -323,7 +323,9 @@ def faulty_version(by_hand_run):
 def test_the_forecast_checks_fail_on_a_faulty_version(faulty_version):
     with instance_for_test() as instance:
         instance.report_runless_asset_event(AssetMaterialization(FORECAST_TABLE, metadata=faulty_version))
-        context = build_asset_check_context(instance=instance, resources={"catalog": resources_from_env()["catalog"]})
+        context = build_asset_check_context(
+            instance=instance, resources={"catalog": resources_for(load_settings())["catalog"]}
+        )
         results = {check.check_key.name: check(context) for check in forecast_checks.FORECAST_CHECKS}
     assert not any(result.passed for result in results.values())
     found = {name: {key: value.value for key, value in result.metadata.items()} for name, result in results.items()}
@@ -338,7 +340,9 @@ def test_the_forecast_checks_fail_on_a_faulty_version(faulty_version):
 def test_the_forecast_checks_fail_with_a_reason_on_a_materialization_that_names_no_run():
     with instance_for_test() as instance:
         instance.report_runless_asset_event(AssetMaterialization(FORECAST_TABLE, metadata={"model_version": "old"}))
-        context = build_asset_check_context(instance=instance, resources={"catalog": resources_from_env()["catalog"]})
+        context = build_asset_check_context(
+            instance=instance, resources={"catalog": resources_for(load_settings())["catalog"]}
+        )
         results = [check(context) for check in forecast_checks.FORECAST_CHECKS]
     assert all(not result.passed and "run the training job" in result.description for result in results)
 

@@ -21,9 +21,9 @@ from forecast_assets.sources.stage import StagedFile, stage_file
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
 from taxi_core.months import MonthWindow
-from taxi_core.names import ACTUALS, RAW_WEATHER, RAW_YELLOW, TRIP_FILES, WEATHER_FILES
+from taxi_core.names import ACTUALS, RAW_WEATHER, RAW_YELLOW, TRIP_FILES, TRIP_FOLDER, WEATHER_FILES, WEATHER_FOLDER
 
-TRIP_PREFIX, WEATHER_PREFIX = "taxi", "weather"
+TRIP_PREFIX, WEATHER_PREFIX = TRIP_FOLDER, WEATHER_FOLDER
 SOURCES_GROUP = "sources"
 TABLES_FED_BY = {
     TRIP_PREFIX: f"{RAW_YELLOW} or {ACTUALS}",

@@ -1,0 +1,87 @@
+"""The one settings object: precedence, validation that names the variable, no reading at import."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from taxi_core.settings import PROJECT_ROOT, SettingsError, load_settings, write_settings_file
+
+
+def _settings(tmp_path, **environ):
+    return load_settings({"TAXI_STATE_DIR": str(tmp_path / "state"), **environ})
+
+
+def test_defaults_put_everything_in_the_state_folder(tmp_path):
+    settings = _settings(tmp_path)
+    assert settings.state_dir == (tmp_path / "state").resolve()
+    assert settings.staging_location == str(settings.state_dir / "staging")
+    assert settings.metaflow_root == str(settings.state_dir / "metaflow")
+    assert settings.first_month == "2024-01-01" and settings.datahub == "lite"
+
+
+def test_the_environment_wins_over_dotenv_which_wins_over_the_settings_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / "state"
+    write_settings_file(
+        state / "settings.env", {"TAXI_TRIP_BASE_URL": "http://from-init", "TAXI_FIRST_MONTH": "2023-05"}
+    )
+    assert _settings(tmp_path).trip_base_url == "http://from-init"
+    (tmp_path / ".env").write_text("TAXI_TRIP_BASE_URL=http://from-dotenv\n")
+    settings = _settings(tmp_path)
+    assert settings.trip_base_url == "http://from-dotenv" and settings.first_month == "2023-05-01"
+    assert _settings(tmp_path, TAXI_TRIP_BASE_URL="http://exported").trip_base_url == "http://exported"
+
+
+def test_an_empty_variable_counts_as_unset(tmp_path):
+    assert _settings(tmp_path, TAXI_SPARK_MASTER="").spark_master == "local[*]"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("TAXI_FIRST_MONTH", "2024-13-01", "use the first day of a month"),
+        ("TAXI_FIRST_MONTH", "2024-02-15", "use the first day of a month"),
+        ("TAXI_SPARK_DRIVER_MEMORY", "abc", "use a JVM memory size such as 2g"),
+        ("TAXI_SPARK_MASTER", "laptop", "use local[*], local[N], spark://host:port"),
+        ("TAXI_CATALOG", "hive", "'sql' or 'glue'"),
+        ("TAXI_DATAHUB", "neo4j", "'lite', 'rest', 'file' or 'off'"),
+        ("TAXI_TRIP_BASE_URL", "ftp://example.org", "use an http(s):// or file:// URL"),
+    ],
+)
+def test_a_bad_value_is_named_with_what_it_accepts(tmp_path, variable, value, says):
+    with pytest.raises(SettingsError) as failure:
+        _settings(tmp_path, **{variable: value})
+    assert str(failure.value).startswith(f"Invalid setting: {variable}={value!r}: ")
+    assert says in str(failure.value)
+
+
+def test_a_state_folder_that_cannot_be_written_is_named(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(SettingsError, match=r"TAXI_STATE_DIR='.*a-file/state': cannot write to"):
+        load_settings({"TAXI_STATE_DIR": str(blocker / "state")})
+
+
+def test_the_secret_token_is_not_shown(tmp_path):
+    settings = _settings(tmp_path, DATAHUB_GMS_TOKEN="s3cret")
+    assert "s3cret" not in repr(settings) and settings.datahub_gms_token.get_secret_value() == "s3cret"
+
+
+def test_no_module_reads_settings_or_configures_a_tool_when_imported(tmp_path):
+    """Importing every module of the project with a broken setting and no state folder changes nothing."""
+    modules = sorted(
+        ".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for package in ("taxi_core", "bridge", "flows", "forecast_assets")
+        for path in (PROJECT_ROOT / package).rglob("*.py")
+        if path.name != "train.py"  # the flow's entry point configures Metaflow first, as a script must
+    )
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("METAFLOW_", "DATAHUB_"))}
+    environ |= {"TAXI_FIRST_MONTH": "not-a-month", "TAXI_STATE_DIR": str(tmp_path / "never")}
+    result = subprocess.run(
+        [sys.executable, "-c", code, *modules], env=environ, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []  # no state folder, no tool files in the working directory
