@@ -68,7 +68,6 @@ def run_event_from_json(payload: str) -> RunEvent:
             for d in event.get("outputs", [])
         ],
         producer=event["producer"],
-        schemaURL=event["schemaURL"],
     )
 
 

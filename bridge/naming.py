@@ -78,13 +78,16 @@ class Naming:
     ``locations`` names every other dataset (file assets, models) by where it is kept.
     """
 
-    tables: IcebergTables | GlueTables
+    tables: IcebergTables | GlueTables | None = None
     table_namespaces: tuple[str, ...] = ()
     locations: Mapping[str, str] = field(default_factory=dict)
     job_namespace: str = "default"
     datahub_env: str = "PROD"
 
     def table(self, identifier: str) -> DatasetName:
+        if self.tables is None:
+            msg = f"No lineage name for table {identifier}: the naming policy has no catalog (tables=...)"
+            raise NotNamed(msg)
         return self.tables.dataset(identifier)
 
     def asset(self, asset_path: list[str] | tuple[str, ...]) -> DatasetName:
@@ -107,7 +110,7 @@ class Naming:
     def datahub_urn(self, dataset: DatasetName) -> str:
         """Tables by identifier on the catalog's platform; other datasets by location."""
         if dataset.catalog_name:
-            platform = "glue" if dataset.catalog_namespace == "glue" else self.tables.platform
+            platform = "glue" if dataset.catalog_namespace == "glue" else getattr(self.tables, "platform", "iceberg")
             return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{dataset.catalog_name},{self.datahub_env})"
         if dataset.namespace.startswith("s3://"):
             bucket = dataset.namespace.removeprefix("s3://")

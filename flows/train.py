@@ -156,7 +156,7 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="forecast")
     @step
     def write(self):
-        from flows.forecasting import plots
+        from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
         catalog = open_catalog(self.catalog_config)
         self.forecast_snapshot_id = tables.write_forecasts(catalog, self.forecast, current.run_id)

@@ -18,6 +18,7 @@ from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
+from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
 from taxi_core.names import LOCATION_NAME
 from taxi_core.settings import PROJECT_ROOT
 
@@ -126,7 +127,6 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
 
 
 def _materialization_line(materialization) -> str:
-    from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
 
     metadata = {key: value.value for key, value in materialization.metadata.items()}
     name = materialization.asset_key.to_user_string()

@@ -10,6 +10,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 SPEC_DIR = Path(__file__).parent / "openlineage_spec"
+# Custom facets ship their schemas with the bridge, as the spec asks of custom facets.
+CUSTOM_SPEC_DIR = Path(__file__).parent.parent / "bridge" / "spec"
 
 
 @cache
@@ -17,7 +19,7 @@ def _registry() -> tuple[Registry, dict]:
     core = json.loads((SPEC_DIR / "OpenLineage.json").read_text())
     resources = [(core["$id"], Resource.from_contents(core))]
     facets = {}
-    for path in sorted((SPEC_DIR / "facets").glob("*.json")):
+    for path in sorted([*(SPEC_DIR / "facets").glob("*.json"), *CUSTOM_SPEC_DIR.glob("*.json")]):
         schema = json.loads(path.read_text())
         resources.append((schema["$id"], Resource.from_contents(schema)))
         facets[path.stem] = schema
@@ -30,9 +32,9 @@ def validation_errors(event: dict) -> list[str]:
     errors = [e.message for e in Draft202012Validator(schemas["core"], registry=registry).iter_errors(event)]
     for facet in _facets(event):
         url = facet.get("_schemaURL", "")
-        name = url.rsplit("/", 1)[-1].split(".json")[0]
+        name = url.split("#", 1)[0].rsplit("/", 1)[-1].rsplit(":", 1)[-1].split(".json")[0]
         if name not in schemas:
-            errors.append(f"facet schema {url} is not in the official spec")
+            errors.append(f"facet schema {url} is neither in the official spec nor shipped with the bridge")
             continue
         definition = url.split("#", 1)[1] if "#" in url else ""
         schema = {"$ref": f"{schemas[name]['$id']}#{definition}"}

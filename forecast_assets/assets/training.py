@@ -95,7 +95,7 @@ def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
 
 
 def model_metadata(run) -> dict:
-    from flows.forecasting.backtest import ranked
+    from flows.forecasting.backtest import ranked  # the flow's modules load with the flow, not with the definitions
 
     data = run.data
     metrics = data.metrics.set_index("candidate")
@@ -129,6 +129,7 @@ def png_markdown(png: bytes, title: str) -> MetadataValue:
 
 
 def forecast_table_metadata(run) -> dict:
+    # The flow's table module imports Metaflow, which reads its configuration when imported.
     from flows.forecasting.tables import FORECAST, FORECAST_SCHEMA
 
     data = run.data

@@ -37,7 +37,7 @@ class JarPlan:
 
 
 def _bundled_iceberg_runtime() -> Path | None:
-    try:
+    try:  # an optional package: without it, jars come from TAXI_SPARK_JARS or Maven
         import snowpark_connect_deps_iceberg
     except ImportError:
         return None

@@ -1,0 +1,45 @@
+"""The house: no import circles, nothing running back up, the bridge a library, imports at the top."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from taxi_core.settings import PROJECT_ROOT
+
+PACKAGES = ("taxi_core", "bridge", "flows", "forecast_assets")
+
+
+def test_the_import_contracts_hold():
+    """`lint-imports` (import-linter, contracts in pyproject.toml): layers, a self-contained bridge, no circles."""
+    linter = Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run([str(linter)], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
+
+
+def _deferred_imports(path: Path) -> list[tuple[int, str]]:
+    """Imports inside functions that no comment explains (on the line or the line above)."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+    unexplained = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                here, above = lines[node.lineno - 1], lines[node.lineno - 2] if node.lineno > 1 else ""
+                block_comment = any(line.strip().startswith("#") for line in lines[function.lineno : node.lineno - 1])
+                if "#" not in here and "#" not in above and not block_comment:
+                    unexplained.append((node.lineno, here.strip()))
+    return unexplained
+
+
+def test_an_import_inside_a_function_says_why():
+    found = {
+        str(path.relative_to(PROJECT_ROOT)): problems
+        for package in PACKAGES
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py"))
+        if (problems := _deferred_imports(path))
+    }
+    assert found == {}

@@ -1,0 +1,105 @@
+"""The bridge in another project: a tiny Dagster project and a two-step Metaflow flow, through the public API only.
+
+No Spark and no taxi code: what the bridge needs, it is handed (the asset graph, a naming policy,
+the flow to follow). The sensor is ticked with ``build_sensor_context`` on an instance holding the runs.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
+from metaflow import Runner
+
+from bridge import cli
+from bridge.lite import open_lite
+from tests.openlineage_schema import validation_errors
+from tests.reuse_project.shop import FLOW, MODEL, definitions, shop_bridge
+
+FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    """Materialize both assets, run the flow from the shell's point of view, tick the bridge's sensor twice."""
+    root = tmp_path_factory.mktemp("shop")
+    defs = definitions(root)
+    with instance_for_test() as instance:
+        tables = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
+        result = materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables)
+        assert result.success
+        totals = instance.get_latest_materialization_event(AssetKey(["shop", "daily_totals"]))
+        version = totals.asset_materialization.tags["dagster/data_version"]
+        env = os.environ | {"SHOP_ROOT": str(root), "SHOP_TOTALS_VERSION": version}
+        with Runner(str(FLOW_FILE), env=env, cwd=str(root), show_output=False) as runner:
+            flow_run = runner.run().run
+        assert flow_run.successful
+        sensor = defs.resolve_sensor_def("openlineage_bridge")
+        context = build_sensor_context(instance=instance, repository_def=defs.get_repository_def())
+        first = sensor(context)
+        again = sensor(context)
+        events = [json.loads(line) for line in (root / "lineage" / "openlineage_events.jsonl").read_text().splitlines()]
+        reported = instance.fetch_materializations(AssetKey(MODEL), limit=5).records
+        yield {"root": root, "events": events, "first": first, "again": again, "run": flow_run,
+               "version": version, "reported": reported}  # fmt: skip
+
+
+def _job(events, name, state):
+    return [e for e in events if e["job"]["name"] == name and e["eventType"] == state]
+
+
+def test_every_event_is_schema_valid_and_the_tick_says_what_it_did(shop):
+    events = shop["events"]
+    assert {e["job"]["name"] for e in events} == {
+        "shop", "shop.shop__orders", "shop.shop__daily_totals",
+        FLOW, f"{FLOW}.start", f"{FLOW}.end",
+    }  # fmt: skip
+    assert {name: validation_errors(e) for e in events if (name := e["job"]["name"]) and validation_errors(e)} == {}
+    assert f"queued {len(events)} new events" in shop["first"].skip_message
+    assert "queued 0 new events" in shop["again"].skip_message  # a second tick sends nothing twice
+
+
+def test_the_dagster_step_reads_its_upstream_at_the_version_it_saw(shop):
+    (totals,) = _job(shop["events"], "shop.shop__daily_totals", "COMPLETE")
+    assert [(d["namespace"], d["name"]) for d in totals["inputs"]] == [("file", f"{shop['root']}/orders.csv")]
+    assert totals["inputs"][0]["facets"]["version"]["datasetVersion"]
+    assert totals["outputs"][0]["facets"]["version"]["datasetVersion"] == shop["version"]
+    assert totals["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 2
+
+
+def test_the_flow_reads_what_dagster_wrote_and_its_model_carries_what_it_learned(shop):
+    (start,) = _job(shop["events"], f"{FLOW}.start", "COMPLETE")
+    (totals,) = _job(shop["events"], "shop.shop__daily_totals", "COMPLETE")
+    assert start["inputs"][0]["name"] == totals["outputs"][0]["name"]
+    assert start["inputs"][0]["facets"]["version"]["datasetVersion"] == shop["version"]
+    (end,) = _job(shop["events"], f"{FLOW}.end", "COMPLETE")
+    assert end["run"]["facets"]["jobDependencies"]["upstream"][0]["job"]["name"] == f"{FLOW}.start"
+    (flow,) = _job(shop["events"], FLOW, "COMPLETE")
+    model = flow["run"]["facets"]["modelTraining"]
+    assert model["model"] == MODEL and model["version"] == shop["run"].pathspec
+    assert model["metrics"] == {"mean": 6.0} and model["params"] == {"kind": "mean"}
+
+
+def test_the_shell_run_is_reported_back_to_dagster(shop):
+    (record,) = shop["reported"]
+    assert record.run_id == ""  # runless: a report, not a Dagster run
+    assert record.asset_materialization.metadata["version"].value == shop["run"].pathspec
+
+
+def test_datahub_holds_the_model_version_and_the_command_reads_it(shop, capsys):
+    lite = open_lite(shop["root"] / "lite.sqlite", read_only=True)
+    try:
+        ids = set(lite.list_ids())
+    finally:
+        lite.close()
+    assert "urn:li:dataFlow:(metaflow,ScoreFlow,PROD)" in ids
+    bridge = shop_bridge(shop["root"])
+    assert cli.main(["model"], bridge) == 0
+    printed = capsys.readouterr().out
+    assert shop["run"].pathspec in printed and "mean=6.0" in printed and f"input {shop['root']}" in printed
+    assert cli.main(["show", "daily_totals.csv"], bridge) == 0
+    downstream = capsys.readouterr().out.split("downstream:")[1]
+    assert f"{FLOW}.start" in downstream
+    assert cli.main(["picture", "--out", str(shop["root"] / "graph.svg")], bridge) == 0
+    assert "ScoreFlow.end" in (shop["root"] / "graph.svg").read_text()
