@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 
@@ -76,6 +78,17 @@ def _record(direction: str, use: DatasetUse) -> None:
         uses.append(use)
 
 
+@contextmanager
+def recording() -> Iterator[StepLineage]:
+    """What the code inside reads and writes is recorded here (each step of a ``@record_lineage`` flow is inside one)."""
+    recorder = StepLineage()
+    token = _current_step.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _current_step.reset(token)
+
+
 def step_graph() -> dict[str, list[str]]:
     """Each step and the steps that follow it, from Metaflow's own graph."""
     return {name: list(info.get("next", [])) for name, info in current.graph["steps"].items()}
@@ -90,16 +103,14 @@ def dagster_parent() -> dict[str, str] | None:
 
 @user_step_decorator
 def lineage_recorder(step_name, flow, inputs):
-    recorder = StepLineage()
-    token = _current_step.set(recorder)
     if step_name == "start":
         setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
         setattr(flow, LINEAGE_PARENT, dagster_parent())
-    try:
-        yield
-    finally:
-        _current_step.reset(token)
-        setattr(flow, LINEAGE_IO, recorder.to_artifact())
+    with recording() as recorder:
+        try:
+            yield
+        finally:
+            setattr(flow, LINEAGE_IO, recorder.to_artifact())
 
 
 class record_lineage(FlowMutator):  # noqa: N801 - used as a decorator, named like one

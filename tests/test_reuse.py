@@ -6,10 +6,11 @@ the flow to follow). The sensor is ticked with ``build_sensor_context`` on an in
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
+from dagster import AssetKey, DagsterInstance, build_sensor_context, materialize
 from metaflow import Runner
 
 from bridge import cli
@@ -24,8 +25,10 @@ FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
 def shop(tmp_path_factory):
     """Materialize both assets, run the flow from the shell's point of view, tick the bridge's sensor twice."""
     root = tmp_path_factory.mktemp("shop")
+    home = root / "dagster_home"
+    home.mkdir()
     defs = definitions(root)
-    with instance_for_test() as instance:
+    with DagsterInstance.local_temp(tempdir=str(home)) as instance:
         tables = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
         result = materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables)
         assert result.success
@@ -41,7 +44,7 @@ def shop(tmp_path_factory):
         again = sensor(context)
         events = [json.loads(line) for line in (root / "lineage" / "openlineage_events.jsonl").read_text().splitlines()]
         reported = instance.fetch_materializations(AssetKey(MODEL), limit=5).records
-        yield {"root": root, "events": events, "first": first, "again": again, "run": flow_run,
+        yield {"root": root, "home": home, "events": events, "first": first, "again": again, "run": flow_run,
                "version": version, "reported": reported}  # fmt: skip
 
 
@@ -103,3 +106,21 @@ def test_datahub_holds_the_model_version_and_the_command_reads_it(shop, capsys):
     assert f"{FLOW}.start" in downstream
     assert cli.main(["picture", "--out", str(shop["root"] / "graph.svg")], bridge) == 0
     assert "ScoreFlow.end" in (shop["root"] / "graph.svg").read_text()
+
+
+def test_the_command_line_loads_the_code_location_named_in_workspace_yaml(shop, monkeypatch, capsys):
+    root = shop["root"]
+    (root / "shop_location.py").write_text(
+        "from pathlib import Path\n\nfrom tests.reuse_project.shop import definitions\n\n"
+        "defs = definitions(Path(__file__).parent)\n"
+    )
+    (root / "workspace.yaml").write_text(
+        "load_from:\n  - python_file:\n      relative_path: shop_location.py\n      location_name: shop\n"
+    )
+    monkeypatch.setenv("DAGSTER_HOME", str(shop["home"]))
+    bridge = replace(shop_bridge(root), workspace_file=root / "workspace.yaml")
+    assert cli.main(["pass"], bridge) == 0
+    printed = capsys.readouterr().out
+    assert "Lineage pass: 0 new events" in printed and "0 still queued" in printed  # the sensor sent them all
+    assert cli.main([], replace(bridge, code_location="warehouse")) == 2
+    assert "has no code location 'warehouse' (it has: shop)" in capsys.readouterr().err

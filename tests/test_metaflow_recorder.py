@@ -1,0 +1,41 @@
+"""What a flow step records for the bridge, without running a flow."""
+
+from bridge.metaflow_recorder import (
+    DAGSTER_JOB_ENV,
+    DAGSTER_RUN_ID_ENV,
+    dagster_parent,
+    record_model,
+    record_read,
+    record_write,
+    recording,
+)
+
+
+def test_a_step_records_each_dataset_it_touched_once():
+    with recording() as step:
+        record_read("nyc_taxi.yellow_rides_hourly_actuals", 42, rows=100)
+        record_read("nyc_taxi.yellow_rides_hourly_actuals", 42, rows=100)
+        record_write("nyc_taxi.yellow_rides_hourly_forecast", "7")
+        record_model("forecast_model", "Flow/1", metrics={"backtest_mae": 1}, params={"name": "gbm", "depth": 3})
+    artifact = step.to_artifact()
+    assert [use["version"] for use in artifact["reads"]] == ["42"]
+    assert artifact["writes"][0] == {"name": "nyc_taxi.yellow_rides_hourly_forecast", "kind": "table", "version": "7",
+                                     "rows": None, "metrics": None, "params": None}  # fmt: skip
+    model = artifact["writes"][1]
+    assert model["kind"] == "model" and model["metrics"] == {"backtest_mae": 1.0}
+    assert model["params"] == {"name": "gbm", "depth": "3"}
+
+
+def test_outside_a_step_nothing_is_recorded():
+    record_read("nyc_taxi.raw_weather", 1)
+    with recording() as step:
+        pass
+    assert step.to_artifact() == {"reads": [], "writes": []}
+
+
+def test_the_dagster_parent_comes_from_the_launchers_environment(monkeypatch):
+    monkeypatch.delenv(DAGSTER_RUN_ID_ENV, raising=False)
+    assert dagster_parent() is None
+    monkeypatch.setenv(DAGSTER_RUN_ID_ENV, "run-1")
+    monkeypatch.setenv(DAGSTER_JOB_ENV, "train_forecast_model")
+    assert dagster_parent() == {"run_id": "run-1", "job_name": "train_forecast_model"}
