@@ -80,7 +80,7 @@ def _record(direction: str, use: DatasetUse) -> None:
 
 @contextmanager
 def recording() -> Iterator[StepLineage]:
-    """What the code inside reads and writes is recorded here (each step of a ``@record_lineage`` flow is inside one)."""
+    """Record what the code inside reads and writes (each step of a ``@record_lineage`` flow runs inside one)."""
     recorder = StepLineage()
     token = _current_step.set(recorder)
     try:
