@@ -46,7 +46,8 @@ def settings() -> Settings:
 def sample_source(tmp_path_factory):
     from forecast_assets.sources.sample_source import SampleSource
 
-    source = SampleSource(tmp_path_factory.mktemp("sample"), trips_per_month=TEST_TRIPS_PER_MONTH)
+    # Where `taxi init` puts it: the flow finds the true rates (its noise floor) there.
+    source = SampleSource(load_settings().path("sample_source"), trips_per_month=TEST_TRIPS_PER_MONTH)
     source.write_months(TEST_MONTHS)
     return source
 

@@ -62,8 +62,8 @@ def test_the_learned_model_beats_seasonal_naive(by_hand_run):
     metrics = by_hand_run.data.metrics.set_index("candidate")
     assert metrics.loc["gbm", "mae"] < metrics.loc["seasonal_naive", "mae"]
     floor = by_hand_run.data.noise_floor
-    if floor is not None:  # the sample's truth files are not in the test state folder by design
-        assert floor["mae"] < metrics.loc["gbm", "mae"]
+    assert floor is not None, "the sample source's truth files are where the flow looks for them"
+    assert 0 < floor["mae"] < metrics.loc["gbm", "mae"]
 
 
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
@@ -71,9 +71,11 @@ def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
     reads = _lineage(by_hand_run, "load")["reads"]
     assert [(r["name"], r["kind"]) for r in reads] == [(ACTUALS, "table")]
     assert reads[0]["version"] == str(by_hand_run.data.actuals_snapshot_id)
-    assert _lineage(by_hand_run, "predict")["writes"][0] == {
-        "name": "forecast_model", "kind": "model", "version": by_hand_run.pathspec, "rows": None
-    }  # fmt: skip
+    (model,) = _lineage(by_hand_run, "predict")["writes"]
+    assert (model["name"], model["kind"], model["version"]) == ("forecast_model", "model", by_hand_run.pathspec)
+    champion = by_hand_run.data.metrics.set_index("candidate").loc[by_hand_run.data.champion]
+    assert model["metrics"]["backtest_mae"] == round(float(champion.mae), 4)
+    assert model["params"]["name"] == by_hand_run.data.champion
     written = _lineage(by_hand_run, "write")["writes"]
     assert [(w["name"], w["version"]) for w in written] == [(FORECAST, str(by_hand_run.data.forecast_snapshot_id))]
     assert int(written[0]["version"]) in {s.snapshot_id for s in catalog.load_table(FORECAST).snapshots()}

@@ -19,6 +19,8 @@ from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from taxi_core.files import atomic_path
+
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
@@ -256,9 +258,8 @@ def _stream(
 
 def copy_atomically(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
-    shutil.copyfile(source, tmp)
-    tmp.replace(target)
+    with atomic_path(target) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 def source_version(url: str, progress: Progress = log.info, policy: RetryPolicy = HEAD_RETRY) -> str | None:

@@ -24,6 +24,7 @@ from forecast_assets.sources import demand_model
 from forecast_assets.sources.demand_model import DemandSpec
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema, trip_file_name
+from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import Zone, load_zones
 
 log = logging.getLogger(__name__)
@@ -125,9 +126,7 @@ class SampleSource:
                 lines.append(",".join(cells))
             path = self.root / WEATHER_DIR / weather_file_path(element, month)
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".part")
-            tmp.write_text("\n".join(lines) + "\n")
-            tmp.replace(path)
+            write_atomically(path, "\n".join(lines) + "\n")
 
 
 def simulate_trips(
@@ -220,6 +219,5 @@ def _take(values, order: np.ndarray):
 
 def _atomic_parquet(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".part")
-    pq.write_table(table, tmp, compression="zstd")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")

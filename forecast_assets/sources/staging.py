@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from forecast_assets.sources.download import FetchRecord, copy_atomically
+from taxi_core.files import write_atomically
 
 RECORD_SUFFIX = ".fetch.json"
 
@@ -44,9 +45,7 @@ class LocalStaging(Staging):
     def put(self, local_file: Path, name: str, record: FetchRecord) -> None:
         copy_atomically(local_file, self._path(name))
         record_path = self._path(name + RECORD_SUFFIX)
-        tmp = record_path.with_name(record_path.name + ".part")
-        tmp.write_text(record.to_json())
-        tmp.replace(record_path)
+        write_atomically(record_path, record.to_json())
 
     def spark_path(self, name: str) -> str:
         return self._path(name).resolve().as_uri()

@@ -1,0 +1,71 @@
+"""Delivery goes through the OpenLineage client's ``emit``: its own configuration (transport, filters, tags) applies."""
+
+import json
+from pathlib import Path
+
+from openlineage.client import OpenLineageClient
+from openlineage.client.serde import Serde
+from openlineage.client.transport.file import FileConfig, FileTransport
+
+from bridge.delivery import deliver, describe, make_client, run_event_from_json
+from bridge.outbox import Outbox
+
+GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
+
+
+def _queued(tmp_path) -> tuple[Outbox, list[dict]]:
+    events = [entry for path in sorted(GOLDEN_EVENTS.glob("*.json")) for entry in json.loads(path.read_text())]
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    with outbox.batch("golden") as batch:
+        for entry in events:
+            batch.add(entry["key"], json.dumps(entry["event"]))
+    return outbox, [entry["event"] for entry in events]
+
+
+def test_a_queued_event_becomes_the_clients_typed_event_unchanged():
+    for entry in json.loads(next(GOLDEN_EVENTS.glob("metaflow_*.json")).read_text()):
+        event = run_event_from_json(json.dumps(entry["event"]))
+        assert json.loads(Serde.to_json(event)) == entry["event"]
+
+
+def test_without_a_configured_transport_events_go_to_the_lineage_folders_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    outbox, events = _queued(tmp_path)
+    client = make_client(tmp_path / "lineage" / "events.jsonl")
+    assert describe(client) == f"file {tmp_path / 'lineage' / 'events.jsonl'}"
+    result = deliver(outbox, client)
+    assert result.error is None and result.delivered == len(events) and result.pending == 0
+    assert len((tmp_path / "lineage" / "events.jsonl").read_text().splitlines()) == len(events)
+
+
+def test_the_clients_own_configuration_file_applies_filters_and_tags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    received = tmp_path / "received.jsonl"
+    config = tmp_path / "openlineage.yml"
+    config.write_text(
+        f"transport:\n  type: file\n  log_file_path: {received}\n  append: true\n"
+        "filters:\n  - type: regex\n    regex: 'TrainForecastModelFlow\\..*'\n"
+        "tags:\n  job:\n    team: lineage\n"
+    )
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
+    outbox, events = _queued(tmp_path)
+    result = deliver(outbox, make_client(tmp_path / "unused.jsonl"))
+    assert result.error is None and result.pending == 0
+    sent = [json.loads(line) for line in received.read_text().splitlines()]
+    steps = [e for e in events if e["job"]["name"].startswith("TrainForecastModelFlow.")]
+    assert steps and len(sent) == len(events) - len(steps)  # the filter dropped the Metaflow steps
+    assert not any(e["job"]["name"].startswith("TrainForecastModelFlow.") for e in sent)
+    tags = {(t["key"], t["value"]) for t in sent[0]["job"]["facets"]["tags"]["tags"]}
+    assert ("team", "lineage") in tags
+    assert not (tmp_path / "unused.jsonl").exists()
+
+
+def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outbox, events = _queued(tmp_path)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(blocked / "events.jsonl"))))
+    result = deliver(outbox, client)
+    assert result.delivered == 0 and result.pending == len(events) and result.error
