@@ -32,8 +32,7 @@ class PassResult:
 
 
 def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph) -> list:
-    """The Dagster event log of ``instance`` and the followed Metaflow flows; a flow's Dagster root is named
-    from the same instance."""
+    """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
     dagster = DagsterSource(instance, graph, bridge.naming, default_location=bridge.code_location)
     return [dagster, MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job)]
 

@@ -29,8 +29,7 @@ Parents = Callable[[AssetKey], list[AssetKey]]
 
 
 class AssetGraph(Protocol):
-    """What the bridge needs of a Dagster asset graph: ``Definitions.resolve_asset_graph()``, a repository's
-    ``asset_graph``, or a code location's remote one."""
+    """What the bridge needs of a Dagster asset graph (``Definitions.resolve_asset_graph()``, a repository's)."""
 
     def has(self, key: AssetKey) -> bool: ...
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,11 +30,27 @@ def make_client(events_file: Path) -> OpenLineageClient:
     The client resolves its own configuration; only when it fell back to printing to the console does
     the bridge choose the transport, keeping the rest of the client's configuration (filters, tags, facets).
     """
-    client = OpenLineageClient()
+    with _without_console_fallback_warning():
+        client = OpenLineageClient()
     if client.transport.kind == ConsoleTransport.kind and not client.config.transport:
         events_file.parent.mkdir(parents=True, exist_ok=True)
         client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(events_file), append=True)))
     return client
+
+
+@contextmanager
+def _without_console_fallback_warning() -> Iterator[None]:
+    """Hide the client's "will print events to console" warning: when it falls back, the bridge picks the file."""
+    logger = logging.getLogger("openlineage.client.client")
+
+    def not_the_fallback(record: logging.LogRecord) -> bool:
+        return "transport configuration" not in record.getMessage()
+
+    logger.addFilter(not_the_fallback)
+    try:
+        yield
+    finally:
+        logger.removeFilter(not_the_fallback)
 
 
 def describe(client: OpenLineageClient) -> str:

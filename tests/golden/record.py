@@ -4,16 +4,18 @@
 
 Reads the instance of ``DAGSTER_HOME`` and the Metaflow runs of the state folder (after `taxi demo`,
 say), and writes one JSON file per run under ``tests/golden/records/``. The state folder's path is
-written as ``/state``, so the files say nothing about the machine they were recorded on.
+written as ``/state``, the project's as ``/project`` and Python's as ``/python``, so the files say
+nothing about the machine.
 Then ``GOLDEN_UPDATE=1 ./run tests tests/test_golden.py`` writes the expected events and aspects.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
-from taxi_core.settings import load_settings
+from taxi_core.settings import PROJECT_ROOT, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
 RECORDS = Path(__file__).parent / "records"
@@ -49,7 +51,9 @@ def main() -> None:
 
 def _write(name: str, text: str, state: str) -> None:
     path = RECORDS / re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    path.write_text(text.replace(state, "/state") + "\n")
+    for local, neutral in ((state, "/state"), (str(PROJECT_ROOT), "/project"), (sys.base_prefix, "/python")):
+        text = text.replace(local, neutral)
+    path.write_text(text + "\n")
     print(f"recorded {path}")
 
 
