@@ -33,8 +33,13 @@ class PassResult:
 
 def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph) -> list:
     """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
-    dagster = DagsterSource(instance, graph, bridge.naming, default_location=bridge.code_location)
-    return [dagster, MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job)]
+    dagster = DagsterSource(
+        instance, graph, bridge.naming, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
+    )
+    return [
+        dagster,
+        MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job, dagster_step=dagster.step_job),
+    ]
 
 
 def queue_source(outbox: Outbox, source) -> tuple[int, Counter]:

@@ -4,7 +4,7 @@ A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the
 location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
 
     pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
-    show DATASET_OR_JOB        upstream and downstream across both tools, versions, last runs
+    show DATASET_OR_JOB        upstream and downstream trees across both tools: versions and last runs
     model [VERSION]            model versions and the datasets each was trained on
     picture [--out FILE]       the whole graph as an SVG to open in a browser
 """
@@ -19,7 +19,15 @@ import time
 from pathlib import Path
 
 from bridge.config import LineageBridge
-from bridge.graph_view import LineageGraph, NotInGraph, model_versions, not_found_message, to_svg
+from bridge.graph_view import (
+    LineageGraph,
+    NotInGraph,
+    current_versions,
+    last_runs,
+    model_versions,
+    not_found_message,
+    to_svg,
+)
 from bridge.lite import NoLineageGraph, open_for_reading
 from bridge.outbox import Outbox
 
@@ -80,19 +88,18 @@ def _open_graph(bridge: LineageBridge):
     return graph, lite
 
 
-def _versions_written(bridge: LineageBridge, label: str) -> list[tuple[str, str, str]]:
-    """(time, job, version) of each completed run that wrote the dataset ``label`` or ran as job ``label``."""
-    runs = set()
-    for queued in Outbox(bridge.outbox_path).events_after(0, limit=1_000_000):
-        event = json.loads(queued.payload)
-        if event["eventType"] != "COMPLETE":
-            continue
-        for dataset in event.get("outputs", []):
-            names = {d.get("name") for d in dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])}
-            if label in names or dataset["name"].endswith(label) or event["job"]["name"] == label:
-                version = dataset.get("facets", {}).get("version", {}).get("datasetVersion", "?")
-                runs.add((event["eventTime"], event["job"]["name"], version))
-    return sorted(runs)
+def _events(bridge: LineageBridge) -> list[dict]:
+    """Every event the bridge queued, oldest first: the runs' states and the versions they wrote."""
+    return [json.loads(queued.payload) for queued in Outbox(bridge.outbox_path).events_after(0, limit=10_000_000)]
+
+
+def _describe(graph: LineageGraph, node: str, runs: dict, versions: dict) -> str:
+    label, kind = graph.labels[node], graph.kinds[node]
+    if kind == "dataset":
+        version = versions.get(label) or next((v for name, v in versions.items() if name.endswith(label)), None)
+        return f"{label}  [dataset" + (f", version {version}]" if version else "]")
+    run = runs.get(label)
+    return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
 
 
 def show(bridge: LineageBridge, name: str) -> int:
@@ -102,16 +109,17 @@ def show(bridge: LineageBridge, name: str) -> int:
         node = graph.find(name)
     except NotInGraph as err:
         raise UsageError(str(err)) from err
-    print(f"{graph.labels[node]}  ({graph.kinds[node]})")
-    for title, upstream in (("upstream", True), ("downstream", False)):
-        print(f"\n{title}:")
-        for depth, other in graph.walk(node, upstream):
-            print(f"  {'  ' * (depth - 1)}{graph.labels[other]}  [{graph.kinds[other]}]")
-    runs = _versions_written(bridge, graph.labels[node])
-    if runs:
-        print("\nlast versions written (time, job, version):")
-        for when, job, version in runs[-8:]:
-            print(f"  {when}  {job}  {version}")
+    events = _events(bridge)
+    runs, versions = last_runs(events), current_versions(events)
+    print(_describe(graph, node, runs, versions))
+    for title, upstream, arrow in (("upstream", True, "<-"), ("downstream", False, "->")):
+        lines = graph.tree(node, upstream)
+        print(f'\n{title} ({arrow} reads as "{"is made from" if upstream else "feeds"}"):')
+        if not lines:
+            print("  (nothing)")
+        for line in lines:
+            seen = "  (shown above)" if line.repeated else ""
+            print(f"  {'   ' * (line.depth - 1)}{arrow} {_describe(graph, line.node, runs, versions)}{seen}")
     return 0
 
 

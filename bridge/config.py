@@ -53,7 +53,9 @@ class LineageBridge:
     the JSON-lines file events go to. ``code_location`` is the Dagster code location (in
     ``workspace_file``) whose asset graph the command line loads, and the location of runs executed
     in-process. ``flows`` are the Metaflow flows to follow. ``report_metadata`` adds a project's
-    metadata to the materializations reported for flow runs made outside Dagster. ``how_to_fill_graph``
+    metadata to the materializations reported for flow runs made outside Dagster. An asset whose Dagster
+    kinds include one of ``launcher_kinds`` is made by a run the step launches: that step is the run's
+    parent in lineage, not a producer of the asset. ``how_to_fill_graph``
     is what the command line tells a user who reads an empty graph.
     """
 
@@ -64,6 +66,7 @@ class LineageBridge:
     workspace_file: Path | None = None
     datahub: DataHubTarget = field(default_factory=lambda: DataHubTarget(kind="off"))
     report_metadata: ReportMetadata | None = None
+    launcher_kinds: tuple[str, ...] = ("metaflow",)
     how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
 
     @property

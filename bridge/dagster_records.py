@@ -83,6 +83,8 @@ class DagsterRunRecords:
     upstream: dict[int, dict[AssetKey, list[Upstream]]] = field(default_factory=dict)
     # The time window of the run's partition, when its partitions are time windows.
     nominal_window: tuple[datetime, datetime] | None = None
+    # Assets another tool makes (a Metaflow flow the step launches): that run reports their lineage.
+    launched: list[AssetKey] = field(default_factory=list)
 
     def upstream_at(self, moment: int, key: AssetKey) -> list[Upstream]:
         return self.upstream.get(moment, {}).get(key, [])
@@ -98,6 +100,7 @@ class DagsterRunRecords:
                 if self.nominal_window
                 else None,
                 "records": [json.loads(serialize_value(record)) for record in self.records],
+                "launched": [json.loads(serialize_value(key)) for key in self.launched],
                 "upstream": [
                     {
                         "moment": moment,
@@ -143,4 +146,5 @@ class DagsterRunRecords:
             [load(record) for record in data["records"]],
             upstream,
             (datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])) if window else None,
+            [load(key) for key in data.get("launched", [])],
         )

@@ -21,7 +21,7 @@ from dagster import (
 )
 
 from bridge.dagster_records import READ_TYPES, DagsterRunRecords, Upstream, planned_by_step, upstream_moments
-from bridge.dagster_translate import Keyed, is_finished, run_job, translate_run
+from bridge.dagster_translate import Keyed, is_finished, run_job, step_job, translate_run
 from bridge.events import JobRef
 from bridge.naming import Naming
 
@@ -61,10 +61,16 @@ class DagsterSource:
         graph: AssetGraph,
         naming: Naming,
         default_location: str = "",
+        launcher_kinds: tuple[str, ...] = (),
         batch: int = 200,
     ):
-        """``default_location``: the code location of runs executed in-process, which carry no origin."""
+        """``default_location``: the code location of runs executed in-process, which carry no origin.
+
+        ``launcher_kinds``: Dagster kinds of assets another tool's run makes (``metaflow``): the step that
+        materializes them launched that run.
+        """
         self.instance, self.graph, self.naming, self.batch = instance, graph, naming, batch
+        self.launcher_kinds = launcher_kinds
         self.parents = asset_parents(graph)
         self.default_location = default_location
         self.untranslated: list[int] = []
@@ -88,7 +94,12 @@ class DagsterSource:
             records,
             upstream,
             self._nominal_window(records, partition),
+            [key for keys in planned_by_step(records).values() for key in keys if self._launched(key)],
         )
+
+    def _launched(self, key: AssetKey) -> bool:
+        tags = self.graph.get(key).tags if self.graph.has(key) else {}
+        return any(f"dagster/kind/{kind}" in tags for kind in self.launcher_kinds)
 
     def _upstream(self, key: AssetKey, partition: str | None, before_storage_id: int) -> list[Upstream]:
         """Each parent of ``key`` at its newest materialization before ``before_storage_id``."""
@@ -148,6 +159,11 @@ class DagsterSource:
             else:
                 cursor["open_runs"][dagster_run_id] = max(new)
         return events, cursor
+
+    def step_job(self, dagster_run_id: str, step: str) -> JobRef | None:
+        """The OpenLineage job and run of one step of a Dagster run, as its own events name it."""
+        records = self.run_records(dagster_run_id)
+        return step_job(records, self.naming, step) if records is not None and records.records else None
 
     def run_job(self, dagster_run_id: str) -> JobRef | None:
         """The OpenLineage job and run of a Dagster run, as its own events name it (a Metaflow run's root)."""

@@ -3,6 +3,8 @@
 A run is a ``JOB``; each step a child job (``ASSET``, ``ASSET_CHECK`` or ``STEP``) with the run as
 parent and root. A step's inputs are its planned assets' parents at the versions they had when the
 step started; its outputs are what it materialized (or, until it completes, what it planned).
+A step that launches another tool's run (its assets are ``launched``) names no datasets: it is that
+run's parent, and that run says what it read and wrote.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def _data_version(entry) -> str | None:
     return entry.tags.get("dagster/data_version") if entry.tags else None
 
 
+def step_job(records: DagsterRunRecords, naming: Naming, step: str) -> JobRef:
+    """The OpenLineage job and run of one step of a Dagster run (a launched Metaflow run's parent)."""
+    return _Run(records, naming).step_job(step)
+
+
 def run_job(namespace: str, dagster_run_id: str, job: str, location: str, started_at: datetime) -> JobRef:
     """The OpenLineage job and run of a Dagster run (also how a Metaflow run names its Dagster root)."""
     return JobRef(namespace, job_name(dagster_job_name(job, location)), run_id(started_at, SOURCE, dagster_run_id))
@@ -95,7 +102,12 @@ class _Run:
         return JobRef(self.naming.job_namespace, job_name(lineage_job, step), run_id(started, *identity))
 
     def all_planned(self) -> list[AssetKey]:
-        return [key for keys in self.planned.values() for key in keys]
+        """Every asset the run's own steps make (not those a launched run makes)."""
+        return [key for keys in self.planned.values() for key in keys if key not in self.records.launched]
+
+    def launches(self, step: str) -> bool:
+        planned = self.planned.get(step, [])
+        return bool(planned) and all(key in self.records.launched for key in planned)
 
     def step_records(self, step: str, of_type: DagsterEventType) -> list[EventLogRecord]:
         return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
@@ -122,12 +134,14 @@ class _Run:
             refs.append(self.ref(parent.key, _metadata(materialization), _data_version(materialization)))
         return refs
 
-    def materialized(self, step: str | None = None) -> list[DatasetRef]:
+    def materialized(self, of: list[AssetKey], step: str | None = None) -> list[DatasetRef]:
         refs = []
         for record in self.records.records:
             if event_type(record) != DagsterEventType.ASSET_MATERIALIZATION or (step and step_key(record) != step):
                 continue
             materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+            if materialization.asset_key not in of:
+                continue
             metadata = _metadata(materialization)
             if metadata.get(PUBLICATION) in NOT_WRITTEN:
                 continue
@@ -187,7 +201,7 @@ def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
         integration=INTEGRATION,
         job_type="JOB",
         inputs=[ref for ref in upstream.values() if ref.name not in produced],
-        outputs=[run.ref(key) for key in planned] if state == RunState.START else run.materialized(),
+        outputs=[run.ref(key) for key in planned] if state == RunState.START else run.materialized(planned),
         error=record.event_log_entry.message if state == RunState.FAIL else None,
         nominal_start=nominal_start,
         nominal_end=nominal_end,
@@ -210,9 +224,9 @@ def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
 
 def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) -> EventSpec:
     moment = step_as_of(run.records.records, step, record.storage_id)
-    planned = run.planned.get(step, [])
+    planned = [] if run.launches(step) else run.planned.get(step, [])
     inputs = [ref for key in planned for ref in run.upstream(key, moment)]
-    outputs = run.materialized(step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
+    outputs = run.materialized(planned, step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
     # A table asset audits its own month in the same step; its checks travel with the output it
     # published, or, when it published nothing, with the dataset it audited, as an input.
     assertions = _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))

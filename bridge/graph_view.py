@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 import html
 import re
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from bridge.naming import dataset_urn_name
 
@@ -43,6 +44,75 @@ def not_found_message(what: str, name: str, candidates: Iterable[str]) -> str:
     if close:
         return f"No {what} {name!r} in the lineage graph; did you mean: {', '.join(close)}?"
     return f"No {what} {name!r} in the lineage graph, nor one like it ({len(candidates)} known)."
+
+
+@dataclass(frozen=True)
+class TreeLine:
+    """One line of a lineage tree: ``node`` is a direct neighbour of ``parent``, ``depth`` steps from the root."""
+
+    depth: int
+    parent: str
+    node: str
+    repeated: bool = False
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A job's last run, from its OpenLineage events."""
+
+    status: str
+    started: str
+    finished: str | None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.finished is None:
+            return None
+        return (_moment(self.finished) - _moment(self.started)).total_seconds()
+
+    def describe(self) -> str:
+        if self.finished is None:
+            return f"last run {self.status}, started {self.started}, not finished"
+        return f"last run {self.status}, started {self.started}, finished {self.finished} ({self.seconds:.1f} s)"
+
+
+def _moment(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def last_runs(events: Iterable[dict]) -> dict[str, RunSummary]:
+    """Each job's newest run (by start), with its final state when it has one."""
+    runs: dict[tuple[str, str], dict] = {}
+    for event in events:
+        run = runs.setdefault((event["job"]["name"], event["run"]["runId"]), {})
+        if event["eventType"] == "START":
+            run["started"] = min(run.get("started", event["eventTime"]), event["eventTime"])
+        elif event["eventType"] in ("COMPLETE", "FAIL", "ABORT"):
+            run["status"], run["finished"] = event["eventType"], event["eventTime"]
+    newest: dict[str, RunSummary] = {}
+    for (job, _), run in runs.items():
+        started = run.get("started") or run.get("finished")
+        summary = RunSummary(run.get("status", "RUNNING"), started, run.get("finished"))
+        if job not in newest or _moment(started) >= _moment(newest[job].started):
+            newest[job] = summary
+    return newest
+
+
+def current_versions(events: Iterable[dict]) -> dict[str, str]:
+    """Each dataset's newest version written by a completed run, by its catalog name (or OpenLineage name)."""
+    versions: dict[str, tuple[str, str]] = {}
+    for event in events:
+        if event["eventType"] != "COMPLETE":
+            continue
+        for dataset in event.get("outputs", []):
+            version = dataset.get("facets", {}).get("version", {}).get("datasetVersion")
+            if version is None:
+                continue
+            symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
+            name = symlinks[0]["name"] if symlinks else dataset["name"]
+            if name not in versions or event["eventTime"] >= versions[name][0]:
+                versions[name] = (event["eventTime"], version)
+    return {name: version for name, (_, version) in versions.items()}
 
 
 @dataclass(frozen=True)
@@ -119,20 +189,28 @@ class LineageGraph:
             raise NotInGraph(not_found_message("dataset or job", name, self.labels.values()))
         return min(matches, key=lambda u: len(self.labels[u]))
 
-    def walk(self, start: str, upstream: bool) -> list[tuple[int, str]]:
-        """Nodes reachable from ``start`` against (upstream) or along the edges, with their distance."""
+    def tree(self, start: str, upstream: bool) -> list[TreeLine]:
+        """The nodes reachable from ``start`` as a tree: each child is a direct neighbour of its parent.
+
+        Depth first, children by name; a node already shown elsewhere in the tree is listed again where it
+        is reached, marked ``repeated``, and not expanded a second time.
+        """
         neighbours = defaultdict(list)
         for a, b in self.edges:
             neighbours[b if upstream else a].append(a if upstream else b)
-        seen, queue, order = {start}, deque([(0, start)]), []
-        while queue:
-            depth, node = queue.popleft()
-            for nxt in sorted(neighbours[node]):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    order.append((depth + 1, nxt))
-                    queue.append((depth + 1, nxt))
-        return order
+        lines: list[TreeLine] = []
+        shown = {start}
+
+        def visit(node: str, depth: int) -> None:
+            for child in sorted(neighbours[node], key=lambda n: self.labels[n]):
+                repeated = child in shown
+                lines.append(TreeLine(depth, node, child, repeated))
+                if not repeated:
+                    shown.add(child)
+                    visit(child, depth + 1)
+
+        visit(start, 1)
+        return lines
 
     def without_dead_ends(self) -> LineageGraph:
         """The graph minus jobs that only read (asset checks): they clutter a picture of the flow."""

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 DAGSTER_RUN_ID_ENV = "DAGSTER_RUN_ID"
 DAGSTER_JOB_ENV = "DAGSTER_JOB_NAME"
+DAGSTER_STEP_ENV = "DAGSTER_STEP_KEY"
 # The artifacts every step (and the start step) saves; the Metaflow source reads them.
 LINEAGE_IO, LINEAGE_STEP_GRAPH, LINEAGE_PARENT = "lineage_io", "lineage_step_graph", "lineage_parent"
 
@@ -98,7 +99,11 @@ def dagster_parent() -> dict[str, str] | None:
     run_id = os.environ.get(DAGSTER_RUN_ID_ENV)
     if not run_id:
         return None
-    return {"run_id": run_id, "job_name": os.environ.get(DAGSTER_JOB_ENV, "")}
+    return {
+        "run_id": run_id,
+        "job_name": os.environ.get(DAGSTER_JOB_ENV, ""),
+        "step_key": os.environ.get(DAGSTER_STEP_ENV, ""),
+    }
 
 
 @user_step_decorator

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 KEEP_FINISHED = 200  # finished run ids remembered past the watermark
 DagsterRunJob = Callable[[str], JobRef | None]
+DagsterStepJob = Callable[[str, str], JobRef | None]
 
 
 def _utc(moment: datetime) -> datetime:
@@ -69,7 +70,7 @@ def flow_runs(flow_name: str) -> list:
         return []
 
 
-def run_record(run, dagster_run: DagsterRunJob) -> FlowRunRecord:
+def run_record(run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
     """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
     start = run["start"].task if "start" in [step.id for step in run] else None
     parent = _artifact(start, LINEAGE_PARENT) if start else None
@@ -98,17 +99,28 @@ def run_record(run, dagster_run: DagsterRunJob) -> FlowRunRecord:
         tasks=tasks,
         root=dagster_run(parent["run_id"]) if parent else None,
         dagster_run_id=parent["run_id"] if parent else None,
+        parent=dagster_step(parent["run_id"], parent["step_key"])
+        if parent and parent.get("step_key") and dagster_step
+        else None,
     )
 
 
 class MetaflowSource:
-    """The runs of the followed flows; ``dagster_run`` names a Dagster run that launched one (its root)."""
+    """The runs of the followed flows; ``dagster_run`` and ``dagster_step`` name the Dagster run and step that
+    launched one (its root and its parent)."""
 
     name = "metaflow"
 
-    def __init__(self, flows: Iterable[str], naming: Naming, dagster_run: DagsterRunJob | None = None):
+    def __init__(
+        self,
+        flows: Iterable[str],
+        naming: Naming,
+        dagster_run: DagsterRunJob | None = None,
+        dagster_step: DagsterStepJob | None = None,
+    ):
         self.flows, self.naming = tuple(flows), naming
         self.dagster_run = dagster_run or (lambda run_id: None)
+        self.dagster_step = dagster_step
         self.untranslated: list[int] = []
 
     def read(self, cursor: dict) -> tuple[list, dict]:
@@ -128,7 +140,7 @@ class MetaflowSource:
             created = _utc(run.created_at).timestamp()
             if created < watermark or run.id in finished:
                 continue
-            record = run_record(run, self.dagster_run)
+            record = run_record(run, self.dagster_run, self.dagster_step)
             events += translate_flow_run(record, self.naming)
             if record.state != RunState.RUNNING.value:
                 finished[run.id] = created

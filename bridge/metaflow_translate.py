@@ -2,7 +2,8 @@
 
 Inputs and outputs are what each step recorded (:mod:`bridge.metaflow_recorder`); the step graph
 links consecutive steps through the ``jobDependencies`` run facet even when they share no dataset;
-a run launched by Dagster has the Dagster run as its root; a model the run wrote travels with the
+a run launched by Dagster has the Dagster step that launched it as its parent and the Dagster run as
+its root; a model the run wrote travels with the
 flow's COMPLETE event as a ``modelTraining`` run facet (its metrics and hyperparameters).
 """
 
@@ -47,11 +48,13 @@ class FlowRunRecord:
     tasks: list[TaskRecord]
     root: JobRef | None = None
     dagster_run_id: str | None = None  # the Dagster run that launched it, if one did
+    parent: JobRef | None = None  # the Dagster step that launched it (its parent; the Dagster run is the root)
 
     def to_json(self) -> str:
         data = asdict(self)
-        if self.root:
-            data["root"]["run_id"] = str(self.root.run_id)
+        for ref in ("root", "parent"):
+            if getattr(self, ref):
+                data[ref]["run_id"] = str(getattr(self, ref).run_id)
         return json.dumps(data, default=datetime.isoformat, indent=1, sort_keys=True)
 
     @classmethod
@@ -65,11 +68,12 @@ class FlowRunRecord:
             TaskRecord(**{**t, "created_at": moment(t["created_at"]), "finished_at": moment(t["finished_at"])})
             for t in data.pop("tasks")
         ]
-        root = data.pop("root")
+        root, parent = data.pop("root"), data.pop("parent", None)
         return cls(
             **{**data, "created_at": moment(data["created_at"]), "finished_at": moment(data["finished_at"])},
             tasks=tasks,
             root=JobRef(root["namespace"], root["name"], UUID(root["run_id"])) if root else None,
+            parent=JobRef(parent["namespace"], parent["name"], UUID(parent["run_id"])) if parent else None,
         )
 
 
@@ -105,7 +109,7 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
                 specs.append(EventSpec(state=RunState(task.state), time=finished_at, error=task.error, **common))
     inputs = [ref for key, ref in flow_inputs.items() if key not in flow_outputs]
     flow_common = dict(job=flow_job, integration=INTEGRATION, job_type="FLOW", inputs=inputs,
-                       outputs=list(flow_outputs.values()), parent=root, root=root)  # fmt: skip
+                       outputs=list(flow_outputs.values()), parent=record.parent or root, root=root)  # fmt: skip
     specs.insert(0, EventSpec(state=RunState.START, time=record.created_at, **flow_common))
     if record.state != RunState.RUNNING.value:
         ended = [task.finished_at for task in record.tasks if task.finished_at]

@@ -15,7 +15,7 @@ from enum import Enum
 
 from metaflow import Run, Runner
 
-from bridge.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV
+from bridge.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import PROJECT_ROOT
 
@@ -139,6 +139,7 @@ def run_training(
     parameters: dict | None = None,
     dagster_run_id: str | None = None,
     dagster_job: str | None = None,
+    dagster_step: str | None = None,
     env: dict[str, str] | None = None,
     show_output: bool = True,
     on_event: Callable[[FlowEvent], None] | None = None,
@@ -150,7 +151,11 @@ def run_training(
     """
     run_env = dict(env or {})
     if dagster_run_id:
-        run_env |= {DAGSTER_RUN_ID_ENV: dagster_run_id, DAGSTER_JOB_ENV: dagster_job or ""}
+        run_env |= {
+            DAGSTER_RUN_ID_ENV: dagster_run_id,
+            DAGSTER_JOB_ENV: dagster_job or "",
+            DAGSTER_STEP_ENV: dagster_step or "",
+        }
     return _run_to_end(_run_flow(parameters or {}, run_env, on_event or _ignore, show_output))
 
 

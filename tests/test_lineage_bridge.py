@@ -167,6 +167,39 @@ def test_a_dagster_launched_flow_has_the_dagster_run_as_root(emitted, dagster_ru
     assert {u["job"]["name"] for u in upstream} == {"TrainForecastModelFlow.load"}
 
 
+def _names_weather(event) -> bool:
+    return any(d["name"].endswith("/nyc_taxi/raw_weather") for d in [*event["inputs"], *event["outputs"]])
+
+
+def test_each_run_names_exactly_what_it_read_and_the_launching_step_is_the_flows_parent(
+    emitted, by_hand_run, dagster_run
+):
+    """The flow run without weather never names raw_weather; the weather run does; the Dagster step that
+    launched it names no dataset of its own: it is the flow run's parent."""
+    _, events = emitted
+    _, weather_run = dagster_run
+    launcher = _jobs(events, "train_forecast_model.run_training_flow")
+    assert launcher and all(e["inputs"] == [] and e["outputs"] == [] for e in launcher)
+    assert not any(_names_weather(e) for e in _jobs(events, "train_forecast_model"))
+    flows = {e["run"]["runId"]: e for e in _jobs(events, "TrainForecastModelFlow") if e["eventType"] == "COMPLETE"}
+    by_version = {
+        next(d["facets"]["version"]["datasetVersion"] for d in e["outputs"] if d["name"].endswith("forecast_model")): e
+        for e in flows.values()
+    }
+    shell, weather = by_version[by_hand_run.pathspec], by_version[weather_run.pathspec]
+    assert not _names_weather(shell) and _names_weather(weather)
+    shell_runs = {
+        e["run"]["runId"]
+        for e in events
+        if e["run"]["facets"].get("parent", {}).get("run", {}).get("runId") == shell["run"]["runId"]
+    }
+    assert shell_runs and not any(_names_weather(e) for e in events if e["run"]["runId"] in shell_runs)
+    parent = weather["run"]["facets"]["parent"]
+    assert parent["job"]["name"] == "train_forecast_model.run_training_flow"
+    assert parent["run"]["runId"] == launcher[0]["run"]["runId"]
+    assert parent["root"]["job"]["name"] == "train_forecast_model"
+
+
 def test_a_replay_yields_the_same_run_ids_and_queues_nothing_new(pipeline, graph, by_hand_run, tmp_path, emitted):
     _, events = emitted
     first = _pass(pipeline, graph, tmp_path, _file_client(tmp_path / "a.jsonl"))

@@ -54,8 +54,11 @@ def graph(state):
 
 def test_show_walks_the_graph(graph, capsys):
     assert main(["show", "nyc_taxi.yellow_rides_hourly_forecast"]) == 0
-    upstream = capsys.readouterr().out.split("downstream:")[0]
-    assert "TrainForecastModelFlow.write  [metaflow]" in upstream and "nyc_taxi.yellow_rides_hourly_actuals" in upstream
+    upstream = capsys.readouterr().out.split("\ndownstream")[0]
+    assert (
+        "<- TrainForecastModelFlow.write  [metaflow job; no run yet]" in upstream
+        and "nyc_taxi.yellow_rides_hourly_actuals" in upstream
+    )
 
 
 def test_a_typo_names_what_was_not_found_and_what_is_close(graph, capsys):

@@ -3,6 +3,7 @@
 from bridge.metaflow_recorder import (
     DAGSTER_JOB_ENV,
     DAGSTER_RUN_ID_ENV,
+    DAGSTER_STEP_ENV,
     dagster_parent,
     record_model,
     record_read,
@@ -38,4 +39,5 @@ def test_the_dagster_parent_comes_from_the_launchers_environment(monkeypatch):
     assert dagster_parent() is None
     monkeypatch.setenv(DAGSTER_RUN_ID_ENV, "run-1")
     monkeypatch.setenv(DAGSTER_JOB_ENV, "train_forecast_model")
-    assert dagster_parent() == {"run_id": "run-1", "job_name": "train_forecast_model"}
+    monkeypatch.setenv(DAGSTER_STEP_ENV, "run_training_flow")
+    assert dagster_parent() == {"run_id": "run-1", "job_name": "train_forecast_model", "step_key": "run_training_flow"}

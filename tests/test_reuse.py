@@ -102,7 +102,7 @@ def test_datahub_holds_the_model_version_and_the_command_reads_it(shop, capsys):
     printed = capsys.readouterr().out
     assert shop["run"].pathspec in printed and "mean=6.0" in printed and f"input {shop['root']}" in printed
     assert cli.main(["show", "daily_totals.csv"], bridge) == 0
-    downstream = capsys.readouterr().out.split("downstream:")[1]
+    downstream = capsys.readouterr().out.split("\ndownstream")[1]
     assert f"{FLOW}.start" in downstream
     assert cli.main(["picture", "--out", str(shop["root"] / "graph.svg")], bridge) == 0
     assert "ScoreFlow.end" in (shop["root"] / "graph.svg").read_text()
@@ -124,3 +124,41 @@ def test_the_command_line_loads_the_code_location_named_in_workspace_yaml(shop, 
     assert "Lineage pass: 0 new events" in printed and "0 still queued" in printed  # the sensor sent them all
     assert cli.main([], replace(bridge, code_location="warehouse")) == 2
     assert "has no code location 'warehouse' (it has: shop)" in capsys.readouterr().err
+
+
+def _tree_edges(printed: str, root: str) -> set[tuple[str, str]]:
+    """(from, to) pairs the printed trees claim, read back from their indentation."""
+    edges, upstream, stack = set(), True, [root]
+    for line in printed.splitlines():
+        if line.startswith(("upstream", "downstream")):
+            upstream, stack = line.startswith("upstream"), [root]
+            continue
+        arrow = "<- " if upstream else "-> "
+        if arrow not in line:
+            continue
+        indent, rest = line.split(arrow, 1)
+        depth = (len(indent) - 2) // 3 + 1
+        label = rest.split("  [", 1)[0]
+        stack = [*stack[:depth], label]
+        parent = stack[depth - 1]
+        edges.add((label, parent) if upstream else (parent, label))
+    return edges
+
+
+def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(shop, capsys):
+    from bridge.graph_view import LineageGraph
+    from bridge.lite import open_for_reading
+
+    bridge = shop_bridge(shop["root"])
+    lite = open_for_reading(bridge.datahub.lite_path)
+    graph = LineageGraph.from_lite(lite)
+    lite.close()
+    graph_edges = {(graph.labels[a], graph.labels[b]) for a, b in graph.edges}
+    root = f"{shop['root']}/daily_totals.csv"
+    assert cli.main(["show", "daily_totals.csv"], bridge) == 0
+    printed = capsys.readouterr().out
+    claimed = _tree_edges(printed, root)
+    assert claimed and claimed <= graph_edges
+    assert {("shop.shop__daily_totals", root), (root, f"{FLOW}.start")} <= claimed
+    assert printed.splitlines()[0] == f"{root}  [dataset, version {shop['version']}]"
+    assert f"{FLOW}.start  [metaflow job; last run COMPLETE, started " in printed and " s)]" in printed

@@ -37,14 +37,14 @@ def main() -> None:
     RECORDS.mkdir(exist_ok=True)
     state = str(settings.state_dir)
     with DagsterInstance.get() as instance:
-        source = DagsterSource(instance, graph, naming(settings), default_location="taxi_demand")
+        source = DagsterSource(instance, graph, naming(settings), "taxi_demand", launcher_kinds=("metaflow",))
         runs = sorted(instance.get_runs(), key=lambda run: instance.get_run_record_by_id(run.run_id).create_timestamp)
         for number, run in enumerate(runs, 1):
             records = source.run_records(run.run_id)
             label = run.tags.get("dagster/partition", "")[:7] or run.job_name
             _write(f"dagster_{number}_{run.job_name}_{label}_{run.status.value.lower()}.json", records.to_json(), state)
         for number, run in enumerate(flow_runs(FLOW_NAME), 1):
-            record = run_record(run, source.run_job)
+            record = run_record(run, source.run_job, source.step_job)
             origin = "dagster" if record.dagster_run_id else "shell"
             _write(f"metaflow_{number}_{origin}_{record.state.lower()}.json", record.to_json(), state)
 
