@@ -5,7 +5,9 @@ location from ``workspace.yaml`` (for the asset graph) and opens the Dagster ins
 
     pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
     show DATASET_OR_JOB        upstream and downstream trees across both tools: versions and last runs
-    model [VERSION]            model versions and the datasets each was trained on
+    show NAME --version V      the lineage exactly as model version V's training run read and wrote it
+    model [VERSION] [--json]   model versions: inputs at the versions read, metrics (from the run that trained it)
+    diff A B [--json]          what changed between two model versions: inputs added or removed, versions, metrics
     picture [--out FILE]       the whole graph as an SVG to open in a browser
 """
 
@@ -19,16 +21,9 @@ import time
 from pathlib import Path
 
 from bridge.config import LineageBridge
-from bridge.graph_view import (
-    LineageGraph,
-    NotInGraph,
-    current_versions,
-    last_runs,
-    model_versions,
-    not_found_message,
-    to_svg,
-)
+from bridge.graph_view import LineageGraph, NotInGraph, current_versions, last_runs, not_found_message, to_svg
 from bridge.lite import NoLineageGraph, open_for_reading
+from bridge.model_versions import TrainedVersion, differences, find_version, run_tree, trained_versions
 from bridge.outbox import Outbox
 
 
@@ -123,21 +118,61 @@ def show(bridge: LineageBridge, name: str) -> int:
     return 0
 
 
-def model(bridge: LineageBridge, version: str | None) -> int:
-    _, lite = _open_graph(bridge)
-    try:
-        versions = model_versions(lite)
-    finally:
-        lite.close()
-    matching = [v for v in versions if not version or version in v.tag]
-    if version and not matching:
-        raise UsageError(not_found_message("model version", version, [v.tag for v in versions]))
+def _versions(bridge: LineageBridge) -> list[TrainedVersion]:
+    return trained_versions(_events(bridge))
+
+
+def _version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
+    found = find_version(versions, wanted)
+    if found is None:
+        raise UsageError(not_found_message("model version", wanted, [v.version for v in versions]))
+    return found
+
+
+def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
+    versions = _versions(bridge)
+    chosen = [_version(versions, version)] if version else versions
+    if as_json:
+        print(json.dumps([v.to_json() for v in chosen], indent=2))
+        return 0
     if not versions:
-        print("No model versions in the lineage graph yet: train one, then run a lineage pass.")
-    for found in matching:
-        print(f"{found.tag}  {', '.join(f'{name}={value}' for name, value in found.metrics.items())}")
+        print(f"No model versions in the lineage yet; {bridge.how_to_fill_graph}.")
+    for found in chosen:
+        print(f"{found.version}  {', '.join(f'{name}={value:g}' for name, value in found.metrics.items())}")
         for dataset in found.inputs:
-            print(f"  input {dataset}")
+            print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+    return 0
+
+
+def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
+    versions = _versions(bridge)
+    before, after = _version(versions, first), _version(versions, second)
+    if before.trained_at > after.trained_at:
+        before, after = after, before
+    changes = differences(before, after)
+    if as_json:
+        print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
+        return 0
+    print(f"From {before.version} ({before.trained_at}) to {after.version} ({after.trained_at}):")
+    for line in changes:
+        print(f"  {line}")
+    return 0
+
+
+def show_version(bridge: LineageBridge, name: str, wanted: str) -> int:
+    """The lineage exactly as the run that trained one model version read and wrote it."""
+    events = _events(bridge)
+    version = _version(trained_versions(events), wanted)
+    print(f"{version.model} {version.version}, trained by {version.job} (run {version.run_id}, {version.trained_at})")
+    for job, reads, writes in run_tree(events, version):
+        print(f"  {job}")
+        for dataset in reads:
+            print(f"    <- {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+        for dataset in writes:
+            print(f"    -> {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+    related = {d.name for _, reads, writes in run_tree(events, version) for d in (*reads, *writes)}
+    if not any(name == d or d.endswith(name) for d in related):
+        print(f"  ({name} is not among what this run read or wrote)")
     return 0
 
 
@@ -162,8 +197,14 @@ def parser(prog: str) -> argparse.ArgumentParser:
     commands.add_parser("pass", help="one bridge pass (the default)")
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
     show_parser.add_argument("name", help="a table identifier (db.table) or a job (Flow.step, job.step)")
-    model_parser = commands.add_parser("model", help="model versions and their input datasets")
+    show_parser.add_argument("--version", help="a model version: the lineage exactly as its training run saw it")
+    model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
     model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
+    model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
+    diff_parser = commands.add_parser("diff", help="what changed between two model versions")
+    diff_parser.add_argument("first", help="a model version")
+    diff_parser.add_argument("second", help="another model version")
+    diff_parser.add_argument("--json", action="store_true", help="both versions and the changes, for scripts")
     picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
     return parser
@@ -175,10 +216,14 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
     args = arguments.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if args.command == "show" and args.version:
+            return show_version(bridge, args.name, args.version)
         if args.command == "show":
             return show(bridge, args.name)
         if args.command == "model":
-            return model(bridge, args.version)
+            return model(bridge, args.version, args.json)
+        if args.command == "diff":
+            return diff(bridge, args.first, args.second, args.json)
         if args.command == "picture":
             return picture(bridge, args.out or bridge.lineage_dir / "lineage_graph.svg", title)
         return lineage_pass(bridge)

@@ -115,31 +115,6 @@ def current_versions(events: Iterable[dict]) -> dict[str, str]:
     return {name: version for name, (_, version) in versions.items()}
 
 
-@dataclass(frozen=True)
-class ModelVersion:
-    tag: str
-    metrics: dict[str, str]
-    inputs: list[str]
-
-
-def model_versions(lite) -> list[ModelVersion]:
-    """Each MLModel in the graph: its version tag, training metrics and input datasets (by name)."""
-    versions = []
-    for urn in sorted(lite.list_ids()):
-        if not urn.startswith("urn:li:mlModel:"):
-            continue
-        properties = (lite.get(urn, aspects=["mlModelProperties"]) or {}).get("mlModelProperties") or {}
-        inputs = properties.get("customProperties", {}).get("input_datasets", "")
-        versions.append(
-            ModelVersion(
-                tag=properties.get("version", {}).get("versionTag", ""),
-                metrics={m["name"]: m["value"] for m in properties.get("trainingMetrics", [])},
-                inputs=[_dataset_label(urn) for urn in inputs.split(", ") if urn],
-            )
-        )
-    return versions
-
-
 def _dataset_label(urn: str) -> str:
     return dataset_urn_name(urn)
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
@@ -20,6 +21,7 @@ from bridge.dagster_translate import translate_run
 from bridge.datahub_metadata import flow_and_job
 from bridge.lite import open_lite
 from bridge.naming import IcebergTables, Naming, dagster_job_name
+from bridge.outbox import Outbox
 from forecast_assets.lineage_cli import main
 
 FORECAST = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_forecast,PROD)"
@@ -27,6 +29,8 @@ ACTUALS = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hou
 WRITE_STEP = "urn:li:dataJob:(urn:li:dataFlow:(metaflow,TrainForecastModelFlow,PROD),write)"
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:metaflow,forecast_model_TrainForecastModelFlow_1795332188731115,PROD)"
 VERSION = "TrainForecastModelFlow/1795332188731115"
+FORECAST_NAME, ACTUALS_NAME = "nyc_taxi.yellow_rides_hourly_forecast", "nyc_taxi.yellow_rides_hourly_actuals"
+WEATHER_NAME = "nyc_taxi.raw_weather"
 HEAVY = ("dagster", "openlineage", "metaflow", "pandas", "numpy", "pyarrow", "pyiceberg", "pyspark")
 
 
@@ -75,16 +79,68 @@ def test_a_name_like_nothing_says_so(graph, capsys):
     assert "nor one like it" in capsys.readouterr().err
 
 
-def test_model_lists_versions_and_answers_an_unknown_one_with_close_versions(graph, capsys):
-    assert main(["model"]) == 0
-    assert capsys.readouterr().out.splitlines() == [
-        f"{VERSION}  backtest_mae=1.59",
-        "  input nyc_taxi.yellow_rides_hourly_actuals",
-    ]
-    assert main(["model", "1795332188731116"]) == 2
+GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
+
+
+@pytest.fixture
+def queued(state):
+    """The outbox of a demo (trained without weather, by Dagster) and a shell run with weather."""
+    outbox = Outbox(state / "lineage" / "outbox.sqlite")
+    with outbox.batch("golden") as batch:
+        for path in sorted(GOLDEN_EVENTS.glob("*.json")):
+            for entry in json.loads(path.read_text()):
+                batch.add(entry["key"], json.dumps(entry["event"]))
+    return [entry["event"] for path in sorted(GOLDEN_EVENTS.glob("*.json")) for entry in json.loads(path.read_text())]
+
+
+def _model_versions(events):
+    flows = [e for e in events if "modelTraining" in e["run"]["facets"] and e["eventType"] == "COMPLETE"]
+    return [e["run"]["facets"]["modelTraining"]["version"] for e in sorted(flows, key=lambda e: e["eventTime"])]
+
+
+def test_model_versions_list_what_each_training_run_read(queued, capsys):
+    first, second = _model_versions(queued)
+    assert main(["model", "--json"]) == 0
+    versions = json.loads(capsys.readouterr().out)
+    assert [v["version"] for v in versions] == [first, second]  # oldest first
+    inputs = [{i["name"] for i in v["inputs"]} for v in versions]
+    assert inputs == [{ACTUALS_NAME}, {ACTUALS_NAME, WEATHER_NAME}]
+    assert all(i["version"].isdigit() for v in versions for i in v["inputs"])
+    assert set(versions[0]["metrics"]) == {"backtest_mae", "backtest_rmse", "backtest_wape"}
+    assert main(["model", second.split("/")[1]]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith(f"{second}  backtest_mae=") and any(WEATHER_NAME in line for line in printed)
+
+
+def test_diff_says_the_later_version_started_reading_weather(queued, capsys):
+    first, second = _model_versions(queued)
+    assert main(["diff", second, first]) == 0  # either order: from the older to the newer
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"From {first} ")
+    assert f"{second} started reading {WEATHER_NAME} (version " in printed
+    assert f"{ACTUALS_NAME}: both read version " in printed and "backtest_mae: " in printed
+    assert main(["diff", first, second, "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    assert any(line.startswith(f"{second} started reading {WEATHER_NAME}") for line in changes)
+
+
+def test_show_version_is_the_lineage_as_that_run_read_it(queued, capsys):
+    first, second = _model_versions(queued)
+    assert main(["show", FORECAST_NAME, "--version", first]) == 0
+    without = capsys.readouterr().out
+    assert "TrainForecastModelFlow.load" in without and f"<- {ACTUALS_NAME} @ " in without
+    assert f"-> {FORECAST_NAME} @ " in without and WEATHER_NAME not in without
+    assert main(["show", FORECAST_NAME, "--version", second]) == 0
+    assert f"<- {WEATHER_NAME} @ " in capsys.readouterr().out
+
+
+def test_an_unknown_model_version_is_answered_with_close_versions(queued, capsys):
+    first, _ = _model_versions(queued)
+    typo = first[:-1] + ("0" if first[-1] != "0" else "1")
+    assert main(["model", typo]) == 2
     printed = capsys.readouterr()
-    assert printed.err.startswith("taxi-lineage model: error: No model version '1795332188731116'")
-    assert f"did you mean: {VERSION}" in printed.err
+    assert printed.err.startswith(f"taxi-lineage model: error: No model version {typo!r}")
+    assert "did you mean: " in printed.err and first in printed.err
 
 
 @pytest.mark.parametrize("content", [None, b"", b"not a database"])
@@ -99,7 +155,7 @@ def test_without_a_graph_the_command_says_how_to_make_one(state, capsys, content
 
 def test_a_graph_with_no_jobs_says_how_to_fill_it(state, capsys):
     open_lite(state / "datahub" / "lite.sqlite").close()
-    assert main(["model"]) == 2
+    assert main(["picture"]) == 2
     assert "holds no jobs yet" in capsys.readouterr().err
 
 
@@ -126,7 +182,7 @@ def test_help_imports_no_tool(state):
 
 def test_reading_the_graph_imports_datahub_only(graph):
     assert _modules_loaded(graph, "show", "nyc_taxi.yellow_rides_hourly_forecast") == (0, ["datahub"])
-    assert _modules_loaded(graph, "model") == (0, ["datahub"])
+    assert _modules_loaded(graph, "model") == (0, [])  # model versions come from the outbox alone
 
 
 @pytest.mark.parametrize(

@@ -100,7 +100,11 @@ def test_datahub_holds_the_model_version_and_the_command_reads_it(shop, capsys):
     bridge = shop_bridge(shop["root"])
     assert cli.main(["model"], bridge) == 0
     printed = capsys.readouterr().out
-    assert shop["run"].pathspec in printed and "mean=6.0" in printed and f"input {shop['root']}" in printed
+    assert (
+        shop["run"].pathspec in printed
+        and "mean=6" in printed
+        and f"input {shop['root']}/daily_totals.csv @ {shop['version']}" in printed
+    )
     assert cli.main(["show", "daily_totals.csv"], bridge) == 0
     downstream = capsys.readouterr().out.split("\ndownstream")[1]
     assert f"{FLOW}.start" in downstream
