@@ -73,7 +73,7 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
             config.flow_parameters(),
             dagster_run_id=context.run.run_id,
             dagster_job=context.job_name,
-            dagster_step=str(context.op_handle),
+            dagster_step=str(context.op_execution_context.op_handle),
             show_output=False,
             on_event=log_flow_event,
         )
