@@ -8,7 +8,7 @@ location from ``workspace.yaml`` (for the asset graph) and opens the Dagster ins
     show NAME --version V      the lineage exactly as model version V's training run read and wrote it
     model [VERSION] [--json]   model versions: inputs at the versions read, metrics (from the run that trained it)
     diff A B [--json]          what changed between two model versions: inputs added or removed, versions, metrics
-    picture [--out FILE]       the whole graph as an SVG to open in a browser
+    picture [--format mermaid] the whole graph as an SVG to open in a browser, or Mermaid text for markdown
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ import time
 from pathlib import Path
 
 from bridge.config import LineageBridge
-from bridge.graph_view import LineageGraph, NotInGraph, current_versions, last_runs, not_found_message, to_svg
+from bridge.graph_view import (
+    LineageGraph,
+    NotInGraph,
+    current_versions,
+    last_runs,
+    not_found_message,
+    to_mermaid,
+    to_svg,
+)
 from bridge.lite import NoLineageGraph, open_for_reading
 from bridge.model_versions import TrainedVersion, differences, find_version, run_tree, trained_versions
 from bridge.outbox import Outbox
@@ -176,15 +184,16 @@ def show_version(bridge: LineageBridge, name: str, wanted: str) -> int:
     return 0
 
 
-def picture(bridge: LineageBridge, out: Path, title: str) -> int:
+def picture(bridge: LineageBridge, out: Path, title: str, form: str) -> int:
     graph, lite = _open_graph(bridge)
     lite.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     pictured = graph.without_dead_ends()
-    out.write_text(to_svg(pictured, title))
+    out.write_text(to_svg(pictured, title) if form == "svg" else to_mermaid(pictured))
+    where = "open it in a browser" if form == "svg" else "paste it into a ```mermaid block in markdown"
     print(
         f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
-        "open it in a browser"
+        + where
     )
     return 0
 
@@ -206,7 +215,10 @@ def parser(prog: str) -> argparse.ArgumentParser:
     diff_parser.add_argument("second", help="another model version")
     diff_parser.add_argument("--json", action="store_true", help="both versions and the changes, for scripts")
     picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
-    picture_parser.add_argument("--out", type=Path, default=None, help="where to write the SVG")
+    picture_parser.add_argument("--out", type=Path, default=None, help="where to write it")
+    picture_parser.add_argument(
+        "--format", choices=("svg", "mermaid"), default="svg", help="an SVG, or Mermaid text for markdown"
+    )
     return parser
 
 
@@ -225,7 +237,8 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
         if args.command == "diff":
             return diff(bridge, args.first, args.second, args.json)
         if args.command == "picture":
-            return picture(bridge, args.out or bridge.lineage_dir / "lineage_graph.svg", title)
+            out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
+            return picture(bridge, out, title, args.format)
         return lineage_pass(bridge)
     except UsageError as err:
         print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)

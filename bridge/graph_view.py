@@ -218,24 +218,33 @@ class LineageGraph:
 
 
 COLOURS = {"dataset": "#e8f1fb", "dagster": "#f3e8fd", "metaflow": "#e6f6ea"}
-BOX_W, BOX_H, GAP_X, GAP_Y = 250, 34, 60, 14
+BOX_H, GAP_X, GAP_Y, CHAR_W = 34, 60, 14, 6.6
+
+
+def short_label(graph: LineageGraph, node: str) -> str:
+    """What a person reads in a picture: a table's identifier, a job's name, a file dataset's last two folders."""
+    label = graph.labels[node]
+    if graph.kinds[node] == "dataset" and label.startswith("/"):
+        return "…/" + "/".join(label.rstrip("/").split("/")[-2:])
+    return label
 
 
 def to_svg(graph: LineageGraph, title: str) -> str:
-    """The graph laid out left to right in layers, as a standalone SVG."""
+    """The graph laid out left to right in layers, as a standalone SVG; whole names, the full one on hover."""
     layers = graph.layers()
     columns = defaultdict(list)
     for node, layer in layers.items():
         columns[layer].append(node)
+    box_w = max((len(short_label(graph, n)) for n in graph.labels), default=20) * CHAR_W + 20
     position = {}
     for layer, nodes in columns.items():
         for row, node in enumerate(sorted(nodes, key=lambda n: (graph.kinds[n], graph.labels[n]))):
-            position[node] = (20 + layer * (BOX_W + GAP_X), 50 + row * (BOX_H + GAP_Y))
-    width = 40 + (max(columns, default=0) + 1) * (BOX_W + GAP_X)
+            position[node] = (20 + layer * (box_w + GAP_X), 50 + row * (BOX_H + GAP_Y))
+    width = 40 + (max(columns, default=0) + 1) * (box_w + GAP_X)
     height = 80 + max((len(n) for n in columns.values()), default=1) * (BOX_H + GAP_Y)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        'font-family="sans-serif" font-size="11">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+        'font-family="monospace" font-size="11">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
         'markerWidth="6" markerHeight="6" orient="auto">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>',
@@ -244,16 +253,35 @@ def to_svg(graph: LineageGraph, title: str) -> str:
     for a, b in sorted(graph.edges):
         (x1, y1), (x2, y2) = position[a], position[b]
         parts.append(
-            f'<line x1="{x1 + BOX_W}" y1="{y1 + BOX_H / 2}" x2="{x2}" y2="{y2 + BOX_H / 2}" '
+            f'<line x1="{x1 + box_w:.0f}" y1="{y1 + BOX_H / 2}" x2="{x2}" y2="{y2 + BOX_H / 2}" '
             'stroke="#999" stroke-width="1" marker-end="url(#arrow)"/>'
         )
     for node, (x, y) in position.items():
         kind = graph.kinds[node]
         parts.append(
-            f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" '
+            f"<g><title>{html.escape(graph.labels[node])}</title>"
+            f'<rect x="{x}" y="{y}" width="{box_w:.0f}" height="{BOX_H}" rx="6" '
             f'fill="{COLOURS.get(kind, "#eee")}" stroke="#888"/>'
             f'<text x="{x + 8}" y="{y + 14}" fill="#555">{kind}</text>'
-            f'<text x="{x + 8}" y="{y + 27}">{html.escape(graph.labels[node][-42:])}</text>'
+            f'<text x="{x + 8}" y="{y + 27}">{html.escape(short_label(graph, node))}</text></g>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def to_mermaid(graph: LineageGraph) -> str:
+    """The graph as a Mermaid flowchart (GitHub renders it in markdown): jobs grouped by tool, datasets between."""
+    ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels, key=lambda n: graph.labels[n]))}
+
+    def node_text(node: str) -> str:
+        label = short_label(graph, node).replace('"', "'")
+        return f'{ids[node]}[("{label}")]' if graph.kinds[node] == "dataset" else f'{ids[node]}["{label}"]'
+
+    lines = ["flowchart LR"]
+    for tool in sorted({kind for kind in graph.kinds.values() if kind != "dataset"}):
+        lines.append(f"  subgraph {tool}[{tool.capitalize()}]")
+        lines += [f"    {node_text(n)}" for n in ids if graph.kinds[n] == tool]
+        lines.append("  end")
+    lines += [f"  {node_text(n)}" for n in ids if graph.kinds[n] == "dataset"]
+    lines += [f"  {ids[a]} --> {ids[b]}" for a, b in sorted(graph.edges, key=lambda e: (ids[e[0]], ids[e[1]]))]
+    return "\n".join(lines) + "\n"

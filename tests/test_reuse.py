@@ -166,3 +166,23 @@ def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(s
     assert {("shop.shop__daily_totals", root), (root, f"{FLOW}.start")} <= claimed
     assert printed.splitlines()[0] == f"{root}  [dataset, version {shop['version']}]"
     assert f"{FLOW}.start  [metaflow job; last run COMPLETE, started " in printed and " s)]" in printed
+
+
+def test_the_picture_shows_whole_names_and_comes_as_mermaid_too(shop):
+    from bridge.graph_view import LineageGraph, short_label
+    from bridge.lite import open_for_reading
+
+    bridge = shop_bridge(shop["root"])
+    lite = open_for_reading(bridge.datahub.lite_path)
+    graph = LineageGraph.from_lite(lite).without_dead_ends()
+    lite.close()
+    assert cli.main(["picture", "--out", str(shop["root"] / "g.svg")], bridge) == 0
+    svg = (shop["root"] / "g.svg").read_text()
+    for node, label in graph.labels.items():
+        assert f">{short_label(graph, node)}</text>" in svg and f"<title>{label}</title>" in svg
+    assert f">…/{shop['root'].name}/daily_totals.csv</text>" in svg  # a short name; the path on hover
+    assert cli.main(["picture", "--format", "mermaid", "--out", str(shop["root"] / "g.mmd")], bridge) == 0
+    mermaid = (shop["root"] / "g.mmd").read_text().splitlines()
+    assert mermaid[0] == "flowchart LR" and "  subgraph metaflow[Metaflow]" in mermaid
+    assert len([line for line in mermaid if " --> " in line]) == len(graph.edges)
+    assert any('["ScoreFlow.start"]' in line for line in mermaid)
