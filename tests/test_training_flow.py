@@ -87,7 +87,11 @@ def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
 
 def test_a_dagster_launch_records_its_parent_and_with_weather_reads_raw_weather(dagster_run):
     result, run = dagster_run
-    assert run["start"].task.data.lineage_parent == {"run_id": result.run_id, "job_name": "train_forecast_model"}
+    assert run["start"].task.data.lineage_parent == {
+        "run_id": result.run_id,
+        "job_name": "train_forecast_model",
+        "step_key": "run_training_flow",  # the launching step: the flow run's parent in lineage
+    }
     assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, WEATHER]
     assert "gbm_weather" in set(run.data.metrics.candidate)
     materialized = {e.asset_key for e in result.get_asset_materialization_events()}
