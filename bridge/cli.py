@@ -4,7 +4,7 @@ A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the
 location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
 
     pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
-    show DATASET_OR_JOB        upstream and downstream trees across both tools: versions and last runs
+    show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
     show NAME --version V      the lineage exactly as model version V's training run read and wrote it
     model [VERSION] [--json]   model versions: inputs at the versions read, metrics (from the run that trained it)
     diff A B [--json]          what changed between two model versions: inputs added or removed, versions, metrics
@@ -105,7 +105,29 @@ def _describe(graph: LineageGraph, node: str, runs: dict, versions: dict) -> str
     return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
 
 
-def show(bridge: LineageBridge, name: str) -> int:
+def _node_json(graph: LineageGraph, node: str, runs: dict, versions: dict) -> dict:
+    label, kind = graph.labels[node], graph.kinds[node]
+    if kind == "dataset":
+        return {"name": label, "kind": "dataset", "version": versions.get(label)}
+    run = runs.get(label)
+    last = None
+    if run:
+        last = {"status": run.status, "started": run.started, "finished": run.finished, "seconds": run.seconds}
+    return {"name": label, "kind": f"{kind} job", "last_run": last}
+
+
+def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versions: dict) -> list[dict]:
+    """The tree as nested nodes; a node already shown is listed with ``"repeated": true`` and no children."""
+    children: dict[str, list[dict]] = {node: []}
+    for line in graph.tree(node, upstream):
+        entry = {**_node_json(graph, line.node, runs, versions), "repeated": line.repeated, "children": []}
+        children[line.parent].append(entry)
+        if not line.repeated:
+            children[line.node] = entry["children"]
+    return children[node]
+
+
+def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
     graph, lite = _open_graph(bridge)
     lite.close()
     try:
@@ -114,6 +136,14 @@ def show(bridge: LineageBridge, name: str) -> int:
         raise UsageError(str(err)) from err
     events = _events(bridge)
     runs, versions = last_runs(events), current_versions(events)
+    if as_json:
+        tree = {
+            **_node_json(graph, node, runs, versions),
+            "upstream": _tree_json(graph, node, True, runs, versions),
+            "downstream": _tree_json(graph, node, False, runs, versions),
+        }
+        print(json.dumps(tree, indent=2))
+        return 0
     print(_describe(graph, node, runs, versions))
     for title, upstream, arrow in (("upstream", True, "<-"), ("downstream", False, "->")):
         lines = graph.tree(node, upstream)
@@ -207,6 +237,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
     show_parser.add_argument("name", help="a table identifier (db.table) or a job (Flow.step, job.step)")
     show_parser.add_argument("--version", help="a model version: the lineage exactly as its training run saw it")
+    show_parser.add_argument("--json", action="store_true", help="the trees as nested JSON, for scripts")
     model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
     model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
     model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
@@ -231,7 +262,7 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
         if args.command == "show" and args.version:
             return show_version(bridge, args.name, args.version)
         if args.command == "show":
-            return show(bridge, args.name)
+            return show(bridge, args.name, args.json)
         if args.command == "model":
             return model(bridge, args.version, args.json)
         if args.command == "diff":

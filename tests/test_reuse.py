@@ -186,3 +186,23 @@ def test_the_picture_shows_whole_names_and_comes_as_mermaid_too(shop):
     assert mermaid[0] == "flowchart LR" and "  subgraph metaflow[Metaflow]" in mermaid
     assert len([line for line in mermaid if " --> " in line]) == len(graph.edges)
     assert any('["ScoreFlow.start"]' in line for line in mermaid)
+
+
+def test_show_json_is_the_same_tree_for_scripts(shop, capsys):
+    bridge = shop_bridge(shop["root"])
+    root = f"{shop['root']}/daily_totals.csv"
+    assert cli.main(["show", "daily_totals.csv"], bridge) == 0
+    printed = capsys.readouterr().out
+    assert cli.main(["show", "daily_totals.csv", "--json"], bridge) == 0
+    tree = json.loads(capsys.readouterr().out)
+    assert (tree["name"], tree["kind"], tree["version"]) == (root, "dataset", shop["version"])
+
+    def pairs(nodes, parent, upstream):
+        for node in nodes:
+            yield (node["name"], parent) if upstream else (parent, node["name"])
+            yield from pairs(node["children"], node["name"], upstream)
+
+    from_json = {*pairs(tree["upstream"], root, True), *pairs(tree["downstream"], root, False)}
+    assert from_json == _tree_edges(printed, root)
+    (start,) = [n for n in tree["downstream"] if n["name"] == f"{FLOW}.start"]
+    assert start["last_run"]["status"] == "COMPLETE" and start["last_run"]["seconds"] >= 0
