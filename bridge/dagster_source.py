@@ -8,7 +8,7 @@ the translation (:mod:`bridge.dagster_translate`) never touches the instance.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from dagster import (
@@ -20,8 +20,15 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
-from bridge.dagster_records import READ_TYPES, DagsterRunRecords, Upstream, planned_by_step, upstream_moments
-from bridge.dagster_translate import Keyed, is_finished, run_job, step_job, translate_run
+from bridge.dagster_records import (
+    READ_TYPES,
+    DagsterRunRecords,
+    Upstream,
+    event_type,
+    planned_by_step,
+    upstream_moments,
+)
+from bridge.dagster_translate import Keyed, is_finished, run_ref, step_job, translate_run
 from bridge.events import JobRef
 from bridge.naming import Naming
 
@@ -160,17 +167,24 @@ class DagsterSource:
                 cursor["open_runs"][dagster_run_id] = max(new)
         return events, cursor
 
+    def _starts(self, dagster_run_id: str) -> DagsterRunRecords | None:
+        """Only what names a run and its steps: its origin and its start records (no upstream lookups)."""
+        run = self.instance.get_run_by_id(dagster_run_id)
+        if run is None:
+            return None
+        kinds = {DagsterEventType.RUN_START, DagsterEventType.STEP_START}
+        records = list(self.instance.get_records_for_run(dagster_run_id, of_type=kinds).records)
+        if not any(event_type(record) == DagsterEventType.RUN_START for record in records):
+            return None
+        location = code_location(run, self.default_location)
+        return DagsterRunRecords(dagster_run_id, run.job_name, run.tags.get("dagster/partition"), location, records)
+
     def step_job(self, dagster_run_id: str, step: str) -> JobRef | None:
-        """The OpenLineage job and run of one step of a Dagster run, as its own events name it."""
-        records = self.run_records(dagster_run_id)
-        return step_job(records, self.naming, step) if records is not None and records.records else None
+        """The OpenLineage job and run of one step of a Dagster run, as its own events name it (a flow's parent)."""
+        records = self._starts(dagster_run_id)
+        return step_job(records, self.naming, step) if records else None
 
     def run_job(self, dagster_run_id: str) -> JobRef | None:
         """The OpenLineage job and run of a Dagster run, as its own events name it (a Metaflow run's root)."""
-        run = self.instance.get_run_by_id(dagster_run_id)
-        starts = self.instance.get_records_for_run(dagster_run_id, of_type=DagsterEventType.RUN_START).records
-        if run is None or not starts:
-            return None
-        started_at = datetime.fromtimestamp(starts[0].event_log_entry.timestamp, tz=UTC)
-        location = code_location(run, self.default_location)
-        return run_job(self.naming.job_namespace, dagster_run_id, run.job_name, location, started_at)
+        records = self._starts(dagster_run_id)
+        return run_ref(records, self.naming) if records else None

@@ -64,13 +64,18 @@ def _data_version(entry) -> str | None:
     return entry.tags.get("dagster/data_version") if entry.tags else None
 
 
+def run_ref(records: DagsterRunRecords, naming: Naming) -> JobRef:
+    """The OpenLineage job and run of a Dagster run (a launched Metaflow run's root)."""
+    return _Run(records, naming).job
+
+
 def step_job(records: DagsterRunRecords, naming: Naming, step: str) -> JobRef:
     """The OpenLineage job and run of one step of a Dagster run (a launched Metaflow run's parent)."""
     return _Run(records, naming).step_job(step)
 
 
 def run_job(namespace: str, dagster_run_id: str, job: str, location: str, started_at: datetime) -> JobRef:
-    """The OpenLineage job and run of a Dagster run (also how a Metaflow run names its Dagster root)."""
+    """The OpenLineage job and run of a Dagster run."""
     return JobRef(namespace, job_name(dagster_job_name(job, location)), run_id(started_at, SOURCE, dagster_run_id))
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from taxi_core.files import write_atomically
@@ -27,8 +27,16 @@ DEFAULT_STATE_DIR_NAME = ".state"
 INSTALLED_STATE_DIR = Path("~/.local/share/taxi-demand-lineage")
 SETTINGS_FILE = "settings.env"
 DEFAULT_FIRST_MONTH = "2024-01-01"
+URL = re.compile(r"(https?|file)://.*")
 SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://.+|yarn")
 JVM_MEMORY = re.compile(r"\d+[kmgt]?", re.IGNORECASE)
+# Settings that must have a shape: the pattern, and what to tell a user whose value does not.
+SHAPES = {
+    "trip_base_url": (URL, "use an http(s):// or file:// URL of the folder that holds the files"),
+    "weather_base_url": (URL, "use an http(s):// or file:// URL of the folder that holds the files"),
+    "spark_master": (SPARK_MASTER, "use local[*], local[N], spark://host:port, yarn or k8s://..."),
+    "spark_driver_memory": (JVM_MEMORY, "use a JVM memory size such as 2g or 512m"),
+}
 
 
 class SettingsError(ValueError):
@@ -110,25 +118,12 @@ class Settings(BaseSettings):
             return f"{parsed:%Y-%m-%d}"
         raise ValueError("use the first day of a month, YYYY-MM-01 (or YYYY-MM)")
 
-    @field_validator("trip_base_url", "weather_base_url")
+    @field_validator(*SHAPES)
     @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.match(r"(https?|file)://", value):
-            raise ValueError("use an http(s):// or file:// URL of the folder that holds the files")
-        return value
-
-    @field_validator("spark_master")
-    @classmethod
-    def _spark_master(cls, value: str) -> str:
-        if not SPARK_MASTER.fullmatch(value):
-            raise ValueError("use local[*], local[N], spark://host:port, yarn or k8s://...")
-        return value
-
-    @field_validator("spark_driver_memory")
-    @classmethod
-    def _jvm_memory(cls, value: str) -> str:
-        if not JVM_MEMORY.fullmatch(value):
-            raise ValueError("use a JVM memory size such as 2g or 512m")
+    def _shaped(cls, value: str, info: ValidationInfo) -> str:
+        pattern, accepts = SHAPES[info.field_name]
+        if not pattern.fullmatch(value):
+            raise ValueError(accepts)
         return value
 
     @classmethod
