@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from dagster import AssetKey, DagsterEventType, EventLogRecord
 from openlineage.client.event_v2 import RunEvent, RunState
 
+from bridge.dagster_columns import column_lineage_from_metadata
 from bridge.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
@@ -24,7 +25,7 @@ from bridge.dagster_records import (
     step_as_of,
     step_key,
 )
-from bridge.events import Assertion, DatasetRef, EventSpec, JobRef, event_key, run_event
+from bridge.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
 from bridge.naming import Naming, dagster_job_name, job_name
 from bridge.run_ids import run_id
 
@@ -117,7 +118,10 @@ class _Run:
     def step_records(self, step: str, of_type: DagsterEventType) -> list[EventLogRecord]:
         return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
 
-    def ref(self, key: AssetKey, metadata: dict | None = None, data_version: str | None = None) -> DatasetRef:
+    def ref(
+        self, key: AssetKey, metadata: dict | None = None, data_version: str | None = None, written: bool = False
+    ) -> DatasetRef:
+        """``key`` as recorded in ``metadata``; the column lineage only when this run ``written`` it."""
         metadata = metadata or {}
         version = next((metadata[k] for k in VERSION_KEYS if k in metadata), data_version)
         schema = metadata.get("dagster/column_schema")
@@ -127,6 +131,25 @@ class _Run:
             None if version is None else str(version),
             columns,
             rows=metadata.get("dagster/row_count"),
+            columns_from=self.columns_from(metadata) if written else (),
+        )
+
+    def columns_from(self, metadata: dict) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
+        lineage = column_lineage_from_metadata(metadata)
+        return tuple(
+            (
+                column,
+                tuple(
+                    InputField(
+                        self.naming.asset(AssetKey.from_user_string(o.input.source).path),
+                        o.input.column,
+                        o.transformations,
+                    )
+                    for o in origins
+                ),
+            )
+            for column, origins in lineage.items()
+            if origins
         )
 
     def upstream(self, key: AssetKey, moment: int) -> list[DatasetRef]:
@@ -150,7 +173,7 @@ class _Run:
             metadata = _metadata(materialization)
             if metadata.get(PUBLICATION) in NOT_WRITTEN:
                 continue
-            refs.append(self.ref(materialization.asset_key, metadata, _data_version(materialization)))
+            refs.append(self.ref(materialization.asset_key, metadata, _data_version(materialization), written=True))
         return refs
 
     def nominal(self) -> tuple[datetime | None, datetime | None]:

@@ -64,10 +64,16 @@ def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrap
         )
         aspects.append((job, job_info))
         if event["eventType"] != "START" or inputs or outputs:
+            columns = [
+                lineage
+                for dataset, urn in zip(event.get("outputs", []), outputs, strict=True)
+                for lineage in fine_grained_lineage(dataset, urn, naming)
+            ]
             aspects.append(
                 (job, models.DataJobInputOutputClass(
                     inputDatasets=sorted(set(inputs)), outputDatasets=sorted(set(outputs)),
                     inputDatajobs=sorted({j for j in upstream_jobs if j}),
+                    fineGrainedLineages=columns or None,
                 ))
             )  # fmt: skip
     partition = event["run"]["facets"].get("nominalTime", {}).get("nominalStartTime", "")[:10] or None
@@ -80,6 +86,31 @@ def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrap
     if event["eventType"] == "COMPLETE" and "modelTraining" in event["run"]["facets"]:
         aspects += _model_aspects(event, inputs, naming)
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
+
+
+def fine_grained_lineage(dataset: dict, urn: str, naming: Naming) -> list[models.FineGrainedLineageClass]:
+    """An output's ``columnLineage`` facet as DataHub column lineage: per column, direct then indirect inputs."""
+    lineages = []
+    for column, spec in sorted(dataset.get("facets", {}).get("columnLineage", {}).get("fields", {}).items()):
+        by_type: dict[str, tuple[set[str], set[str]]] = {}
+        for source in spec.get("inputFields", []):
+            upstream = naming.datahub_urn(naming.named(source["namespace"], source["name"]))
+            field = builder.make_schema_field_urn(upstream, source["field"])
+            for transformation in source.get("transformations") or [{"type": "DIRECT", "subtype": ""}]:
+                fields, subtypes = by_type.setdefault(transformation["type"], (set(), set()))
+                fields.add(field)
+                subtypes.add(transformation.get("subtype") or "")
+        for kind, (fields, subtypes) in sorted(by_type.items()):
+            lineages.append(
+                models.FineGrainedLineageClass(
+                    upstreamType=models.FineGrainedLineageUpstreamTypeClass.FIELD_SET,
+                    upstreams=sorted(fields),
+                    downstreamType=models.FineGrainedLineageDownstreamTypeClass.FIELD,
+                    downstreams=[builder.make_schema_field_urn(urn, column)],
+                    transformOperation=f"{kind}:{','.join(sorted(s for s in subtypes if s))}".rstrip(":"),
+                )
+            )
+    return lineages
 
 
 def _dataset_aspects(
@@ -102,10 +133,12 @@ def _dataset_aspects(
     if "version" in facets:
         aspects.append((urn, models.DatasetPropertiesClass(name=dataset_urn_name(urn), customProperties=properties)))
     if upstream:
+        columns = fine_grained_lineage(dataset, urn, naming)
         aspects.append(
             (urn, models.UpstreamLineageClass(
                 upstreams=[models.UpstreamClass(dataset=u, type=models.DatasetLineageTypeClass.TRANSFORMED)
-                           for u in sorted(set(upstream)) if u != urn]
+                           for u in sorted(set(upstream)) if u != urn],
+                fineGrainedLineages=columns or None,
             ))
         )  # fmt: skip
     fields = facets.get("schema", {}).get("fields", [])

@@ -10,6 +10,7 @@ import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     RunFacet,
+    column_lineage_dataset,
     data_quality_assertions_dataset,
     dataset_version_dataset,
     error_message_run,
@@ -22,6 +23,7 @@ from openlineage.client.facet_v2 import (
     symlinks_dataset,
 )
 
+from bridge.column_lineage import Transformation
 from bridge.naming import DatasetName
 
 PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
@@ -55,14 +57,27 @@ class Assertion:
 
 
 @dataclass(frozen=True)
+class InputField:
+    """An input column one output column is derived from, and how."""
+
+    dataset: DatasetName
+    field: str
+    transformations: tuple[Transformation, ...] = ()
+
+
+@dataclass(frozen=True)
 class DatasetRef:
-    """A dataset as one event sees it: name, version and what is known about it."""
+    """A dataset as one event sees it: name, version and what is known about it.
+
+    ``columns_from`` is an output's column lineage: each column with the input fields it comes from.
+    """
 
     name: DatasetName
     version: str | None = None
     schema: tuple[tuple[str, str], ...] = ()
     assertions: tuple[Assertion, ...] = ()
     rows: int | None = None
+    columns_from: tuple[tuple[str, tuple[InputField, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,8 @@ def dataset_facets(ref: DatasetRef) -> dict:
             producer=PRODUCER,
             fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema],
         )
+    if ref.columns_from:
+        facets["columnLineage"] = column_lineage_facet(ref)
     if ref.assertions:
         facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
             producer=PRODUCER,
@@ -136,6 +153,29 @@ def dataset_facets(ref: DatasetRef) -> dict:
             ],
         )
     return facets
+
+
+def column_lineage_facet(ref: DatasetRef) -> column_lineage_dataset.ColumnLineageDatasetFacet:
+    return column_lineage_dataset.ColumnLineageDatasetFacet(
+        producer=PRODUCER,
+        fields={
+            column: column_lineage_dataset.Fields(
+                inputFields=[
+                    column_lineage_dataset.InputField(
+                        namespace=source.dataset.namespace,
+                        name=source.dataset.name,
+                        field=source.field,
+                        transformations=[
+                            column_lineage_dataset.Transformation(type=t.type, subtype=t.subtype)
+                            for t in source.transformations
+                        ],
+                    )
+                    for source in sources
+                ]
+            )
+            for column, sources in ref.columns_from
+        },
+    )
 
 
 def _output_facets(ref: DatasetRef) -> dict:

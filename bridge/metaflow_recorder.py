@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 from metaflow import FlowMutator, current, user_step_decorator
 
+from bridge.column_lineage import ColumnLineage, lineage_to_json
+
 log = logging.getLogger(__name__)
 
 DAGSTER_RUN_ID_ENV = "DAGSTER_RUN_ID"
@@ -41,6 +43,8 @@ class DatasetUse:
     rows: int | None = None
     metrics: dict[str, float] | None = None
     params: dict[str, str] | None = None
+    # A written dataset's column lineage, as :func:`bridge.column_lineage.lineage_to_json`; sources are tables.
+    columns_from: dict | None = None
 
 
 @dataclass
@@ -59,14 +63,31 @@ def record_read(name: str, version: str | int, kind: str = "table", rows: int | 
     _record("reads", DatasetUse(name, kind, str(version), rows))
 
 
-def record_write(name: str, version: str | int, kind: str = "table", rows: int | None = None) -> None:
-    _record("writes", DatasetUse(name, kind, str(version), rows))
+def record_write(
+    name: str,
+    version: str | int,
+    kind: str = "table",
+    rows: int | None = None,
+    columns_from: ColumnLineage | None = None,
+) -> None:
+    """The step wrote ``name`` at ``version``; ``columns_from`` says which table columns each column comes from."""
+    _record("writes", DatasetUse(name, kind, str(version), rows, columns_from=_columns(columns_from)))
 
 
-def record_model(name: str, version: str, metrics: dict[str, float], params: dict) -> None:
-    """The step wrote model ``name`` at ``version``, with its evaluation metrics and hyperparameters."""
+def record_model(
+    name: str, version: str, metrics: dict[str, float], params: dict, columns_from: ColumnLineage | None = None
+) -> None:
+    """The step wrote model ``name`` at ``version``, with its metrics, hyperparameters and input columns.
+
+    ``columns_from`` maps each of the model's features to the table columns it is computed from.
+    """
     metrics = {key: float(value) for key, value in metrics.items()}
-    _record("writes", DatasetUse(name, "model", str(version), None, metrics, {k: str(v) for k, v in params.items()}))
+    params = {k: str(v) for k, v in params.items()}
+    _record("writes", DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from)))
+
+
+def _columns(lineage: ColumnLineage | None) -> dict | None:
+    return lineage_to_json(lineage) if lineage else None
 
 
 def _record(direction: str, use: DatasetUse) -> None:

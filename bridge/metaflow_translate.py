@@ -16,7 +16,8 @@ from uuid import UUID
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from bridge.events import DatasetRef, EventSpec, JobRef, ModelTraining, event_key, run_event
+from bridge.column_lineage import lineage_from_json
+from bridge.events import DatasetRef, EventSpec, InputField, JobRef, ModelTraining, event_key, run_event
 from bridge.naming import Naming, job_name
 from bridge.run_ids import run_id
 
@@ -122,7 +123,14 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
 
 
 def _ref(use: dict, naming: Naming) -> DatasetRef:
-    return DatasetRef(naming.recorded(use["name"], use["kind"]), use["version"], rows=use.get("rows"))
+    columns_from = tuple(
+        (column, tuple(InputField(naming.table(o.input.source), o.input.column, o.transformations) for o in origins))
+        for column, origins in lineage_from_json(use.get("columns_from") or {}).items()
+        if origins
+    )
+    return DatasetRef(
+        naming.recorded(use["name"], use["kind"]), use["version"], rows=use.get("rows"), columns_from=columns_from
+    )
 
 
 def _model(use: dict) -> ModelTraining:

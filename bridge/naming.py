@@ -53,6 +53,14 @@ class IcebergTables:
         namespace, name = location_dataset(f"{self.warehouse.rstrip('/')}/{database}/{table}")
         return DatasetName(namespace, name, identifier, self.catalog_uri or self.platform)
 
+    def identifier_at(self, namespace: str, name: str) -> str | None:
+        """The table a dataset name is the location of, or None."""
+        warehouse_namespace, warehouse = location_dataset(self.warehouse.rstrip("/"))
+        parts = name.removeprefix(warehouse.rstrip("/") + "/").split("/")
+        if namespace != warehouse_namespace or not name.startswith(warehouse.rstrip("/") + "/") or len(parts) != 2:
+            return None
+        return ".".join(parts)
+
 
 @dataclass(frozen=True)
 class GlueTables:
@@ -67,6 +75,12 @@ class GlueTables:
         return DatasetName(
             f"arn:aws:glue:{self.region}:{self.account}", f"table/{database}/{table}", identifier, "glue"
         )
+
+    def identifier_at(self, namespace: str, name: str) -> str | None:
+        parts = name.split("/")
+        if namespace != f"arn:aws:glue:{self.region}:{self.account}" or len(parts) != 3 or parts[0] != "table":
+            return None
+        return f"{parts[1]}.{parts[2]}"
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,11 @@ class Naming:
             return DatasetName(namespace, name)
         msg = f"No lineage name for asset {joined}: add it to the naming policy's locations"
         raise NotNamed(msg)
+
+    def named(self, namespace: str, name: str) -> DatasetName:
+        """A dataset known only by its OpenLineage namespace and name, with its table identifier if it is a table."""
+        identifier = self.tables.identifier_at(namespace, name) if self.tables is not None else None
+        return self.table(identifier) if identifier else DatasetName(namespace, name)
 
     def recorded(self, name: str, kind: str) -> DatasetName:
         """What a Metaflow step recorded (a table by identifier, anything else by its location's key)."""

@@ -25,7 +25,7 @@ from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 
 from bridge.metaflow_recorder import record_lineage, record_model
-from flows.forecasting import backtest, features, noise_floor, report, tables
+from flows.forecasting import backtest, column_lineage, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, make_candidate
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
@@ -150,7 +150,13 @@ class TrainForecastModelFlow(FlowSpec):
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
         champion = self.metrics.set_index("candidate").loc[self.champion]
         backtest = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
-        record_model(MODEL_NAME, self.model_version, metrics=backtest, params=self.model_parameters)
+        record_model(
+            MODEL_NAME,
+            self.model_version,
+            metrics=backtest,
+            params=self.model_parameters,
+            columns_from=column_lineage.model_lineage(self.features),
+        )
         self.next(self.write)
 
     @card(type="blank", id="forecast")
@@ -159,7 +165,9 @@ class TrainForecastModelFlow(FlowSpec):
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
         catalog = open_catalog(self.catalog_config)
-        self.forecast_snapshot_id = tables.write_forecasts(catalog, self.forecast, current.run_id)
+        self.forecast_snapshot_id = tables.write_forecasts(
+            catalog, self.forecast, current.run_id, column_lineage.forecast_lineage(self.features)
+        )
         written = (
             f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
             f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {tables.FORECAST} at snapshot {self.forecast_snapshot_id}."

@@ -15,6 +15,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
+from bridge.column_lineage import ColumnLineage
 from bridge.metaflow_recorder import record_read, record_write
 from taxi_core.names import ACTUALS, FORECAST
 from taxi_core.names import RAW_WEATHER as WEATHER
@@ -110,7 +111,9 @@ def read_weather(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.D
     return wide, snapshot_id
 
 
-def write_forecasts(catalog: Catalog, forecasts: pd.DataFrame, run_id: str) -> int:
+def write_forecasts(
+    catalog: Catalog, forecasts: pd.DataFrame, run_id: str, columns_from: ColumnLineage | None = None
+) -> int:
     """Replace this run's rows in the forecast table (a re-run of the same run never duplicates)."""
     table = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
     frame = forecasts.assign(
@@ -121,7 +124,7 @@ def write_forecasts(catalog: Catalog, forecasts: pd.DataFrame, run_id: str) -> i
     arrow = arrow.cast(FORECAST_SCHEMA.as_arrow())
     table.overwrite(arrow, overwrite_filter=EqualTo("metaflow_run_id", run_id))
     snapshot_id = table.current_snapshot().snapshot_id
-    record_write(FORECAST, snapshot_id, rows=len(frame))
+    record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from)
     return snapshot_id
 
 

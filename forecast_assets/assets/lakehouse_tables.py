@@ -17,7 +17,7 @@ from dagster import (
 )
 
 from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
-from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthWrite, write_audit_publish
+from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.publication import published_month, published_snapshot
@@ -26,7 +26,7 @@ from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
-from forecast_assets.transforms.raw_yellow import normalize_trips, read_trip_file
+from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE, TRIP_FILES, WEATHER_FILES
 from taxi_core.zones import load_zones
@@ -79,8 +79,11 @@ def raw_yellow(
     source_file = name.rsplit("/", 1)[-1]
 
     def build_rows():
-        trips = read_trip_file(spark.session, staging.store().spark_path(name))
-        return normalize_trips(trips, window.month, source_file, record.fingerprint, datetime.now(UTC))
+        published_file = spark.session.read.parquet(staging.store().spark_path(name))
+        trips = normalize_trips(
+            with_timestamps(published_file), window.month, source_file, record.fingerprint, datetime.now(UTC)
+        )
+        return MonthRows(trips, {AssetKey(TRIP_FILES): published_file})
 
     month = MonthWrite(
         spec=RAW_YELLOW,
@@ -107,7 +110,8 @@ def raw_weather(
 
     def build_rows():
         paths = [staging.store().spark_path(name) for name in names]
-        return weather_long(spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths))
+        csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
+        return MonthRows(weather_long(csv_rows), {AssetKey(WEATHER_FILES): csv_rows})
 
     month = MonthWrite(
         spec=RAW_WEATHER,
@@ -141,7 +145,8 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
 
     def build_rows():
         trips = month_rows(session, RAW_YELLOW, window.start, window.end)
-        return hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
+        actuals = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
+        return MonthRows(actuals, {AssetKey([NAMESPACE, RAW_YELLOW.name]): trips})
 
     month = MonthWrite(
         spec=HOURLY_ACTUALS,

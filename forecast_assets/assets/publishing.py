@@ -8,13 +8,14 @@ they run on the published month.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
+    AssetKey,
     DataVersion,
     Failure,
     MaterializeResult,
@@ -22,6 +23,9 @@ from dagster import (
 from dagster import MetadataValue as MV
 from pyspark.sql import DataFrame
 
+from bridge.column_lineage import ColumnLineage
+from bridge.dagster_columns import derived_column_lineage
+from bridge.spark_plan import column_lineage
 from forecast_assets.assets.checks import Audit, MonthFacts
 from forecast_assets.assets.table_metadata import (
     COLUMN_SCHEMA,
@@ -61,8 +65,19 @@ class MonthWrite:
     # What the month is built from (source fingerprints, inputs, settings, code version), recorded
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
-    build_rows: Callable[[], DataFrame]
+    build_rows: Callable[[], MonthRows]
     metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MonthRows:
+    """A month's rows, and the DataFrames they are read from by asset key (for column lineage)."""
+
+    rows: DataFrame
+    inputs: Mapping[AssetKey, DataFrame]
+
+    def column_lineage(self) -> ColumnLineage:
+        return column_lineage(self.rows, {key.to_user_string(): frame for key, frame in self.inputs.items()})
 
 
 def _blocked(audit: Audit, result: AssetCheckResult) -> bool:
@@ -117,7 +132,8 @@ def write_audit_publish(
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": context.partition_key, **month.identity}
     what = f"Writing {spec.identifier} {window.month} to a staging branch (Spark reads and transforms the source)"
     with reporting_progress(session.sparkContext, context.log.info, what):
-        rows = month.build_rows()
+        built = month.build_rows()
+        rows = built.rows
         staged = stage_month(session, spec, rows, window, staging_branch(window, context.run.run_id), properties)
     audits = _run_audits(
         context,
@@ -140,9 +156,10 @@ def write_audit_publish(
     context.log.info(
         f"Published {spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
+    columns = derived_column_lineage(built.column_lineage, spec.identifier, context.log.warning)
     yield MaterializeResult(
         metadata=table_metadata(
-            spec, write, rows.schema, context.partition_key, **{PUBLICATION: PUBLISHED}, **month.metadata
+            spec, write, rows.schema, context.partition_key, **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
         ),
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=checks,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES, TIMESTAMP_COLUMNS
@@ -17,13 +17,12 @@ LINEAGE_COLUMNS = {
 }
 
 
-def read_trip_file(spark: SparkSession, spark_path: str) -> DataFrame:
-    """The file's columns as published; nanosecond timestamps become timestamps.
+def with_timestamps(trips: DataFrame) -> DataFrame:
+    """A trip file's columns as published; nanosecond timestamps become timestamps.
 
     The session reads TIMESTAMP(NANOS) as epoch nanoseconds (``spark.sql.legacy.parquet.nanosAsLong``);
     like every TLC timestamp they are wall-clock values, kept as they are in the UTC session.
     """
-    trips = spark.read.parquet(spark_path)
     types = dict(trips.dtypes)
     columns = []
     for name in trips.columns:

@@ -1,0 +1,74 @@
+"""Which table columns the model's features, and so its forecasts, are computed from.
+
+Each feature :func:`flows.forecasting.features.build_features` makes is traced to the columns of
+the actuals or weather table it is computed from; the model's and the forecast table's column
+lineage are derived from the features a model version actually used, so a version trained
+without weather names no weather column.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from bridge.column_lineage import (
+    DIRECT,
+    IDENTITY,
+    INDIRECT,
+    TRANSFORMATION,
+    ColumnLineage,
+    ColumnOrigin,
+    InputColumn,
+    Transformation,
+)
+from flows.forecasting.features import CALENDAR_FEATURES, WEATHER_FEATURES
+from taxi_core.names import ACTUALS, RAW_WEATHER
+
+COMPUTED = Transformation(DIRECT, TRANSFORMATION)
+# Lags and seasonal means are taken per zone, in hour order: a window over zone and hour.
+PER_ZONE_IN_HOUR_ORDER = (
+    ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (Transformation(INDIRECT, "WINDOW"),)),
+    ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(INDIRECT, "WINDOW"),)),
+)
+# A weather value is the row of its element, joined to the zone's county and the hour's day.
+WEATHER_ROWS = (
+    ColumnOrigin(InputColumn(RAW_WEATHER, "element"), (Transformation(INDIRECT, "FILTER"),)),
+    ColumnOrigin(InputColumn(RAW_WEATHER, "county_fips"), (Transformation(INDIRECT, "JOIN"),)),
+    ColumnOrigin(InputColumn(RAW_WEATHER, "date"), (Transformation(INDIRECT, "JOIN"),)),
+)
+
+
+class UnknownFeature(ValueError):
+    """A feature with no known source columns."""
+
+
+def feature_origins(feature: str) -> tuple[ColumnOrigin, ...]:
+    """The table columns one feature is computed from."""
+    if feature == "pulocationid":
+        return (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),)
+    if feature in CALENDAR_FEATURES:
+        return (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),)
+    if feature.startswith("lag_") or feature == "seasonal_mean":
+        return (ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,)), *PER_ZONE_IN_HOUR_ORDER)
+    if feature in WEATHER_FEATURES:
+        return (ColumnOrigin(InputColumn(RAW_WEATHER, "value"), (COMPUTED,)), *WEATHER_ROWS)
+    msg = f"Feature {feature} has no known source columns: add it to flows/forecasting/column_lineage.py"
+    raise UnknownFeature(msg)
+
+
+def model_lineage(features: list[str]) -> ColumnLineage:
+    """The model's inputs: each feature and the columns it is computed from."""
+    return {feature: feature_origins(feature) for feature in features}
+
+
+def forecast_lineage(features: list[str]) -> ColumnLineage:
+    """The forecast table's columns: the forecast from every feature's columns (and the target it learned)."""
+    target = ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,))
+    merged: dict[InputColumn, set[Transformation]] = defaultdict(set)
+    for origin in (target, *(o for feature in features for o in feature_origins(feature))):
+        merged[origin.input].update(origin.transformations)
+    forecast = tuple(ColumnOrigin(column, tuple(sorted(kinds))) for column, kinds in sorted(merged.items()))
+    return {
+        "pickup_hour": (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),),
+        "pulocationid": (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),),
+        "forecasted_total_rides": forecast,
+    }
