@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from bridge.dagster_reports import report_metaflow_outputs
 from bridge.dagster_source import AssetGraph, DagsterSource
 from bridge.datahub_sink import SinkResult, open_writer, write_to_datahub
 from bridge.delivery import DeliveryResult, deliver, make_client
+from bridge.lineage_index import LineageIndex
 from bridge.metaflow_source import MetaflowSource
 from bridge.outbox import Outbox
 
@@ -29,6 +31,7 @@ class PassResult:
     delivery: DeliveryResult | None = None
     datahub: SinkResult | None = None
     reported: list[str] = field(default_factory=list)
+    indexed: int = 0
 
 
 def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph) -> list:
@@ -73,6 +76,10 @@ def run_pass(
         result.queued[source.name] = added
         result.event_types.update(types)
         result.untranslated += source.untranslated
+    try:
+        result.indexed = LineageIndex(bridge.index_path, outbox).catch_up()
+    except sqlite3.Error as err:  # the index is derived: readers rebuild it, delivery must go on
+        log.warning("Lineage index %s not updated: %s (delete it to rebuild)", bridge.index_path, err)
     result.delivery = deliver(outbox, client or make_client(bridge.events_file))
     writer = datahub_writer if datahub_writer is not None else open_writer(bridge.datahub)
     if writer is not None:

@@ -5,10 +5,13 @@ location from ``workspace.yaml`` (for the asset graph) and opens the Dagster ins
 
     pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
-    show NAME --version V      the lineage exactly as model version V's training run read and wrote it
-    model [VERSION] [--json]   model versions: inputs at the versions read, metrics (from the run that trained it)
-    diff A B [--json]          what changed between two model versions: inputs added or removed, versions, metrics
-    picture [--format mermaid] the whole graph as an SVG to open in a browser, or Mermaid text for markdown
+    show DB.TABLE.COLUMN       the column's upstream columns across both tools, version by version
+    show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
+    model [VERSION] [--json]   model versions: inputs at the versions read, input columns, metrics
+    diff A B [--json]          two model versions (or db.table@V1 db.table@V2): inputs, versions, columns, metrics
+    picture [--format mermaid] [--version V]  the graph as an SVG (Graphviz) or Mermaid text; V highlighted
+
+Read commands answer from a lineage index (index.sqlite beside the outbox), updated by every pass.
 """
 
 from __future__ import annotations
@@ -16,22 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sqlite3
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from bridge import index_queries as queries
+from bridge import lineage_views as views
 from bridge.config import LineageBridge
-from bridge.graph_view import (
-    LineageGraph,
-    NotInGraph,
-    current_versions,
-    last_runs,
-    not_found_message,
-    to_mermaid,
-    to_svg,
-)
-from bridge.lite import NoLineageGraph, open_for_reading
-from bridge.model_versions import TrainedVersion, differences, find_version, run_tree, trained_versions
+from bridge.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
+from bridge.lineage_index import LineageIndex
+from bridge.model_versions import TrainedVersion, differences, find_version, trained_versions
 from bridge.outbox import Outbox
 
 
@@ -71,35 +71,26 @@ def lineage_pass(bridge: LineageBridge) -> int:
     return 0
 
 
-def _open_graph(bridge: LineageBridge):
-    """The lineage graph and the open DataHub Lite it was read from (the caller closes it)."""
-    if bridge.datahub.kind != "lite":
-        raise UsageError(f"The lineage graph is read from DataHub Lite; DataHub is set to {bridge.datahub.kind!r}")
-    try:
-        lite = open_for_reading(bridge.datahub.lite_path, bridge.how_to_fill_graph)
-    except NoLineageGraph as err:
-        raise UsageError(str(err)) from err
-    try:
-        graph = LineageGraph.from_lite(lite)
-    except BaseException:
-        lite.close()
-        raise
+@contextmanager
+def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
+    """The lineage index, brought up to date with the outbox; an empty lineage is a usage error."""
+    if not bridge.outbox_path.exists():
+        raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
+    with LineageIndex(bridge.index_path, Outbox(bridge.outbox_path)).reading() as connection:
+        yield connection
+
+
+def _graph(connection: sqlite3.Connection, bridge: LineageBridge) -> LineageGraph:
+    graph = queries.graph(connection)
     if not graph.labels:
-        lite.close()
-        msg = f"The lineage graph at {bridge.datahub.lite_path} holds no jobs yet; {bridge.how_to_fill_graph}"
-        raise UsageError(msg)
-    return graph, lite
-
-
-def _events(bridge: LineageBridge) -> list[dict]:
-    """Every event the bridge queued, oldest first: the runs' states and the versions they wrote."""
-    return [json.loads(queued.payload) for queued in Outbox(bridge.outbox_path).events_after(0, limit=10_000_000)]
+        raise UsageError(f"The lineage holds no jobs yet; {bridge.how_to_fill_graph}")
+    return graph
 
 
 def _describe(graph: LineageGraph, node: str, runs: dict, versions: dict) -> str:
     label, kind = graph.labels[node], graph.kinds[node]
     if kind == "dataset":
-        version = versions.get(label) or next((v for name, v in versions.items() if name.endswith(label)), None)
+        version = versions.get(label)
         return f"{label}  [dataset" + (f", version {version}]" if version else "]")
     run = runs.get(label)
     return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
@@ -128,14 +119,17 @@ def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versi
 
 
 def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
-    graph, lite = _open_graph(bridge)
-    lite.close()
-    try:
-        node = graph.find(name)
-    except NotInGraph as err:
-        raise UsageError(str(err)) from err
-    events = _events(bridge)
-    runs, versions = last_runs(events), current_versions(events)
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        try:
+            node = graph.find(name)
+        except NotInGraph as err:
+            column = _column_of(connection, graph, name)
+            if column is None:
+                raise UsageError(str(err)) from err
+            return show_column(connection, *column, None, as_json)
+        runs, versions = queries.last_runs(connection), queries.current_versions(connection)
+        upstream_count, downstream_count = queries.reach(connection, node)
     if as_json:
         tree = {
             **_node_json(graph, node, runs, versions),
@@ -145,6 +139,7 @@ def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
         print(json.dumps(tree, indent=2))
         return 0
     print(_describe(graph, node, runs, versions))
+    print(f"  {upstream_count} datasets and jobs upstream, {downstream_count} downstream")
     for title, upstream, arrow in (("upstream", True, "<-"), ("downstream", False, "->")):
         lines = graph.tree(node, upstream)
         print(f'\n{title} ({arrow} reads as "{"is made from" if upstream else "feeds"}"):')
@@ -156,11 +151,43 @@ def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
     return 0
 
 
-def _versions(bridge: LineageBridge) -> list[TrainedVersion]:
-    return trained_versions(_events(bridge))
+def _column_of(connection: sqlite3.Connection, graph: LineageGraph, name: str) -> tuple[str, str] | None:
+    """``(dataset, column)`` when ``name`` is ``DATASET.COLUMN``; a known dataset with an unknown column is an error."""
+    dataset_name, _, column = name.rpartition(".")
+    if not dataset_name:
+        return None
+    try:
+        dataset = graph.find(dataset_name)
+    except NotInGraph:
+        return None
+    known = queries.columns_of(connection, dataset)
+    if column not in known:
+        what = f"column of {dataset} with column lineage"
+        raise UsageError(not_found_message(what, column, known) if known else f"{dataset} has no column lineage yet")
+    return dataset, column
 
 
-def _version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
+def show_column(connection: sqlite3.Connection, dataset: str, column: str, version: str | None, as_json: bool) -> int:
+    tree = queries.column_tree(connection, dataset, column, version)
+    if as_json:
+        print(json.dumps(tree.to_json(), indent=2))
+        return 0
+    print(f"{tree.name}  [version {tree.version}]")
+    print('upstream columns (<- reads as "is computed from"; DIRECT: from its values, INDIRECT: decides the rows):')
+    for depth, node in views.walk_columns(tree):
+        version_note = f" @ {node.version}" if node.version else ""
+        seen = "  (shown above)" if node.repeated else ""
+        print(f"  {'   ' * (depth - 1)}<- {node.name}{version_note}  {', '.join(node.how)}{seen}")
+    if not tree.origins:
+        print("  (nothing recorded)")
+    return 0
+
+
+def _trained(connection: sqlite3.Connection) -> list[TrainedVersion]:
+    return trained_versions(queries.trained_events(connection))
+
+
+def _model_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
     found = find_version(versions, wanted)
     if found is None:
         raise UsageError(not_found_message("model version", wanted, [v.version for v in versions]))
@@ -168,8 +195,9 @@ def _version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
 
 
 def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
-    versions = _versions(bridge)
-    chosen = [_version(versions, version)] if version else versions
+    with _reading(bridge) as connection:
+        versions = _trained(connection)
+    chosen = [_model_version(versions, version)] if version else versions
     if as_json:
         print(json.dumps([v.to_json() for v in chosen], indent=2))
         return 0
@@ -179,12 +207,17 @@ def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
         print(f"{found.version}  {', '.join(f'{name}={value:g}' for name, value in found.metrics.items())}")
         for dataset in found.inputs:
             print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+        if found.input_columns:
+            print(f"  input columns: {', '.join(sorted(found.input_columns))}")
     return 0
 
 
 def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
-    versions = _versions(bridge)
-    before, after = _version(versions, first), _version(versions, second)
+    with _reading(bridge) as connection:
+        if "@" in first and "@" in second:
+            return _diff_dataset_versions(connection, first, second, as_json)
+        versions = _trained(connection)
+    before, after = _model_version(versions, first), _model_version(versions, second)
     if before.trained_at > after.trained_at:
         before, after = after, before
     changes = differences(before, after)
@@ -197,35 +230,98 @@ def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
     return 0
 
 
-def show_version(bridge: LineageBridge, name: str, wanted: str) -> int:
-    """The lineage exactly as the run that trained one model version read and wrote it."""
-    events = _events(bridge)
-    version = _version(trained_versions(events), wanted)
-    print(f"{version.model} {version.version}, trained by {version.job} (run {version.run_id}, {version.trained_at})")
-    for job, reads, writes in run_tree(events, version):
-        print(f"  {job}")
-        for dataset in reads:
-            print(f"    <- {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
-        for dataset in writes:
-            print(f"    -> {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
-    related = {d.name for _, reads, writes in run_tree(events, version) for d in (*reads, *writes)}
-    if not any(name == d or d.endswith(name) for d in related):
-        print(f"  ({name} is not among what this run read or wrote)")
+def _dataset_version_arg(connection: sqlite3.Connection, text: str) -> tuple[str, str]:
+    name, _, version = text.rpartition("@")
+    graph = queries.graph(connection)
+    try:
+        dataset = graph.find(name)
+    except NotInGraph as err:
+        raise UsageError(str(err)) from err
+    if version not in queries.versions_of(connection, dataset):
+        raise UsageError(not_found_message(f"version of {dataset}", version, queries.versions_of(connection, dataset)))
+    return dataset, version
+
+
+def _diff_dataset_versions(connection: sqlite3.Connection, first: str, second: str, as_json: bool) -> int:
+    before = queries.version_tree(connection, *_dataset_version_arg(connection, first))
+    after = queries.version_tree(connection, *_dataset_version_arg(connection, second))
+    changes = views.version_differences(
+        before, after, queries.column_lineage_of(connection, before), queries.column_lineage_of(connection, after)
+    )
+    if as_json:
+        print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
+        return 0
+    print(f"From {before.dataset} @ {before.version} to {after.dataset} @ {after.version}:")
+    for line in changes:
+        print(f"  {line}")
     return 0
 
 
-def picture(bridge: LineageBridge, out: Path, title: str, form: str) -> int:
-    graph, lite = _open_graph(bridge)
-    lite.close()
+def _resolve_version(connection: sqlite3.Connection, dataset: str, wanted: str) -> tuple[str, TrainedVersion | None]:
+    """A version of ``dataset``: given as is, or the one written by the run that trained model version ``wanted``."""
+    if wanted in queries.versions_of(connection, dataset):
+        return wanted, None
+    trained = find_version(_trained(connection), wanted)
+    if trained is not None:
+        written = queries.written_by_run(connection, trained.run_id, dataset)
+        if written is not None:
+            return written, trained
+        msg = f"Model version {trained.version} was trained by a run that did not write {dataset}"
+        raise UsageError(msg + f"; it wrote: {', '.join(queries.outputs_of_run(connection, trained.run_id))}")
+    candidates = [*queries.versions_of(connection, dataset), *(v.version for v in _trained(connection))]
+    raise UsageError(not_found_message(f"version of {dataset} or model version", wanted, candidates))
+
+
+def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = False) -> int:
+    """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        try:
+            dataset = graph.find(name)
+        except NotInGraph as err:
+            column = _column_of(connection, graph, name)
+            if column is None:
+                raise UsageError(str(err)) from err
+            version, _ = _resolve_version(connection, column[0], wanted)
+            return show_column(connection, *column, version, as_json)
+        version, trained = _resolve_version(connection, dataset, wanted)
+        tree = queries.version_tree(connection, dataset, version)
+    if as_json:
+        print(json.dumps({"model_version": trained and trained.to_json(), "tree": tree.to_json()}, indent=2))
+        return 0
+    if trained is not None:
+        metrics = ", ".join(f"{k}={v:g}" for k, v in trained.metrics.items())
+        print(f"Model {trained.model} {trained.version} ({metrics}), trained by {trained.job} run {trained.run_id}")
+    print('(<- reads as "was made from"; each version as the run that wrote it read it)')
+    for line in views.version_lines(tree):
+        print(line)
+    return 0
+
+
+def picture(bridge: LineageBridge, out: Path, title: str, form: str, version: str | None = None) -> int:
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        highlight = _highlight(connection, graph, version) if version else None
     out.parent.mkdir(parents=True, exist_ok=True)
     pictured = graph.without_dead_ends()
-    out.write_text(to_svg(pictured, title) if form == "svg" else to_mermaid(pictured))
+    out.write_text(to_svg(pictured, title, highlight) if form == "svg" else to_mermaid(pictured, highlight))
     where = "open it in a browser" if form == "svg" else "paste it into a ```mermaid block in markdown"
     print(
         f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
         + where
     )
     return 0
+
+
+def _highlight(connection: sqlite3.Connection, graph: LineageGraph, wanted: str) -> set[str]:
+    """The nodes of one model version: what its run's steps read and wrote, and the steps themselves."""
+    trained = _model_version(_trained(connection), wanted)
+    nodes: set[str] = set()
+    for step, reads, writes in queries.run_steps(connection, trained.run_id):
+        nodes.add(step.job)
+        nodes.update(dataset for dataset, _ in (*reads, *writes))
+    nodes.update(i.name for i in trained.inputs)
+    return {node for node in nodes if node in graph.labels}
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
@@ -235,21 +331,26 @@ def parser(prog: str) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("pass", help="one bridge pass (the default)")
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
-    show_parser.add_argument("name", help="a table identifier (db.table) or a job (Flow.step, job.step)")
-    show_parser.add_argument("--version", help="a model version: the lineage exactly as its training run saw it")
+    show_parser.add_argument(
+        "name", help="a table identifier (db.table), a column (db.table.column) or a job (Flow.step, job.step)"
+    )
+    show_parser.add_argument(
+        "--version", help="a dataset version, or a model version: the lineage exactly as the runs read it"
+    )
     show_parser.add_argument("--json", action="store_true", help="the trees as nested JSON, for scripts")
     model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
     model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
     model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
     diff_parser = commands.add_parser("diff", help="what changed between two model versions")
-    diff_parser.add_argument("first", help="a model version")
-    diff_parser.add_argument("second", help="another model version")
+    diff_parser.add_argument("first", help="a model version, or a dataset version as db.table@VERSION")
+    diff_parser.add_argument("second", help="another of the same kind")
     diff_parser.add_argument("--json", action="store_true", help="both versions and the changes, for scripts")
     picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write it")
     picture_parser.add_argument(
         "--format", choices=("svg", "mermaid"), default="svg", help="an SVG, or Mermaid text for markdown"
     )
+    picture_parser.add_argument("--version", help="a model version: its run's actual inputs and steps highlighted")
     return parser
 
 
@@ -260,7 +361,7 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "show" and args.version:
-            return show_version(bridge, args.name, args.version)
+            return show_version(bridge, args.name, args.version, args.json)
         if args.command == "show":
             return show(bridge, args.name, args.json)
         if args.command == "model":
@@ -269,7 +370,7 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
             return diff(bridge, args.first, args.second, args.json)
         if args.command == "picture":
             out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
-            return picture(bridge, out, title, args.format)
+            return picture(bridge, out, title, args.format, args.version)
         return lineage_pass(bridge)
     except UsageError as err:
         print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)

@@ -74,5 +74,9 @@ class LineageBridge:
         return self.lineage_dir / "outbox.sqlite"
 
     @property
+    def index_path(self) -> Path:
+        return self.lineage_dir / "index.sqlite"
+
+    @property
     def events_file(self) -> Path:
         return self.lineage_dir / "openlineage_events.jsonl"

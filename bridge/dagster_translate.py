@@ -256,9 +256,10 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
     inputs = [ref for key in planned for ref in run.upstream(key, moment)]
     outputs = run.materialized(planned, step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
     # A table asset audits its own month in the same step; its checks travel with the output it
-    # published, or, when it published nothing, with the dataset it audited, as an input.
+    # published, or, when it published nothing, with the dataset it audited, as an input. They are
+    # results of the step, so its START names none of them.
     assertions = _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
-    for key, checked in assertions.items():
+    for key, checked in assertions.items() if state != RunState.START else ():
         name = run.naming.asset(key.path)
         written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
         if written:

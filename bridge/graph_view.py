@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import difflib
 import html
+import logging
 import re
+import shutil
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from bridge.naming import dataset_urn_name
+
+log = logging.getLogger(__name__)
 
 
 class NotInGraph(LookupError):
@@ -78,41 +82,6 @@ class RunSummary:
 
 def _moment(iso: str) -> datetime:
     return datetime.fromisoformat(iso.replace("Z", "+00:00"))
-
-
-def last_runs(events: Iterable[dict]) -> dict[str, RunSummary]:
-    """Each job's newest run (by start), with its final state when it has one."""
-    runs: dict[tuple[str, str], dict] = {}
-    for event in events:
-        run = runs.setdefault((event["job"]["name"], event["run"]["runId"]), {})
-        if event["eventType"] == "START":
-            run["started"] = min(run.get("started", event["eventTime"]), event["eventTime"])
-        elif event["eventType"] in ("COMPLETE", "FAIL", "ABORT"):
-            run["status"], run["finished"] = event["eventType"], event["eventTime"]
-    newest: dict[str, RunSummary] = {}
-    for (job, _), run in runs.items():
-        started = run.get("started") or run.get("finished")
-        summary = RunSummary(run.get("status", "RUNNING"), started, run.get("finished"))
-        if job not in newest or _moment(started) >= _moment(newest[job].started):
-            newest[job] = summary
-    return newest
-
-
-def current_versions(events: Iterable[dict]) -> dict[str, str]:
-    """Each dataset's newest version written by a completed run, by its catalog name (or OpenLineage name)."""
-    versions: dict[str, tuple[str, str]] = {}
-    for event in events:
-        if event["eventType"] != "COMPLETE":
-            continue
-        for dataset in event.get("outputs", []):
-            version = dataset.get("facets", {}).get("version", {}).get("datasetVersion")
-            if version is None:
-                continue
-            symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
-            name = symlinks[0]["name"] if symlinks else dataset["name"]
-            if name not in versions or event["eventTime"] >= versions[name][0]:
-                versions[name] = (event["eventTime"], version)
-    return {name: version for name, (_, version) in versions.items()}
 
 
 def _dataset_label(urn: str) -> str:
@@ -229,8 +198,55 @@ def short_label(graph: LineageGraph, node: str) -> str:
     return label
 
 
-def to_svg(graph: LineageGraph, title: str) -> str:
-    """The graph laid out left to right in layers, as a standalone SVG; whole names, the full one on hover."""
+def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -> str:
+    """The graph as a standalone SVG laid out by Graphviz ``dot``: layered left to right, jobs grouped by tool.
+
+    Boxes show short names, the full name on hover; ``highlight`` (one version's nodes) is drawn strong and
+    the rest faded. Without ``dot`` on the PATH, a plain layered layout is drawn instead.
+    """
+    if shutil.which("dot") is None:
+        log.warning("Graphviz dot is not installed (Debian: apt-get install graphviz); drawing a plain layout")
+        return _plain_svg(graph, title)
+    # graphviz (the Python package) is only needed to draw; the read commands never import it.
+    import graphviz
+
+    ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels))}
+    picture = graphviz.Digraph(
+        graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "18", "fontname": "Helvetica",
+                    "nodesep": "0.2", "ranksep": "0.5", "tooltip": title},
+        node_attr={"fontname": "Helvetica", "fontsize": "11", "style": "rounded,filled", "shape": "box"},
+        edge_attr={"color": "#888888", "arrowsize": "0.7"},
+    )  # fmt: skip
+
+    def add(target, node: str) -> None:
+        kind = graph.kinds[node]
+        faded = highlight is not None and node not in highlight
+        target.node(
+            ids[node],
+            label=short_label(graph, node),
+            tooltip=graph.labels[node],
+            shape="cylinder" if kind == "dataset" else "box",
+            fillcolor="#f4f4f4" if faded else COLOURS.get(kind, "#eeeeee"),
+            color="#cccccc" if faded else ("#d9480f" if highlight else "#777777"),
+            fontcolor="#999999" if faded else "#222222",
+            penwidth="2.5" if highlight and not faded else "1",
+        )
+
+    for tool in sorted({kind for kind in graph.kinds.values() if kind != "dataset"}):
+        with picture.subgraph(name=f"cluster_{tool}") as cluster:
+            cluster.attr(label=tool.capitalize(), style="rounded,dashed", color="#bbbbbb", fontcolor="#555555")
+            for node in sorted(n for n in graph.labels if graph.kinds[n] == tool):
+                add(cluster, node)
+    for node in sorted(n for n in graph.labels if graph.kinds[n] == "dataset"):
+        add(picture, node)
+    for a, b in sorted(graph.edges):
+        strong = highlight is not None and a in highlight and b in highlight
+        picture.edge(ids[a], ids[b], color="#d9480f" if strong else "#888888", penwidth="2" if strong else "1")
+    return picture.pipe(format="svg").decode()
+
+
+def _plain_svg(graph: LineageGraph, title: str) -> str:
+    """Boxes in longest-path layers, left to right: readable, if wide, where Graphviz is missing."""
     layers = graph.layers()
     columns = defaultdict(list)
     for node, layer in layers.items():
@@ -269,8 +285,11 @@ def to_svg(graph: LineageGraph, title: str) -> str:
     return "\n".join(parts)
 
 
-def to_mermaid(graph: LineageGraph) -> str:
-    """The graph as a Mermaid flowchart (GitHub renders it in markdown): jobs grouped by tool, datasets between."""
+def to_mermaid(graph: LineageGraph, highlight: set[str] | None = None) -> str:
+    """The graph as a Mermaid flowchart (GitHub renders it in markdown): jobs grouped by tool, datasets between.
+
+    ``highlight`` (one version's nodes) gets a strong outline.
+    """
     ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels, key=lambda n: graph.labels[n]))}
 
     def node_text(node: str) -> str:
@@ -284,4 +303,7 @@ def to_mermaid(graph: LineageGraph) -> str:
         lines.append("  end")
     lines += [f"  {node_text(n)}" for n in ids if graph.kinds[n] == "dataset"]
     lines += [f"  {ids[a]} --> {ids[b]}" for a, b in sorted(graph.edges, key=lambda e: (ids[e[0]], ids[e[1]]))]
+    if highlight:
+        lines.append("  classDef version stroke:#d9480f,stroke-width:3px")
+        lines.append(f"  class {','.join(sorted(ids[n] for n in highlight if n in ids))} version")
     return "\n".join(lines) + "\n"

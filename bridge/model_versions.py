@@ -28,6 +28,12 @@ class TrainedVersion:
     inputs: tuple[Input, ...] = ()
     metrics: dict[str, float] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    # Each feature the model learned from, and the input columns (``db.table.column``) it is computed from.
+    features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def input_columns(self) -> set[str]:
+        return {column for columns in self.features.values() for column in columns}
 
     def to_json(self) -> dict:
         return {
@@ -35,6 +41,8 @@ class TrainedVersion:
             "model": self.model,
             "trained_by": {"job": self.job, "run_id": self.run_id, "finished": self.trained_at},
             "inputs": [{"name": i.name, "version": i.version} for i in self.inputs],
+            "input_columns": sorted(self.input_columns),
+            "features": {name: list(columns) for name, columns in self.features.items()},
             "metrics": self.metrics,
             "params": self.params,
         }
@@ -70,9 +78,27 @@ def trained_versions(events: Iterable[dict]) -> list[TrainedVersion]:
                 inputs=inputs,
                 metrics=dict(facet.get("metrics", {})),
                 params=dict(facet.get("params", {})),
+                features=_features(event, facet["version"]),
             )
         )
     return sorted(found, key=lambda v: v.trained_at)
+
+
+def _features(event: dict, version: str) -> dict[str, tuple[str, ...]]:
+    """The model output's column lineage: each feature and the direct input columns it is computed from."""
+    labels = {(d["namespace"], d["name"]): dataset_label(d) for d in (*event.get("inputs", []), *event["outputs"])}
+    model = next((d for d in event.get("outputs", []) if _input(d).version == version), None)
+    fields = (model or {}).get("facets", {}).get("columnLineage", {}).get("fields", {})
+    return {
+        feature: tuple(
+            sorted(
+                f"{labels.get((f['namespace'], f['name']), f['name'])}.{f['field']}"
+                for f in spec.get("inputFields", [])
+                if any(t.get("type") == "DIRECT" for t in f.get("transformations") or [{"type": "DIRECT"}])
+            )
+        )
+        for feature, spec in sorted(fields.items())
+    }
 
 
 def find_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion | None:
@@ -98,6 +124,15 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
             lines.append(f"{name}: read at version {old[name]}, now at version {new[name]}.")
         else:
             lines.append(f"{name}: both read version {new[name]}.")
+    added = sorted(after.input_columns - before.input_columns)
+    removed = sorted(before.input_columns - after.input_columns)
+    if added:
+        lines.append(f"{after.version} learned from new input columns: {', '.join(added)}.")
+    if removed:
+        lines.append(f"{after.version} no longer learned from: {', '.join(removed)}.")
+    new_features = sorted(after.features.keys() - before.features.keys())
+    if new_features:
+        lines.append(f"New features: {', '.join(new_features)}.")
     for metric in sorted(before.metrics.keys() | after.metrics.keys()):
         was, now = before.metrics.get(metric), after.metrics.get(metric)
         if was is not None and now is not None:
@@ -109,22 +144,6 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
         if before.params.get(param) != after.params.get(param):
             lines.append(f"parameter {param}: {before.params.get(param)} -> {after.params.get(param)}.")
     return lines
-
-
-def run_tree(events: list[dict], version: TrainedVersion) -> list[tuple[str, list[Input], list[Input]]]:
-    """The steps of the run that trained ``version``, in order, each with what it read and wrote (and versions)."""
-    steps = {}
-    for event in events:
-        parent = event["run"]["facets"].get("parent", {}).get("run", {}).get("runId")
-        if parent != version.run_id or event["eventType"] != "COMPLETE":
-            continue
-        steps[event["run"]["runId"]] = (
-            event["eventTime"],
-            event["job"]["name"],
-            [_input(d) for d in event.get("inputs", [])],
-            [_input(d) for d in event.get("outputs", [])],
-        )
-    return [(job, reads, writes) for _, job, reads, writes in sorted(steps.values())]
 
 
 def _input(dataset: dict) -> Input:
