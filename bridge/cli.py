@@ -76,8 +76,17 @@ def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
     """The lineage index, brought up to date with the outbox; an empty lineage is a usage error."""
     if not bridge.outbox_path.exists():
         raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
-    with LineageIndex(bridge.index_path, Outbox(bridge.outbox_path)).reading() as connection:
-        yield connection
+    try:
+        index = LineageIndex(bridge.index_path, Outbox(bridge.outbox_path))
+        with index.reading() as connection:
+            yield connection
+    except sqlite3.DatabaseError as err:
+        msg = (
+            f"The lineage outbox {bridge.outbox_path} or its index {bridge.index_path} cannot be read ({err}). "
+            f"The index is rebuilt from the outbox when deleted; a damaged outbox must be moved aside, after which "
+            f"a pass queues every run again."
+        )
+        raise UsageError(msg) from err
 
 
 def _graph(connection: sqlite3.Connection, bridge: LineageBridge) -> LineageGraph:

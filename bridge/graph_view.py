@@ -213,7 +213,7 @@ def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -
     ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels))}
     picture = graphviz.Digraph(
         graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "18", "fontname": "Helvetica",
-                    "nodesep": "0.2", "ranksep": "0.5", "tooltip": title},
+                    "nodesep": "0.2", "ranksep": "0.5", "tooltip": title, "newrank": "true"},
         node_attr={"fontname": "Helvetica", "fontsize": "11", "style": "rounded,filled", "shape": "box"},
         edge_attr={"color": "#888888", "arrowsize": "0.7"},
     )  # fmt: skip

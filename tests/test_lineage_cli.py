@@ -1,25 +1,26 @@
-"""The lineage command's answers on a tiny DataHub Lite graph, its imports, and the names of ad-hoc Dagster runs."""
+"""The lineage command's answers over the golden events (a demo and a weather run), its imports, and job names."""
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.metadata import schema_classes as models
 from openlineage.client.serde import Serde
 
 from bridge.dagster_records import DagsterRunRecords
 from bridge.dagster_translate import translate_run
 from bridge.datahub_metadata import flow_and_job
-from bridge.lite import open_lite
+from bridge.lineage_index import dataset_label, dataset_version
 from bridge.naming import IcebergTables, Naming, dagster_job_name
 from bridge.outbox import Outbox
 from forecast_assets.lineage_cli import main
@@ -40,45 +41,6 @@ def state(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture
-def graph(state):
-    """One Metaflow step that reads the actuals and writes the forecast, and one model version."""
-    lite = open_lite(state / "datahub" / "lite.sqlite")
-    io = models.DataJobInputOutputClass(inputDatasets=[ACTUALS], outputDatasets=[FORECAST])
-    properties = models.MLModelPropertiesClass(
-        version=models.VersionTagClass(versionTag=VERSION),
-        trainingMetrics=[models.MLMetricClass(name="backtest_mae", value="1.59")],
-        customProperties={"input_datasets": ACTUALS},
-    )
-    for urn, aspect in ((WRITE_STEP, io), (MODEL, properties)):
-        lite.write(MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect))
-    lite.close()
-    return state
-
-
-def test_show_walks_the_graph(graph, capsys):
-    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecast"]) == 0
-    upstream = capsys.readouterr().out.split("\ndownstream")[0]
-    assert (
-        "<- TrainForecastModelFlow.write  [metaflow job; no run yet]" in upstream
-        and "nyc_taxi.yellow_rides_hourly_actuals" in upstream
-    )
-
-
-def test_a_typo_names_what_was_not_found_and_what_is_close(graph, capsys):
-    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecst"]) == 2
-    printed = capsys.readouterr()
-    assert printed.out == ""
-    assert printed.err.startswith("taxi-lineage show: error: No dataset or job 'nyc_taxi.yellow_rides_hourly_forecst'")
-    assert "did you mean: nyc_taxi.yellow_rides_hourly_forecast" in printed.err
-    assert "Traceback" not in printed.err
-
-
-def test_a_name_like_nothing_says_so(graph, capsys):
-    assert main(["show", "zzzz"]) == 2
-    assert "nor one like it" in capsys.readouterr().err
-
-
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 
 
@@ -91,6 +53,61 @@ def queued(state):
             for entry in json.loads(path.read_text()):
                 batch.add(entry["key"], json.dumps(entry["event"]))
     return [entry["event"] for path in sorted(GOLDEN_EVENTS.glob("*.json")) for entry in json.loads(path.read_text())]
+
+
+def _edges(events) -> set[tuple[str, str]]:
+    """The job-level graph straight from the events: each step's inputs -> step -> outputs."""
+    edges = set()
+    for event in events:
+        job = event["job"]["name"]
+        if "." not in job:
+            continue
+        edges |= {(dataset_label(d), job) for d in event.get("inputs", [])}
+        edges |= {(job, dataset_label(d)) for d in event.get("outputs", [])}
+        edges |= {
+            (u["job"]["name"], job) for u in event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
+        }
+    return edges
+
+
+def _tree_edges(node: dict, upstream: bool) -> Iterator[tuple[str, str]]:
+    for child in node["upstream" if upstream else "downstream"] if "upstream" in node else node["children"]:
+        yield (child["name"], node["name"]) if upstream else (node["name"], child["name"])
+        yield from _tree_edges({"name": child["name"], "children": child["children"]}, upstream)
+
+
+def test_show_prints_a_tree_whose_every_edge_is_in_the_graph(queued, capsys):
+    assert main(["show", FORECAST_NAME]) == 0
+    printed = capsys.readouterr().out
+    upstream = printed.split("\ndownstream")[0]
+    assert "<- TrainForecastModelFlow.write  [metaflow job; last run COMPLETE, started " in upstream
+    assert f"{ACTUALS_NAME}  [dataset, version " in upstream and " s)]" in upstream
+    assert main(["show", FORECAST_NAME, "--json"]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    graph = _edges(queued)
+    printed_edges = [*_tree_edges(tree, True), *_tree_edges(tree, False)]
+    assert len(printed_edges) > 10
+    assert [edge for edge in printed_edges if edge not in graph] == []
+
+
+def test_a_launching_step_is_no_producer_in_the_tree(queued, capsys):
+    assert main(["show", FORECAST_NAME, "--json"]) == 0
+    names = json.dumps(json.loads(capsys.readouterr().out)["upstream"])
+    assert "TrainForecastModelFlow.write" in names and "run_training_flow" not in names
+
+
+def test_a_typo_names_what_was_not_found_and_what_is_close(queued, capsys):
+    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecst"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.startswith("taxi-lineage show: error: No dataset or job 'nyc_taxi.yellow_rides_hourly_forecst'")
+    assert "did you mean: nyc_taxi.yellow_rides_hourly_forecast" in printed.err
+    assert "Traceback" not in printed.err
+
+
+def test_a_name_like_nothing_says_so(queued, capsys):
+    assert main(["show", "zzzz"]) == 2
+    assert "nor one like it" in capsys.readouterr().err
 
 
 def _model_versions(events):
@@ -107,6 +124,9 @@ def test_model_versions_list_what_each_training_run_read(queued, capsys):
     assert inputs == [{ACTUALS_NAME}, {ACTUALS_NAME, WEATHER_NAME}]
     assert all(i["version"].isdigit() for v in versions for i in v["inputs"])
     assert set(versions[0]["metrics"]) == {"backtest_mae", "backtest_rmse", "backtest_wape"}
+    columns = [set(v["input_columns"]) for v in versions]
+    assert f"{ACTUALS_NAME}.total_rides" in columns[0] and not any(c.startswith(WEATHER_NAME) for c in columns[0])
+    assert f"{WEATHER_NAME}.value" in columns[1]
     assert main(["model", second.split("/")[1]]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith(f"{second}  backtest_mae=") and any(WEATHER_NAME in line for line in printed)
@@ -119,19 +139,79 @@ def test_diff_says_the_later_version_started_reading_weather(queued, capsys):
     assert printed.startswith(f"From {first} ")
     assert f"{second} started reading {WEATHER_NAME} (version " in printed
     assert f"{ACTUALS_NAME}: both read version " in printed and "backtest_mae: " in printed
+    assert f"learned from new input columns: {WEATHER_NAME}.value" in printed
     assert main(["diff", first, second, "--json"]) == 0
     changes = json.loads(capsys.readouterr().out)["changes"]
     assert any(line.startswith(f"{second} started reading {WEATHER_NAME}") for line in changes)
+
+
+def _forecast_versions(events) -> list[str]:
+    return [
+        dataset_version(d)
+        for e in sorted(events, key=lambda e: e["eventTime"])
+        if e["eventType"] == "COMPLETE" and "modelTraining" in e["run"]["facets"]
+        for d in e["outputs"]
+        if dataset_label(d) == FORECAST_NAME
+    ]
+
+
+def test_diff_of_two_forecast_versions_names_the_weather_read(queued, capsys):
+    first, second = _forecast_versions(queued)
+    assert main(["diff", f"{FORECAST_NAME}@{first}", f"{FORECAST_NAME}@{second}"]) == 0
+    printed = capsys.readouterr().out
+    assert f"version {second} started reading {WEATHER_NAME} (version " in printed
+    assert f"new column lineage: forecasted_total_rides <- {WEATHER_NAME}.value" in printed
 
 
 def test_show_version_is_the_lineage_as_that_run_read_it(queued, capsys):
     first, second = _model_versions(queued)
     assert main(["show", FORECAST_NAME, "--version", first]) == 0
     without = capsys.readouterr().out
-    assert "TrainForecastModelFlow.load" in without and f"<- {ACTUALS_NAME} @ " in without
-    assert f"-> {FORECAST_NAME} @ " in without and WEATHER_NAME not in without
+    assert f"{FORECAST_NAME} @ " in without and "written by TrainForecastModelFlow (run " in without
+    assert f"<- {ACTUALS_NAME} @ " in without and "<- nyc_taxi.raw_yellow @ " in without
+    assert WEATHER_NAME not in without
     assert main(["show", FORECAST_NAME, "--version", second]) == 0
     assert f"<- {WEATHER_NAME} @ " in capsys.readouterr().out
+    forecast_version = _forecast_versions(queued)[0]
+    assert main(["show", FORECAST_NAME, "--version", forecast_version, "--json"]) == 0
+    tree = json.loads(capsys.readouterr().out)["tree"]
+    assert tree["version"] == forecast_version and [r["dataset"] for r in tree["read"]] == [ACTUALS_NAME]
+
+
+def _column_chain(node: dict) -> Iterator[dict]:
+    yield node
+    for origin in node["origins"]:
+        yield from _column_chain(origin)
+
+
+def test_a_column_is_traced_to_the_trip_files_columns_across_both_tools(queued, capsys):
+    first, second = _model_versions(queued)
+    column = f"{FORECAST_NAME}.forecasted_total_rides"
+    assert main(["show", column, "--version", first, "--json"]) == 0
+    tree = json.loads(capsys.readouterr().out)
+    direct = {
+        (o["dataset"], o["column"])
+        for o in tree["origins"]
+        if any(t.startswith("DIRECT") for t in o["transformations"])
+    }
+    assert (ACTUALS_NAME, "total_rides") in direct and not any(d == WEATHER_NAME for d, _ in direct)
+    total_rides = next(o for o in tree["origins"] if o["column"] == "total_rides")
+    raw = {(o["dataset"], o["column"]) for o in total_rides["origins"]}
+    assert ("nyc_taxi.raw_yellow", "tpep_pickup_datetime") in raw and ("nyc_taxi.raw_yellow", "pulocationid") in raw
+    # Each column is expanded once in the tree, where it is first reached.
+    pickup = next(o for o in _column_chain(tree) if o["column"] == "tpep_pickup_datetime" and not o["repeated"])
+    files = [o for o in pickup["origins"] if o["dataset"].endswith("/staging/taxi")]
+    assert [o["column"] for o in files] == ["tpep_pickup_datetime"] and files[0]["version"].startswith("sha256:")
+    assert main(["show", column, "--version", second]) == 0
+    assert f"<- {WEATHER_NAME}.value @ " in capsys.readouterr().out
+    assert main(["show", column]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{column}  [version ") and "<- nyc_taxi.raw_yellow.pulocationid @ " in printed
+
+
+def test_an_unknown_column_is_answered_with_the_known_ones(queued, capsys):
+    assert main(["show", f"{FORECAST_NAME}.forecasted_total_ride"]) == 2
+    assert "did you mean: forecasted_total_rides" in capsys.readouterr().err
 
 
 def test_an_unknown_model_version_is_answered_with_close_versions(queued, capsys):
@@ -143,20 +223,47 @@ def test_an_unknown_model_version_is_answered_with_close_versions(queued, capsys
     assert "did you mean: " in printed.err and first in printed.err
 
 
-@pytest.mark.parametrize("content", [None, b"", b"not a database"])
-def test_without_a_graph_the_command_says_how_to_make_one(state, capsys, content):
+def _highlighted(svg: str) -> set[str]:
+    """The full names of the nodes drawn with the highlight outline."""
+    names = re.findall(r'<a xlink:title="([^"]+)">(.*?)</a>', svg, flags=re.S)
+    return {html.unescape(name) for name, body in names if 'stroke="#d9480f"' in body}
+
+
+def test_the_picture_highlights_one_version_s_actual_inputs(queued, capsys, state):
+    first, second = _model_versions(queued)
+    out = state / "picture.svg"
+    assert main(["picture", "--out", str(out), "--version", first]) == 0
+    without = _highlighted(out.read_text())
+    assert ACTUALS_NAME in without and WEATHER_NAME not in without and "TrainForecastModelFlow.load" in without
+    assert main(["picture", "--out", str(out), "--version", second]) == 0
+    assert WEATHER_NAME in _highlighted(out.read_text())
+    assert main(["picture", "--out", str(out), "--format", "mermaid", "--version", second]) == 0
+    assert "classDef version" in out.read_text()
+
+
+@pytest.mark.parametrize("content", [None, b"not a database"])
+def test_without_lineage_the_command_says_how_to_make_it(state, capsys, content):
     if content is not None:
-        (state / "datahub").mkdir()
-        (state / "datahub" / "lite.sqlite").write_bytes(content)
+        (state / "lineage").mkdir()
+        (state / "lineage" / "outbox.sqlite").write_bytes(content)
     assert main(["show", "nyc_taxi.raw_yellow"]) == 2
     err = capsys.readouterr().err
-    assert str(state / "datahub" / "lite.sqlite") in err and "taxi demo" in err and "Traceback" not in err
+    assert str(state / "lineage") in err and "Traceback" not in err
+    assert ("taxi demo" in err) if content is None else ("cannot be read" in err)
 
 
-def test_a_graph_with_no_jobs_says_how_to_fill_it(state, capsys):
-    open_lite(state / "datahub" / "lite.sqlite").close()
+def test_an_outbox_with_no_jobs_says_how_to_fill_it(state, capsys):
+    Outbox(state / "lineage" / "outbox.sqlite")
     assert main(["picture"]) == 2
     assert "holds no jobs yet" in capsys.readouterr().err
+
+
+def test_a_deleted_index_is_rebuilt_from_the_outbox(queued, state, capsys):
+    assert main(["show", FORECAST_NAME]) == 0
+    before = capsys.readouterr().out
+    (state / "lineage" / "index.sqlite").unlink()
+    assert main(["show", FORECAST_NAME]) == 0
+    assert capsys.readouterr().out == before
 
 
 def _modules_loaded(state, *argv: str) -> tuple[int, list[str]]:
@@ -180,9 +287,9 @@ def test_help_imports_no_tool(state):
     assert _modules_loaded(state, "--help") == (0, [])
 
 
-def test_reading_the_graph_imports_datahub_only(graph):
-    assert _modules_loaded(graph, "show", "nyc_taxi.yellow_rides_hourly_forecast") == (0, ["datahub"])
-    assert _modules_loaded(graph, "model") == (0, [])  # model versions come from the outbox alone
+def test_reading_the_lineage_imports_no_tool(queued, state):
+    assert _modules_loaded(state, "show", FORECAST_NAME) == (0, [])
+    assert _modules_loaded(state, "model") == (0, [])
 
 
 @pytest.mark.parametrize(
