@@ -1,5 +1,7 @@
 """What a flow step records for the bridge, without running a flow."""
 
+import json
+
 from bridge.metaflow_recorder import (
     DAGSTER_JOB_ENV,
     DAGSTER_RUN_ID_ENV,
@@ -21,10 +23,20 @@ def test_a_step_records_each_dataset_it_touched_once():
     artifact = step.to_artifact()
     assert [use["version"] for use in artifact["reads"]] == ["42"]
     assert artifact["writes"][0] == {"name": "nyc_taxi.yellow_rides_hourly_forecast", "kind": "table", "version": "7",
-                                     "rows": None, "metrics": None, "params": None}  # fmt: skip
+                                     "rows": None, "metrics": None, "params": None, "columns_from": None}  # fmt: skip
     model = artifact["writes"][1]
     assert model["kind"] == "model" and model["metrics"] == {"backtest_mae": 1.0}
     assert model["params"] == {"name": "gbm", "depth": "3"}
+
+
+def test_a_write_records_its_column_lineage_as_plain_json():
+    from bridge.column_lineage import ColumnOrigin, InputColumn, Transformation, lineage_from_json
+
+    lineage = {"forecast": (ColumnOrigin(InputColumn("db.actuals", "rides"), (Transformation("DIRECT", "IDENTITY"),)),)}
+    with recording() as step:
+        record_write("db.forecast", "7", columns_from=lineage)
+    recorded = step.to_artifact()["writes"][0]["columns_from"]
+    assert json.loads(json.dumps(recorded)) == recorded and lineage_from_json(recorded) == lineage
 
 
 def test_outside_a_step_nothing_is_recorded():
