@@ -5,7 +5,7 @@ location from ``workspace.yaml`` (for the asset graph) and opens the Dagster ins
 
     pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
-    show DB.TABLE.COLUMN       the column's upstream columns across both tools, version by version
+    show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
     show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
     model [VERSION] [--json]   model versions: inputs at the versions read, input columns, metrics
     diff A B [--json]          two model versions (or db.table@V1 db.table@V2): inputs, versions, columns, metrics
@@ -127,7 +127,7 @@ def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versi
     return children[node]
 
 
-def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
+def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False) -> int:
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
         try:
@@ -136,7 +136,7 @@ def show(bridge: LineageBridge, name: str, as_json: bool = False) -> int:
             column = _column_of(connection, graph, name)
             if column is None:
                 raise UsageError(str(err)) from err
-            return show_column(connection, *column, None, as_json)
+            return show_column(connection, *column, None, as_json, direct)
         runs, versions = queries.last_runs(connection), queries.current_versions(connection)
         upstream_count, downstream_count = queries.reach(connection, node)
     if as_json:
@@ -176,8 +176,10 @@ def _column_of(connection: sqlite3.Connection, graph: LineageGraph, name: str) -
     return dataset, column
 
 
-def show_column(connection: sqlite3.Connection, dataset: str, column: str, version: str | None, as_json: bool) -> int:
-    tree = queries.column_tree(connection, dataset, column, version)
+def show_column(
+    connection: sqlite3.Connection, dataset: str, column: str, version: str | None, as_json: bool, direct: bool = False
+) -> int:
+    tree = queries.column_tree(connection, dataset, column, version, direct_only=direct)
     if as_json:
         print(json.dumps(tree.to_json(), indent=2))
         return 0
@@ -281,7 +283,7 @@ def _resolve_version(connection: sqlite3.Connection, dataset: str, wanted: str) 
     raise UsageError(not_found_message(f"version of {dataset} or model version", wanted, candidates))
 
 
-def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = False) -> int:
+def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = False, direct: bool = False) -> int:
     """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
@@ -292,7 +294,7 @@ def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = 
             if column is None:
                 raise UsageError(str(err)) from err
             version, _ = _resolve_version(connection, column[0], wanted)
-            return show_column(connection, *column, version, as_json)
+            return show_column(connection, *column, version, as_json, direct)
         version, trained = _resolve_version(connection, dataset, wanted)
         tree = queries.version_tree(connection, dataset, version)
     if as_json:
@@ -347,6 +349,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--version", help="a dataset version, or a model version: the lineage exactly as the runs read it"
     )
     show_parser.add_argument("--json", action="store_true", help="the trees as nested JSON, for scripts")
+    show_parser.add_argument(
+        "--direct", action="store_true", help="for a column: only the columns its values are computed from"
+    )
     model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
     model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
     model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
@@ -370,9 +375,9 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "show" and args.version:
-            return show_version(bridge, args.name, args.version, args.json)
+            return show_version(bridge, args.name, args.version, args.json, args.direct)
         if args.command == "show":
-            return show(bridge, args.name, args.json)
+            return show(bridge, args.name, args.json, args.direct)
         if args.command == "model":
             return model(bridge, args.version, args.json)
         if args.command == "diff":

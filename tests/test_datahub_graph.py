@@ -167,11 +167,7 @@ def test_the_lineage_command_shows_paths_model_inputs_and_a_picture(
     assert by_hand_run.pathspec in printed and "raw_weather" not in printed
     main(["picture"])
     svg = (tmp_path / "lineage" / "lineage_graph.svg").read_text()
-    assert (
-        "<svg" in svg
-        and "nyc_taxi.yellow_rides_hourly_forecast" in svg
-        and "TrainForecastModelFlow.load" in svg
-    )
+    assert "<svg" in svg and "nyc_taxi.yellow_rides_hourly_forecast" in svg and "TrainForecastModelFlow.load" in svg
     main(["show", "nyc_taxi.yellow_rides_hourly_forecast.forecasted_total_rides", "--version", weather_run.pathspec])
     assert "<- nyc_taxi.raw_weather.value @ " in capsys.readouterr().out
 

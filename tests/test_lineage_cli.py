@@ -207,6 +207,10 @@ def test_a_column_is_traced_to_the_trip_files_columns_across_both_tools(queued, 
     assert main(["show", column]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{column}  [version ") and "<- nyc_taxi.raw_yellow.pulocationid @ " in printed
+    assert main(["show", column, "--version", first, "--direct", "--json"]) == 0
+    direct = list(_column_chain(json.loads(capsys.readouterr().out)))[1:]
+    assert direct and all(any("DIRECT:" in t for t in node["transformations"]) for node in direct)
+    assert ("nyc_taxi.raw_yellow", "pulocationid") in {(n["dataset"], n["column"]) for n in direct}
 
 
 def test_an_unknown_column_is_answered_with_the_known_ones(queued, capsys):
