@@ -130,12 +130,8 @@ def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versi
 def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False) -> int:
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
-        try:
-            node = graph.find(name)
-        except NotInGraph as err:
-            column = _column_of(connection, graph, name)
-            if column is None:
-                raise UsageError(str(err)) from err
+        node, column = _node_or_column(connection, graph, name)
+        if column is not None:
             return show_column(connection, *column, None, as_json, direct)
         runs, versions = queries.last_runs(connection), queries.current_versions(connection)
         upstream_count, downstream_count = queries.reach(connection, node)
@@ -158,6 +154,19 @@ def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool =
             seen = "  (shown above)" if line.repeated else ""
             print(f"  {'   ' * (line.depth - 1)}{arrow} {_describe(graph, line.node, runs, versions)}{seen}")
     return 0
+
+
+def _node_or_column(
+    connection: sqlite3.Connection, graph: LineageGraph, name: str
+) -> tuple[str, None] | tuple[None, tuple[str, str]]:
+    """A node of the graph, or else ``(dataset, column)`` for ``DATASET.COLUMN``; neither is a usage error."""
+    try:
+        return graph.find(name), None
+    except NotInGraph as err:
+        column = _column_of(connection, graph, name)
+        if column is None:
+            raise UsageError(str(err)) from err
+        return None, column
 
 
 def _column_of(connection: sqlite3.Connection, graph: LineageGraph, name: str) -> tuple[str, str] | None:
@@ -287,12 +296,8 @@ def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = 
     """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
-        try:
-            dataset = graph.find(name)
-        except NotInGraph as err:
-            column = _column_of(connection, graph, name)
-            if column is None:
-                raise UsageError(str(err)) from err
+        dataset, column = _node_or_column(connection, graph, name)
+        if column is not None:
             version, _ = _resolve_version(connection, column[0], wanted)
             return show_column(connection, *column, version, as_json, direct)
         version, trained = _resolve_version(connection, dataset, wanted)
