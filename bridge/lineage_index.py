@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.outbox import Outbox
+from bridge.outbox import Outbox, connect
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mark (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
@@ -143,9 +143,7 @@ class LineageIndex:
             connection.executescript(SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
-        return connection
+        return connect(self.path)
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

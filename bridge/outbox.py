@@ -27,6 +27,13 @@ CREATE TABLE IF NOT EXISTS job_edges (sink TEXT, urn TEXT, edges TEXT NOT NULL, 
 """
 
 
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode, WAL journal, that waits up to 30 s for a writer."""
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    return connection
+
+
 @dataclass(frozen=True)
 class QueuedEvent:
     seq: int
@@ -42,9 +49,7 @@ class Outbox:
             connection.executescript(SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
-        return connection
+        return connect(self.path)
 
     def cursor(self, source: str) -> dict:
         with self._connect() as connection:
