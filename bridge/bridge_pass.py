@@ -1,10 +1,17 @@
-"""One bridge pass: read each source past its cursor, queue the events, deliver them, write DataHub, report back."""
+"""One bridge pass: read each source past its cursor, queue the events, deliver them, write DataHub, report back.
+
+Passes run one at a time (:mod:`bridge.pass_lease`) and within ``bridge.pass_seconds``. Each step
+stands alone: a damaged or unreachable DataHub never keeps events from the OpenLineage target, and
+neither keeps Metaflow runs from being reported to Dagster.
+"""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dagster import DagsterInstance
@@ -14,13 +21,19 @@ from openlineage.client.serde import Serde
 from bridge.config import LineageBridge
 from bridge.dagster_reports import report_metaflow_outputs
 from bridge.dagster_source import AssetGraph, DagsterSource
-from bridge.datahub_sink import SinkResult, open_writer, write_to_datahub
-from bridge.delivery import DeliveryResult, deliver, make_client
+from bridge.datahub_sink import LiteDamaged, datahub_sink
+from bridge.delivery import OpenLineageSink, make_client
+from bridge.drain import DrainResult, drain
+from bridge.failures import redact
 from bridge.lineage_index import LineageIndex
 from bridge.metaflow_source import MetaflowSource
 from bridge.outbox import Outbox
+from bridge.pass_lease import one_pass_at_a_time
 
 log = logging.getLogger(__name__)
+
+# A pass renews its lease after every batch; this is how long a silent holder keeps it.
+LEASE_SECONDS = 90.0
 
 
 @dataclass
@@ -28,13 +41,26 @@ class PassResult:
     queued: dict[str, int] = field(default_factory=dict)
     event_types: Counter = field(default_factory=Counter)
     untranslated: list[int] = field(default_factory=list)
-    delivery: DeliveryResult | None = None
-    datahub: SinkResult | None = None
+    delivery: DrainResult | None = None
+    datahub: DrainResult | None = None
+    datahub_aspects: int = 0
+    already_delivered: int = 0  # events of a rebuilt outbox the OpenLineage target already had
     reported: list[str] = field(default_factory=list)
     indexed: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def sinks(self) -> list[DrainResult]:
+        return [sink for sink in (self.delivery, self.datahub) if sink is not None]
+
+    @property
+    def failing(self) -> bool:
+        """This pass met a failure: an event waits on one, an event was parked, or state is damaged."""
+        return bool(self.problems) or any(sink.failing or sink.parked for sink in self.sinks)
 
 
-def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph) -> list:
+def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]) -> list:
     """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
     dagster = DagsterSource(
         instance, graph, bridge.naming, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
@@ -60,51 +86,77 @@ def queue_source(outbox: Outbox, source) -> tuple[int, Counter]:
 def run_pass(
     bridge: LineageBridge,
     instance: DagsterInstance,
-    graph: AssetGraph,
+    graph: AssetGraph | Callable[[], AssetGraph],
     client: OpenLineageClient | None = None,
-    datahub_writer=None,
+    purpose: str = "pass",
+    wait: float = 0.0,
 ) -> PassResult:
-    """One pass over ``instance`` (with its asset ``graph``) and the followed flows.
+    """One pass over ``instance`` (with its asset ``graph``, or a function that loads it) and the followed flows.
 
-    ``client`` defaults to the OpenLineage client as configured (:func:`bridge.delivery.make_client`);
-    ``datahub_writer`` to a writer for ``bridge.datahub``, opened and closed here.
+    ``client`` defaults to the OpenLineage client as configured (:func:`bridge.delivery.make_client`).
+    Raises :class:`bridge.pass_lease.PassRunning` when another pass holds the lease for longer than ``wait``
+    seconds, and :class:`bridge.outbox.OutboxDamaged` when the outbox cannot be read.
     """
+    started = time.monotonic()
+    deadline = started + bridge.pass_seconds
     outbox = Outbox(bridge.outbox_path)
+    try:
+        with one_pass_at_a_time(outbox, LEASE_SECONDS, purpose, wait) as lease:
+            result = _pass(bridge, instance, graph, client, outbox, deadline, lease.renew)
+    finally:
+        outbox.close()
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, renew) -> PassResult:
     result = PassResult()
     for source in sources_for(bridge, instance, graph):
         added, types = queue_source(outbox, source)
         result.queued[source.name] = added
         result.event_types.update(types)
         result.untranslated += source.untranslated
+    renew()
     try:
         result.indexed = LineageIndex(bridge.index_path, outbox).catch_up()
     except sqlite3.Error as err:  # the index is derived: readers rebuild it, delivery must go on
         log.warning("Lineage index %s not updated: %s (delete it to rebuild)", bridge.index_path, err)
-    result.delivery = deliver(outbox, client or make_client(bridge.events_file))
-    writer = datahub_writer if datahub_writer is not None else open_writer(bridge.datahub)
-    if writer is not None:
+    openlineage = OpenLineageSink(outbox, client or make_client(bridge.events_file), bridge.delivered_ledger)
+    try:
+        result.delivery = drain(outbox, openlineage, deadline, renew)
+    finally:
+        openlineage.close()
+    result.already_delivered = openlineage.already_there
+    sink = datahub_sink(bridge.datahub, outbox, bridge.naming)
+    if sink is not None:
         try:
-            result.datahub = write_to_datahub(outbox, writer, bridge.datahub.sink, bridge.naming)
+            result.datahub = drain(outbox, sink, deadline, renew)
+            result.datahub_aspects = sink.aspects
+        except (LiteDamaged, sqlite3.DatabaseError) as err:
+            result.problems.append(
+                f"{redact(str(err))}: run `{bridge.repair_command} rebuild datahub` to set it aside and refill it"
+            )
         finally:
-            if datahub_writer is None:
-                writer.close()
+            sink.close()
     result.reported = report_metaflow_outputs(instance, outbox, bridge)
     return result
 
 
 def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
-    delivery = result.delivery
-    line = (
-        f"queued {sum(result.queued.values())} new events {dict(result.event_types)}; "
-        f"delivered {delivery.delivered}, {delivery.pending} waiting"
-    )
-    if result.datahub is not None:
-        line += f"; DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
+    line = f"queued {sum(result.queued.values())} new events {dict(result.event_types)}"
+    for sink in result.sinks:
+        line += f"; {sink.sink}: sent {sink.sent}, {sink.pending} waiting"
+        if sink.redelivered:
+            line += f", {sink.redelivered} dead letters delivered"
+        if sink.dead_letters:
+            line += f", {sink.dead_letters} parked (dead letters)"
+        if sink.waiting_on:
+            line += f" (failing: {sink.waiting_on})"
+        elif sink.out_of_time:
+            line += " (out of time, the rest goes next pass)"
     if result.reported:
         line += f"; reported {len(result.reported)} Metaflow runs made outside Dagster as materializations"
     if result.untranslated:
         line += f"; {len(result.untranslated)} records could not be translated (storage ids in the log)"
-    if delivery.error:
-        line += f" (backend unavailable: {delivery.error})"
-    return line
+    return "; ".join([line, *result.problems])

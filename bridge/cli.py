@@ -3,7 +3,9 @@
 A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the project's code
 location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
 
-    pass                       one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    pass [--wait S]            one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again
+    rebuild datahub|outbox     refill DataHub from the outbox, or a damaged outbox from the sources
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
     show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
     show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
@@ -21,7 +23,6 @@ import json
 import logging
 import sqlite3
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,43 +33,7 @@ from bridge.config import LineageBridge
 from bridge.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
 from bridge.lineage_index import LineageIndex
 from bridge.model_versions import TrainedVersion, differences, find_version, trained_versions
-from bridge.outbox import Outbox
-
-
-class UsageError(Exception):
-    """A name or state the command cannot work with; reported like argparse's usage errors."""
-
-
-def lineage_pass(bridge: LineageBridge) -> int:
-    # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
-    from dagster import DagsterInstance
-
-    from bridge.bridge_pass import run_pass
-    from bridge.code_location import CodeLocationNotFound, load_asset_graph
-    from bridge.delivery import describe, make_client
-
-    started = time.monotonic()
-    try:
-        graph = load_asset_graph(bridge.workspace_file, bridge.code_location)
-    except CodeLocationNotFound as err:
-        raise UsageError(str(err)) from err
-    client = make_client(bridge.events_file)
-    with DagsterInstance.get() as instance:
-        result = run_pass(bridge, instance, graph, client)
-    seconds = time.monotonic() - started
-    print(f"Lineage pass: {sum(result.queued.values())} new events ({dict(result.event_types)}) in {seconds:.1f} s")
-    print(f"  per source: {result.queued}")
-    print(f"  delivered {result.delivery.delivered} to {describe(client)}; {result.delivery.pending} still queued")
-    if result.datahub is not None:
-        print(f"  DataHub: {result.datahub.events} events as {result.datahub.aspects} aspects"
-              + (f"; stopped: {result.datahub.error}" if result.datahub.error else ""))  # fmt: skip
-    if result.reported:
-        print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
-    if result.untranslated:
-        print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
-    if result.delivery.error:
-        print(f"  delivery stopped: {result.delivery.error} (queued events are retried on the next pass)")
-    return 0
+from bridge.operator_commands import UsageError, damaged_outbox, dead_letters, lineage_pass, open_outbox, rebuild, retry
 
 
 @contextmanager
@@ -76,17 +41,30 @@ def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
     """The lineage index, brought up to date with the outbox; an empty lineage is a usage error."""
     if not bridge.outbox_path.exists():
         raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
+    outbox = open_outbox(bridge)
     try:
-        index = LineageIndex(bridge.index_path, Outbox(bridge.outbox_path))
+        index = _caught_up(bridge, outbox)
         with index.reading() as connection:
             yield connection
+    finally:
+        outbox.close()
+
+
+def _caught_up(bridge: LineageBridge, outbox) -> LineageIndex:
+    """The index, rebuilt from the outbox when its file is damaged: it holds nothing the outbox does not."""
+    try:
+        index = LineageIndex(bridge.index_path, outbox)
+        index.catch_up()
     except sqlite3.DatabaseError as err:
-        msg = (
-            f"The lineage outbox {bridge.outbox_path} or its index {bridge.index_path} cannot be read ({err}). "
-            f"The index is rebuilt from the outbox when deleted; a damaged outbox must be moved aside, after which "
-            f"a pass queues every run again."
-        )
-        raise UsageError(msg) from err
+        logging.getLogger(__name__).warning("Rebuilding the lineage index %s (%s)", bridge.index_path, err)
+        for suffix in ("", "-wal", "-shm"):
+            bridge.index_path.with_name(bridge.index_path.name + suffix).unlink(missing_ok=True)
+        try:
+            index = LineageIndex(bridge.index_path, outbox)
+            index.catch_up()
+        except sqlite3.DatabaseError as again:
+            raise damaged_outbox(bridge, again) from again
+    return index
 
 
 def _graph(connection: sqlite3.Connection, bridge: LineageBridge) -> LineageGraph:
@@ -345,7 +323,17 @@ def parser(prog: str) -> argparse.ArgumentParser:
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command")
-    commands.add_parser("pass", help="one bridge pass (the default)")
+    pass_parser = commands.add_parser("pass", help="one bridge pass (the default)")
+    pass_parser.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait for a pass already running (default 10)"
+    )
+    letters_parser = commands.add_parser("dead-letters", help="events a sink gave up on, with their errors")
+    letters_parser.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    retry_parser = commands.add_parser("retry", help="queue dead letters again for the next pass")
+    retry_parser.add_argument("ids", nargs="*", type=int, help="dead letters by #ID")
+    retry_parser.add_argument("--all", action="store_true", help="every parked dead letter")
+    rebuild_parser = commands.add_parser("rebuild", help="refill DataHub, or rebuild a damaged outbox")
+    rebuild_parser.add_argument("what", choices=("datahub", "outbox"))
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
     show_parser.add_argument(
         "name", help="a table identifier (db.table), a column (db.table.column) or a job (Flow.step, job.step)"
@@ -390,7 +378,13 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
         if args.command == "picture":
             out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
             return picture(bridge, out, title, args.format, args.version)
-        return lineage_pass(bridge)
+        if args.command == "dead-letters":
+            return dead_letters(bridge, args.json)
+        if args.command == "retry":
+            return retry(bridge, args.ids, args.all)
+        if args.command == "rebuild":
+            return rebuild(bridge, args.what, lambda: lineage_pass(bridge, wait=bridge.pass_seconds))
+        return lineage_pass(bridge, getattr(args, "wait", 10.0))
     except UsageError as err:
         print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
         return 2

@@ -35,8 +35,8 @@ def _entries(workspace_file: Path) -> list[tuple[str, dict]]:
     return entries
 
 
-def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
-    """The asset graph of ``location_name`` in ``workspace_file``."""
+def find_location(workspace_file: Path, location_name: str) -> tuple[str, dict]:
+    """The ``load_from`` entry of ``location_name`` (its kind and settings), read without loading its code."""
     entries = _entries(workspace_file)
     names = [
         entry.get("location_name") or entry.get("module_name") or entry.get("relative_path") for _, entry in entries
@@ -46,7 +46,12 @@ def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
             f"{workspace_file} has no code location {location_name!r} (it has: {', '.join(map(str, names)) or 'none'})"
         )
         raise CodeLocationNotFound(msg)
-    kind, entry = entries[names.index(location_name)]
+    return entries[names.index(location_name)]
+
+
+def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
+    """The asset graph of ``location_name`` in ``workspace_file``."""
+    kind, entry = find_location(workspace_file, location_name)
     base = workspace_file.parent
     working_directory = base / entry.get("working_directory", ".")
     if str(working_directory) not in sys.path:

@@ -57,6 +57,9 @@ class LineageBridge:
     kinds include one of ``launcher_kinds`` is made by a run the step launches: that step is the run's
     parent in lineage, not a producer of the asset. ``how_to_fill_graph``
     is what the command line tells a user who reads an empty graph.
+    ``pass_seconds`` bounds a pass (well inside Dagster's 60 s sensor tick); what is left waits, in order,
+    for the next. ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
+    the messages about damaged state.
     """
 
     naming: Naming
@@ -68,6 +71,8 @@ class LineageBridge:
     report_metadata: ReportMetadata | None = None
     launcher_kinds: tuple[str, ...] = ("metaflow",)
     how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
+    pass_seconds: float = 40.0
+    repair_command: str = "the bridge's command line"
 
     @property
     def outbox_path(self) -> Path:
@@ -76,6 +81,10 @@ class LineageBridge:
     @property
     def index_path(self) -> Path:
         return self.lineage_dir / "index.sqlite"
+
+    @property
+    def delivered_ledger(self) -> Path:
+        return self.lineage_dir / "openlineage_delivered.keys"
 
     @property
     def events_file(self) -> Path:

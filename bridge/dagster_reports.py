@@ -32,11 +32,13 @@ def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox, bridge: L
     for flow in bridge.flows:
         # Before the cursor was kept per flow it held one flow's "seen" list.
         seen = set(cursor.get(flow, {}).get("seen", cursor.get("seen", [])))
+        # A new or rebuilt outbox knows nothing of earlier reports: Dagster's event log does.
+        first_look = flow not in cursor and "seen" not in cursor
         for run in flow_runs(flow):
             if run.id in seen or not run.successful:
                 continue
             record = run_record(run, lambda _: None)
-            if record.dagster_run_id is None:
+            if record.dagster_run_id is None and not (first_look and _reported_before(instance, record)):
                 _report(instance, bridge, record)
                 reported.append(run.pathspec)
                 log.info("Reported %s to Dagster", run.pathspec)
@@ -45,6 +47,19 @@ def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox, bridge: L
             with outbox.batch(CURSOR) as batch:
                 batch.set_cursor(cursor)
     return reported
+
+
+def _reported_before(instance: DagsterInstance, record) -> bool:
+    """True when Dagster already holds a materialization reported for this run (by a pass with another outbox)."""
+    keys = [asset_key_of(use) for task in record.tasks for use in task.io.get("writes", [])]
+    if not keys:
+        return False
+    found = instance.fetch_materializations(keys[0], limit=1000).records
+    return any(
+        (entry := r.asset_materialization) is not None
+        and getattr(entry.metadata.get("metaflow_run"), "value", None) == record.pathspec
+        for r in found
+    )
 
 
 def _report(instance: DagsterInstance, bridge: LineageBridge, record) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from dagster import (
@@ -65,7 +66,7 @@ class DagsterSource:
     def __init__(
         self,
         instance: DagsterInstance,
-        graph: AssetGraph,
+        graph: AssetGraph | Callable[[], AssetGraph],
         naming: Naming,
         default_location: str = "",
         launcher_kinds: tuple[str, ...] = (),
@@ -75,12 +76,22 @@ class DagsterSource:
 
         ``launcher_kinds``: Dagster kinds of assets another tool's run makes (``metaflow``): the step that
         materializes them launched that run.
+
+        ``graph`` may be a function: it is called when a run first needs translating, so a pass with
+        nothing new never loads the code location.
         """
-        self.instance, self.graph, self.naming, self.batch = instance, graph, naming, batch
+        self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
         self.launcher_kinds = launcher_kinds
-        self.parents = asset_parents(graph)
         self.default_location = default_location
         self.untranslated: list[int] = []
+
+    @cached_property
+    def graph(self) -> AssetGraph:
+        return self._graph() if callable(self._graph) else self._graph
+
+    @cached_property
+    def parents(self) -> Parents:
+        return asset_parents(self.graph)
 
     def run_records(self, dagster_run_id: str) -> DagsterRunRecords | None:
         """One run's records and the upstream versions its events name; ``None`` if the run is gone."""

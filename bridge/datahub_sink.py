@@ -1,108 +1,286 @@
 """Write the queued lineage into DataHub: DataHub Lite, a GMS over REST, or a metadata file.
 
-The sink keeps its own position in the outbox and writes upserts, so a replay leaves the graph as
-it was. It translates each event (:mod:`bridge.datahub_metadata`) and writes; it reads nothing else.
+Each is a sink for :func:`bridge.drain.drain`: it translates one event (:mod:`bridge.datahub_metadata`)
+and writes its aspects as upserts, so a replay leaves the graph as it was (every aspect carries its
+event's time as ``lastObserved``, so even that does not change).
+
+Each sink knows where it is in a way that follows the sink itself:
+- DataHub Lite keeps its place inside its own file, written in the same transaction as a batch of
+  aspects: a new, emptied or replaced file starts from the first event, a killed pass rolls back.
+- A GMS's place is kept in the outbox per server URL, so pointing at another GMS sends it everything.
+- A metadata file's place is kept in the outbox and starts over when the file is gone.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from dataclasses import dataclass
+import shutil
+import sqlite3
+import time
+from datetime import datetime
 from pathlib import Path
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.emitter.rest_emitter import DatahubRestEmitter
-from datahub.metadata.schema_classes import DataJobInputOutputClass
-
 from bridge.config import DataHubTarget
-from bridge.datahub_metadata import metadata_for
-from bridge.lite import open_lite
+from bridge.failures import Unsendable, redact
 from bridge.naming import Naming
-from bridge.outbox import Outbox
+from bridge.outbox import Outbox, QueuedEvent
 
-log = logging.getLogger(__name__)
+POSITION_TABLE = "lineage_bridge_position"
 
 
-class RestWriter:
-    """The same writes, to a DataHub GMS through the SDK's REST emitter."""
+class LiteDamaged(RuntimeError):
+    """The DataHub Lite file cannot be read as SQLite."""
 
-    def __init__(self, server: str, token: str | None) -> None:
-        self.emitter = DatahubRestEmitter(gms_server=server, token=token)
 
-    def write(self, mcp) -> None:
-        self.emitter.emit(mcp)
+def _translated(event: QueuedEvent, naming: Naming) -> list:
+    # DataHub loads only when there is something to write: an idle pass never imports it.
+    from datahub.metadata.schema_classes import SystemMetadataClass
+
+    from bridge.datahub_metadata import metadata_for
+
+    try:
+        payload = json.loads(event.payload)
+        mcps = metadata_for(payload, naming)
+        observed = int(datetime.fromisoformat(payload["eventTime"]).timestamp() * 1000)
+    except Exception as err:  # any translation failure is this event's, and permanent
+        msg = f"event {event.seq} cannot be translated to DataHub aspects ({type(err).__name__}: {err})"
+        raise Unsendable(msg) from err
+    for mcp in mcps:
+        mcp.systemMetadata = mcp.systemMetadata or SystemMetadataClass(lastObserved=observed)
+    return mcps
+
+
+class _JobEdges:
+    """A job's dataset and job edges as the union over its runs, not just the latest run's.
+
+    DataHub replaces a job's edges on each write; per-run differences (a model version that started
+    reading weather) stay on the runs (DataProcessInstance) and the model versions.
+    """
+
+    def __init__(self, outbox: Outbox, sink: str) -> None:
+        self.outbox, self.sink = outbox, sink
+        self.known = outbox.job_edges(sink)
+        self.changed: set[str] = set()
+
+    def merged(self, mcp):
+        # DataHub loads only when there is something to write (as in _translated).
+        from datahub.emitter.mcp import MetadataChangeProposalWrapper
+        from datahub.metadata.schema_classes import DataJobInputOutputClass
+
+        if not isinstance(mcp.aspect, DataJobInputOutputClass):
+            return mcp
+        edges = {
+            "inputDatasets": mcp.aspect.inputDatasets or [],
+            "outputDatasets": mcp.aspect.outputDatasets or [],
+            "inputDatajobs": mcp.aspect.inputDatajobs or [],
+        }
+        known = self.known.get(mcp.entityUrn, {})
+        merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
+        if merged != known:
+            self.known[mcp.entityUrn] = merged
+            self.changed.add(mcp.entityUrn)
+        aspect = DataJobInputOutputClass(**merged, fineGrainedLineages=mcp.aspect.fineGrainedLineages)
+        return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=aspect, systemMetadata=mcp.systemMetadata)
+
+    def save(self) -> None:
+        if self.changed:
+            self.outbox.save_job_edges(self.sink, {urn: self.known[urn] for urn in self.changed})
+            self.changed.clear()
+
+
+class LiteSink:
+    """DataHub Lite, written through the SDK's Lite, a batch of events per SQLite transaction."""
+
+    name = "datahub-lite"
+
+    def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
+        self.path, self.outbox, self.naming = path, outbox, naming
+        self.edges = _JobEdges(outbox, self.name)
+        self.lite = None
+        self._position: int | None = None
+        self.aspects = 0
+
+    def position(self) -> int:
+        if self._position is None:
+            self._position = lite_position(self.path, self.outbox.id)
+        return self._position
+
+    def _open(self):
+        if self.lite is None:
+            # DataHub loads only when there is something to write (as in _translated).
+            from bridge.lite import open_lite
+
+            self.lite = open_lite(self.path)
+            connection = self.lite.sqlite_client
+            connection.isolation_level = None  # transactions are this sink's, not one per aspect
+            # Lite commits after every aspect; inside a batch only the batch's COMMIT may.
+            self.lite._commit = self.lite._rollback = lambda: None
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL)"
+            )
+        if not self.lite.sqlite_client.in_transaction:
+            self.lite.sqlite_client.execute("BEGIN IMMEDIATE")
+        return self.lite
+
+    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+        mcps = _translated(event, self.naming)
+        connection = self._open().sqlite_client
+        connection.execute("SAVEPOINT event")
+        try:
+            for mcp in mcps:
+                self.lite.write(self.edges.merged(mcp))
+        except BaseException:
+            connection.execute("ROLLBACK TO event")
+            connection.execute("RELEASE event")
+            raise
+        connection.execute("RELEASE event")
+        self.aspects += len(mcps)
+
+    def advance(self, seq: int) -> None:
+        self._position = seq
+
+    def flush(self) -> None:
+        if self.lite is None:
+            if self._position is not None and self._position != lite_position(self.path, self.outbox.id):
+                self._open()  # only parked events since the last write: the place still moves
+            else:
+                return
+        connection = self.lite.sqlite_client
+        if not connection.in_transaction:
+            connection.execute("BEGIN IMMEDIATE")
+        connection.execute(
+            f"INSERT INTO {POSITION_TABLE} (outbox, seq) VALUES (?, ?) "
+            "ON CONFLICT(outbox) DO UPDATE SET seq = excluded.seq",
+            (self.outbox.id, self.position()),
+        )
+        connection.execute("COMMIT")
+        self.edges.save()
 
     def close(self) -> None:
-        self.emitter.close()
+        if self.lite is not None:
+            if self.lite.sqlite_client.in_transaction:
+                self.lite.sqlite_client.execute("ROLLBACK")
+            self.lite.close()
+            self.lite = None
 
 
-class FileWriter:
+def lite_position(path: Path, outbox_id: str) -> int:
+    """The last event of outbox ``outbox_id`` that the Lite file at ``path`` holds (0 for a new or empty file).
+
+    Read with plain SQLite: a pass with nothing new never loads DataHub.
+    """
+    if not path.is_file() or path.stat().st_size == 0:
+        return 0
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            if not connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (POSITION_TABLE,)
+            ).fetchone():
+                return 0
+            row = connection.execute(f"SELECT seq FROM {POSITION_TABLE} WHERE outbox = ?", (outbox_id,)).fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as err:
+        msg = f"The DataHub Lite file {path} is damaged ({err})"
+        raise LiteDamaged(msg) from err
+    return row[0] if row else 0
+
+
+def set_aside(path: Path) -> Path | None:
+    """Move a Lite file (and its WAL) out of the way, so the next write starts a new one; where it went."""
+    if not path.exists():
+        return None
+    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.aside")
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if part.exists():
+            shutil.move(part, aside.with_name(aside.name + suffix))
+    return aside
+
+
+class RestSink:
+    """A GMS through the SDK's REST emitter; the place is kept in the outbox, per server."""
+
+    def __init__(self, server: str, token: str | None, outbox: Outbox, naming: Naming) -> None:
+        self.server, self.token, self.outbox, self.naming = server, token, outbox, naming
+        self.name = f"datahub-rest {redact(server)}"
+        self.edges = _JobEdges(outbox, "datahub-rest")
+        self.emitter = None
+        self.aspects = 0
+
+    def position(self) -> int:
+        return self.outbox.sink_offset(self.name)
+
+    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+        mcps = [self.edges.merged(mcp) for mcp in _translated(event, self.naming)]
+        if self.emitter is None:
+            # DataHub loads only when there is something to write (as in _translated).
+            from datahub.emitter.rest_emitter import DatahubRestEmitter
+
+            self.emitter = DatahubRestEmitter(
+                gms_server=self.server, token=self.token, retry_max_times=0, read_timeout_sec=10, connect_timeout_sec=5
+            )
+        self.emitter.emit_mcps(mcps)
+        self.aspects += len(mcps)
+
+    def advance(self, seq: int) -> None:
+        self.outbox.set_sink_offset(self.name, seq)
+        self.edges.save()
+
+    def flush(self) -> None:
+        self.edges.save()
+
+    def close(self) -> None:
+        if self.emitter is not None:
+            self.emitter.close()
+
+
+class FileSink:
     """Metadata change proposals appended to a JSON file in DataHub's metadata-file format."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.records = json.loads(path.read_text()) if path.exists() else []
+    name = "datahub-file"
 
-    def write(self, mcp) -> None:
-        self.records.append(mcp.to_obj())
+    def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
+        self.path, self.outbox, self.naming = path, outbox, naming
+        self.edges = _JobEdges(outbox, self.name)
+        self.records: list | None = None
+        self._position = outbox.sink_offset(self.name) if path.exists() else 0
+        self.aspects = 0
+
+    def position(self) -> int:
+        return self._position
+
+    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+        mcps = _translated(event, self.naming)
+        if self.records is None:
+            self.records = json.loads(self.path.read_text()) if self.path.exists() and self._position else []
+        self.records += [self.edges.merged(mcp).to_obj() for mcp in mcps]
+        self.aspects += len(mcps)
+
+    def advance(self, seq: int) -> None:
+        self._position = seq
+
+    def flush(self) -> None:
+        if self.records is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        part = self.path.with_name(self.path.name + ".part")
+        part.write_text(json.dumps(self.records, indent=2))
+        part.replace(self.path)
+        self.outbox.set_sink_offset(self.name, self._position)
+        self.edges.save()
 
     def close(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".part")
-        tmp.write_text(json.dumps(self.records, indent=2))
-        tmp.replace(self.path)
+        """Nothing is held open."""
 
 
-def open_writer(target: DataHubTarget):
-    """The target's writer, or ``None`` when DataHub is off."""
+def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming):
+    """The sink for ``target``, or ``None`` when DataHub is off."""
     if target.kind == "off":
         return None
     if target.kind == "rest":
-        return RestWriter(target.gms_url, target.gms_token)
+        return RestSink(target.gms_url, target.gms_token, outbox, naming)
     if target.kind == "file":
-        return FileWriter(target.file)
-    return open_lite(target.lite_path)
-
-
-@dataclass(frozen=True)
-class SinkResult:
-    events: int
-    aspects: int
-    error: str | None
-
-
-def _with_all_runs_edges(outbox: Outbox, sink: str, mcp):
-    """A job's dataset and job edges as the union over its runs, not just the latest run's.
-
-    DataHub replaces a job's edges on each write; per-run differences (a model version that
-    started reading weather) stay on the runs (DataProcessInstance) and the model versions.
-    """
-    if not isinstance(mcp.aspect, DataJobInputOutputClass):
-        return mcp
-    edges = {
-        "inputDatasets": mcp.aspect.inputDatasets or [],
-        "outputDatasets": mcp.aspect.outputDatasets or [],
-        "inputDatajobs": mcp.aspect.inputDatajobs or [],
-    }
-    merged = outbox.merge_job_edges(sink, mcp.entityUrn, edges)
-    return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=DataJobInputOutputClass(**merged))
-
-
-def write_to_datahub(outbox: Outbox, writer, sink: str, naming: Naming) -> SinkResult:
-    """Translate every event past ``sink``'s offset and write it; stop at the first failure."""
-    events = aspects = 0
-    offset = outbox.sink_offset(sink)
-    while batch := outbox.events_after(offset):
-        for queued in batch:
-            try:
-                for mcp in metadata_for(json.loads(queued.payload), naming):
-                    writer.write(_with_all_runs_edges(outbox, sink, mcp))
-                    aspects += 1
-            except Exception as err:  # DataHub down or refusing: resume from this event next pass
-                log.warning("DataHub write stopped at event %s (%s)", queued.seq, err)
-                return SinkResult(events, aspects, str(err))
-            offset = queued.seq
-            outbox.set_sink_offset(sink, offset)
-            events += 1
-    return SinkResult(events, aspects, None)
+        return FileSink(target.file, outbox, naming)
+    return LiteSink(target.lite_path, outbox, naming)

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.transport.console import ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
+from openlineage.client.transport.http import HttpTransport
+from requests.adapters import HTTPAdapter
+from urllib3.util import Retry
 
-from bridge.outbox import Outbox
+from bridge.drain import DrainResult, drain
+from bridge.failures import Unsendable, redact
+from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
+
+# The longest a pass waits on one HTTP request, whatever the client's configured timeout.
+MAX_SEND_SECONDS = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +64,7 @@ def _without_console_fallback_warning() -> Iterator[None]:
 def describe(client: OpenLineageClient) -> str:
     config = getattr(client.transport, "config", None)
     target = getattr(config, "log_file_path", None) or getattr(config, "url", None) or ""
-    return f"{client.transport.kind} {target}".strip()
+    return redact(f"{client.transport.kind} {target}".strip())
 
 
 def run_event_from_json(payload: str) -> RunEvent:
@@ -89,22 +97,76 @@ def run_event_from_json(payload: str) -> RunEvent:
     )
 
 
-@dataclass(frozen=True)
-class DeliveryResult:
-    delivered: int
-    pending: int
-    error: str | None
+class OpenLineageSink:
+    """The OpenLineage client's transport as a sink: its place is kept in the outbox, moved per event.
 
+    HTTP transports are bounded here: no retries inside the transport (an event is sent once per
+    attempt, and attempts are counted by :mod:`bridge.drain`), and no wait longer than the pass has left.
+    """
 
-def deliver(outbox: Outbox, client: OpenLineageClient, limit: int = 10_000) -> DeliveryResult:
-    """Emit queued events in order; stop at the first failure and leave the rest queued."""
-    delivered = 0
-    for queued in outbox.pending(limit):
+    name = OPENLINEAGE_SINK
+
+    def __init__(self, outbox: Outbox, client: OpenLineageClient, ledger: Path | None = None) -> None:
+        """``ledger``: a file of the keys of every event delivered, kept apart from the outbox, so an outbox
+        rebuilt from the sources does not send the target what it already has."""
+        self.outbox, self.client, self.ledger = outbox, client, ledger
+        self.known = _keys(ledger) if ledger is not None and outbox.rebuilt else frozenset()
+        self.already_there = 0
+        self._ledger = None
+        self.http = list(_http_transports(client.transport))
+        self.configured_timeouts = [transport.timeout for transport in self.http]
+        for transport in self.http:
+            transport.config.adapter = HTTPAdapter(max_retries=Retry(0, read=False))
+            transport.session = None  # a new session, mounted with the adapter above on first use
+
+    def position(self) -> int:
+        return self.outbox.sink_offset(self.name)
+
+    def send(self, event: QueuedEvent, seconds_left: float) -> None:
         try:
-            client.emit(run_event_from_json(queued.payload))
-        except Exception as err:  # any transport failure: keep the event, retry on the next pass
-            log.warning("Lineage delivery stopped at event %s (%s); it stays queued", queued.seq, err)
-            return DeliveryResult(delivered, outbox.counts()["pending"], str(err))
-        outbox.mark_delivered(queued.seq)
-        delivered += 1
-    return DeliveryResult(delivered, outbox.counts()["pending"], None)
+            typed = run_event_from_json(event.payload)
+        except (ValueError, KeyError, TypeError) as err:
+            msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
+            raise Unsendable(msg) from err
+        if event.key in self.known:
+            self.already_there += 1
+            return
+        for transport, configured in zip(self.http, self.configured_timeouts, strict=True):
+            transport.timeout = max(0.1, min(configured, MAX_SEND_SECONDS, seconds_left))
+        self.client.emit(typed)
+        if self.ledger is not None:
+            if self._ledger is None:
+                self.ledger.parent.mkdir(parents=True, exist_ok=True)
+                self._ledger = self.ledger.open("a")
+            self._ledger.write(event.key + "\n")
+
+    def advance(self, seq: int) -> None:
+        self.outbox.set_sink_offset(self.name, seq)
+
+    def flush(self) -> None:
+        """Each move of the place is committed at once: a killed pass re-sends at most the event in flight."""
+        if self._ledger is not None:
+            self._ledger.flush()
+
+    def close(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+
+def _keys(ledger: Path) -> frozenset[str]:
+    if not ledger.exists():
+        return frozenset()
+    return frozenset(line.strip() for line in ledger.read_text(errors="replace").splitlines() if line.strip())
+
+
+def _http_transports(transport) -> Iterator[HttpTransport]:
+    if isinstance(transport, HttpTransport):
+        yield transport
+    for inner in getattr(transport, "transports", []):
+        yield from _http_transports(inner)
+
+
+def deliver(outbox: Outbox, client: OpenLineageClient, deadline: float | None = None) -> DrainResult:
+    """Send queued events through ``client`` in order until done, waiting on a failure, or ``deadline``."""
+    return drain(outbox, OpenLineageSink(outbox, client), deadline or time.monotonic() + 3600)

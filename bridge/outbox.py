@@ -1,14 +1,19 @@
-"""The durable outbox: translated events and the source cursors, committed together in SQLite.
+"""The durable outbox: translated events, the source cursors and each sink's place, committed in SQLite.
 
 A pass inserts its events and moves its cursor in one transaction, so an interrupted pass leaves
-neither; a replay inserts nothing new (events are keyed by identity). Delivery reads undelivered
-events in order and marks each one once its transport accepted it.
+neither; a replay inserts nothing new (events are keyed by identity). Each sink reads events in
+order past its own position; an event a sink keeps failing is noted (attempts, error, when to try
+again) and, once given up on, parked as a dead letter so the events behind it go on.
+
+Writes that move a sink or park an event are fenced by the pass lease (:mod:`bridge.pass_lease`):
+a pass that lost its lease cannot move anything.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,13 +29,42 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sink_offsets (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS job_edges (sink TEXT, urn TEXT, edges TEXT NOT NULL, PRIMARY KEY (sink, urn));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL,
+                                  expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS failing (
+    sink TEXT NOT NULL, seq INTEGER NOT NULL, attempts INTEGER NOT NULL, error TEXT NOT NULL,
+    retry_after REAL NOT NULL, PRIMARY KEY (sink, seq)
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sink TEXT NOT NULL, seq INTEGER NOT NULL, job TEXT NOT NULL, run_id TEXT NOT NULL, event_type TEXT NOT NULL,
+    error TEXT NOT NULL, attempts INTEGER NOT NULL, parked_at TEXT NOT NULL, requeued INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (sink, seq)
+);
 """
+
+# The OpenLineage transport's place: before per-sink places it was the first undelivered event.
+OPENLINEAGE_SINK = "openlineage"
+
+
+class OutboxDamaged(RuntimeError):
+    """The outbox file cannot be read as SQLite."""
+
+
+class LeaseLost(RuntimeError):
+    """Another pass took the lease: this pass may not move any sink."""
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode, WAL journal, that waits up to 30 s for a writer."""
-    connection = sqlite3.connect(path, timeout=30, isolation_level=None)
+    """A connection in autocommit mode, WAL journal, that waits up to 30 s for a writer.
+
+    ``synchronous=NORMAL``: in WAL mode a commit then survives a crashed or killed process (not a
+    power cut), at microseconds instead of an fsync per commit.
+    """
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
     return connection
 
 
@@ -41,88 +75,243 @@ class QueuedEvent:
     payload: str
 
 
+@dataclass(frozen=True)
+class Failing:
+    seq: int
+    attempts: int
+    error: str
+    retry_after: float
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    id: int
+    sink: str
+    seq: int
+    job: str
+    run_id: str
+    event_type: str
+    error: str
+    attempts: int
+    parked_at: str
+    requeued: bool
+
+
 class Outbox:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        with self._connect() as connection:
-            connection.executescript(SCHEMA)
+        self.fence: int | None = None
+        try:
+            self.connection = connect(path)
+            self.connection.executescript(SCHEMA)
+            self.id = self._outbox_id()
+            self._take_over_delivered_marks()
+        except sqlite3.DatabaseError as err:
+            msg = f"The lineage outbox {path} is damaged ({err})"
+            raise OutboxDamaged(msg) from err
 
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path)
+    def close(self) -> None:
+        self.connection.close()
+
+    def mark_rebuilt(self) -> None:
+        """This outbox replaces a lost one: sinks skip what they already had (their ledgers say what)."""
+        self.connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rebuilt', '1')")
+
+    @property
+    def rebuilt(self) -> bool:
+        return self.connection.execute("SELECT 1 FROM meta WHERE key = 'rebuilt'").fetchone() is not None
+
+    def _outbox_id(self) -> str:
+        """This outbox's identity: a sink that keeps its own place keeps it per outbox."""
+        self.connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('id', ?)", (uuid.uuid4().hex,))
+        return self.connection.execute("SELECT value FROM meta WHERE key = 'id'").fetchone()[0]
+
+    def _take_over_delivered_marks(self) -> None:
+        """An outbox from before per-sink places marked each delivered event; its place is the first unmarked one."""
+        if self.connection.execute("SELECT 1 FROM sink_offsets WHERE sink = ?", (OPENLINEAGE_SINK,)).fetchone():
+            return
+        first_pending = self.connection.execute("SELECT min(seq) FROM events WHERE delivered_at IS NULL").fetchone()[0]
+        last = self.connection.execute("SELECT max(seq) FROM events WHERE delivered_at IS NOT NULL").fetchone()[0]
+        if last is not None:
+            self._set_offset(OPENLINEAGE_SINK, (first_pending - 1) if first_pending else last)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+            self.connection.execute("COMMIT")
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+
+    def _check_fence(self) -> None:
+        if self.fence is None:
+            return
+        row = self.connection.execute("SELECT token FROM lease WHERE name = 'pass'").fetchone()
+        if row is None or row[0] != self.fence:
+            raise LeaseLost("another lineage pass took over; this one stops moving sinks")
+
+    # Sources
 
     def cursor(self, source: str) -> dict:
-        with self._connect() as connection:
-            row = connection.execute("SELECT value FROM cursors WHERE source = ?", (source,)).fetchone()
+        row = self.connection.execute("SELECT value FROM cursors WHERE source = ?", (source,)).fetchone()
         return json.loads(row[0]) if row else {}
 
     @contextmanager
     def batch(self, source: str) -> Iterator[Batch]:
         """Queue events and move ``source``'s cursor atomically: all of it, or none of it."""
-        connection = self._connect()
-        try:
-            connection.execute("BEGIN IMMEDIATE")
+        with self._transaction() as connection:
             batch = Batch(connection, source)
             yield batch
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        finally:
-            connection.close()
-
-    def pending(self, limit: int = 1000) -> list[QueuedEvent]:
-        with self._connect() as connection:
-            rows = connection.execute(
-                "SELECT seq, event_key, payload FROM events WHERE delivered_at IS NULL ORDER BY seq LIMIT ?", (limit,)
-            ).fetchall()
-        return [QueuedEvent(*row) for row in rows]
 
     def events_after(self, seq: int, limit: int = 1000) -> list[QueuedEvent]:
-        """Queued events in order, for sinks that keep their own offset (delivered or not)."""
-        with self._connect() as connection:
-            rows = connection.execute(
-                "SELECT seq, event_key, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
-            ).fetchall()
+        """Queued events in order past ``seq``."""
+        rows = self.connection.execute(
+            "SELECT seq, event_key, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+        ).fetchall()
         return [QueuedEvent(*row) for row in rows]
 
+    def event(self, seq: int) -> QueuedEvent | None:
+        row = self.connection.execute("SELECT seq, event_key, payload FROM events WHERE seq = ?", (seq,)).fetchone()
+        return QueuedEvent(*row) if row else None
+
+    def last_seq(self) -> int:
+        return self.connection.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+
+    # Sinks that keep their place here
+
     def sink_offset(self, sink: str) -> int:
-        with self._connect() as connection:
-            row = connection.execute("SELECT seq FROM sink_offsets WHERE sink = ?", (sink,)).fetchone()
+        row = self.connection.execute("SELECT seq FROM sink_offsets WHERE sink = ?", (sink,)).fetchone()
         return row[0] if row else 0
 
     def set_sink_offset(self, sink: str, seq: int) -> None:
-        with self._connect() as connection:
-            connection.execute(
-                "INSERT INTO sink_offsets (sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = excluded.seq",
-                (sink, seq),
+        with self._transaction():
+            self._check_fence()
+            self._set_offset(sink, seq)
+            self.connection.execute("DELETE FROM failing WHERE sink = ? AND seq <= ?", (sink, seq))
+
+    def _set_offset(self, sink: str, seq: int) -> None:
+        self.connection.execute(
+            "INSERT INTO sink_offsets (sink, seq) VALUES (?, ?) ON CONFLICT(sink) DO UPDATE SET seq = excluded.seq",
+            (sink, seq),
+        )
+
+    def pending(self, sink: str = OPENLINEAGE_SINK, limit: int = 1000) -> list[QueuedEvent]:
+        return self.events_after(self.sink_offset(sink), limit)
+
+    def pending_count(self, sink: str, position: int | None = None) -> int:
+        after = self.sink_offset(sink) if position is None else position
+        return self.connection.execute("SELECT count(*) FROM events WHERE seq > ?", (after,)).fetchone()[0]
+
+    # Failing events and dead letters
+
+    def failing(self, sink: str, seq: int) -> Failing | None:
+        row = self.connection.execute(
+            "SELECT seq, attempts, error, retry_after FROM failing WHERE sink = ? AND seq = ?", (sink, seq)
+        ).fetchone()
+        return Failing(*row) if row else None
+
+    def failing_now(self, sink: str) -> list[Failing]:
+        rows = self.connection.execute(
+            "SELECT seq, attempts, error, retry_after FROM failing WHERE sink = ? ORDER BY seq", (sink,)
+        ).fetchall()
+        return [Failing(*row) for row in rows]
+
+    def note_failure(self, sink: str, seq: int, attempts: int, error: str, retry_after: float) -> None:
+        with self._transaction():
+            self._check_fence()
+            self.connection.execute(
+                "INSERT INTO failing (sink, seq, attempts, error, retry_after) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(sink, seq) DO UPDATE SET attempts = excluded.attempts, error = excluded.error, "
+                "retry_after = excluded.retry_after",
+                (sink, seq, attempts, error, retry_after),
             )
 
-    def merge_job_edges(self, sink: str, urn: str, edges: dict[str, list[str]]) -> dict[str, list[str]]:
-        """Union ``edges`` into what ``sink`` already has for job ``urn`` (every run's inputs and outputs)."""
-        with self._connect() as connection:
-            connection.execute("BEGIN IMMEDIATE")
-            row = connection.execute("SELECT edges FROM job_edges WHERE sink = ? AND urn = ?", (sink, urn)).fetchone()
-            known = json.loads(row[0]) if row else {}
-            merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
-            connection.execute(
+    def clear_failure(self, sink: str, seq: int) -> None:
+        self.connection.execute("DELETE FROM failing WHERE sink = ? AND seq = ?", (sink, seq))
+
+    def park(self, sink: str, event: QueuedEvent, error: str, attempts: int, move_offset: bool) -> None:
+        """Park ``event`` for ``sink`` with its error; when ``move_offset``, the sink's place moves past it too."""
+        described = _described(event.payload)
+        with self._transaction():
+            self._check_fence()
+            self.connection.execute(
+                "INSERT INTO dead_letters (sink, seq, job, run_id, event_type, error, attempts, parked_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, datetime('now')) "
+                "ON CONFLICT(sink, seq) DO UPDATE SET error = excluded.error, attempts = excluded.attempts, "
+                "parked_at = excluded.parked_at, requeued = 0",
+                (sink, event.seq, *described, error, attempts),
+            )
+            self.connection.execute("DELETE FROM failing WHERE sink = ? AND seq = ?", (sink, event.seq))
+            if move_offset:
+                self._set_offset(sink, event.seq)
+
+    def dead_letters(self, sink: str | None = None, requeued: bool | None = None) -> list[DeadLetter]:
+        query, params = "SELECT * FROM dead_letters WHERE 1 = 1", []
+        if sink is not None:
+            query, params = query + " AND sink = ?", [*params, sink]
+        if requeued is not None:
+            query, params = query + " AND requeued = ?", [*params, int(requeued)]
+        rows = self.connection.execute(query + " ORDER BY id", params).fetchall()
+        return [DeadLetter(*row[:9], requeued=bool(row[9])) for row in rows]
+
+    def requeue(self, ids: list[int] | None = None) -> int:
+        """Queue dead letters again (all when ``ids`` is None); the next pass sends them before anything new."""
+        with self._transaction():
+            if ids is None:
+                return self.connection.execute("UPDATE dead_letters SET requeued = 1 WHERE requeued = 0").rowcount
+            marks = ",".join("?" * len(ids))
+            return self.connection.execute(f"UPDATE dead_letters SET requeued = 1 WHERE id IN ({marks})", ids).rowcount
+
+    def resolve(self, letter_id: int) -> None:
+        with self._transaction():
+            self._check_fence()
+            self.connection.execute("DELETE FROM dead_letters WHERE id = ?", (letter_id,))
+
+    def repark(self, letter_id: int, error: str) -> None:
+        with self._transaction():
+            self._check_fence()
+            self.connection.execute(
+                "UPDATE dead_letters SET requeued = 0, error = ?, attempts = attempts + 1, parked_at = datetime('now') "
+                "WHERE id = ?",
+                (error, letter_id),
+            )
+
+    # DataHub's job edges (every run's inputs and outputs)
+
+    def job_edges(self, sink: str) -> dict[str, dict[str, list[str]]]:
+        rows = self.connection.execute("SELECT urn, edges FROM job_edges WHERE sink = ?", (sink,)).fetchall()
+        return {urn: json.loads(edges) for urn, edges in rows}
+
+    def save_job_edges(self, sink: str, edges: dict[str, dict[str, list[str]]]) -> None:
+        with self._transaction():
+            self.connection.executemany(
                 "INSERT INTO job_edges (sink, urn, edges) VALUES (?, ?, ?) "
                 "ON CONFLICT(sink, urn) DO UPDATE SET edges = excluded.edges",
-                (sink, urn, json.dumps(merged)),
+                [(sink, urn, json.dumps(value)) for urn, value in edges.items()],
             )
-            connection.execute("COMMIT")
-        return merged
 
-    def mark_delivered(self, seq: int) -> None:
-        with self._connect() as connection:
-            connection.execute("UPDATE events SET delivered_at = datetime('now') WHERE seq = ?", (seq,))
+    def counts(self, sink: str = OPENLINEAGE_SINK) -> dict[str, int]:
+        total = self.connection.execute("SELECT count(*) FROM events").fetchone()[0]
+        parked = self.connection.execute(
+            "SELECT count(*) FROM dead_letters WHERE sink = ? AND requeued = 0", (sink,)
+        ).fetchone()[0]
+        return {"queued": total, "pending": self.pending_count(sink), "parked": parked}
 
-    def counts(self) -> dict[str, int]:
-        with self._connect() as connection:
-            total, pending = connection.execute(
-                "SELECT count(*), count(*) - count(delivered_at) FROM events"
-            ).fetchone()
-        return {"queued": total, "pending": pending}
+
+def _described(payload: str) -> tuple[str, str, str]:
+    """The job, run and event type of a queued event, for a person reading the dead letters."""
+    try:
+        event = json.loads(payload)
+        return (
+            f"{event['job']['namespace']}/{event['job']['name']}",
+            event["run"]["runId"],
+            event.get("eventType", "?"),
+        )
+    except (ValueError, KeyError, TypeError):
+        return ("(unreadable event)", "?", "?")
 
 
 class Batch:

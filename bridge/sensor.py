@@ -8,12 +8,17 @@ from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationConte
 
 from bridge.bridge_pass import run_pass, summary
 from bridge.config import LineageBridge
+from bridge.pass_lease import PassRunning
+
+
+class LineageFailing(Exception):
+    """Raised by a tick whose pass left events waiting on a failure or parked, so the tick shows as failed."""
 
 
 def lineage_sensor(
     bridge: LineageBridge | Callable[[], LineageBridge],
     name: str = "openlineage_bridge",
-    minimum_interval_seconds: int = 30,
+    minimum_interval_seconds: int = 5,
 ) -> SensorDefinition:
     """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick."""
 
@@ -28,9 +33,13 @@ def lineage_sensor(
     )
     def bridge_sensor(context: SensorEvaluationContext):
         configured = bridge() if callable(bridge) else bridge
-        result = run_pass(configured, context.instance, context.repository_def.asset_graph)
-        if result.delivery.error:
-            context.log.warning(f"Lineage backend unavailable, events stay queued: {result.delivery.error}")
+        try:
+            graph = lambda: context.repository_def.asset_graph  # noqa: E731 -- loaded only when a run is new
+            result = run_pass(configured, context.instance, graph, purpose="sensor")
+        except PassRunning as running:
+            return SkipReason(f"{running}; this tick leaves the work to it")
+        if result.failing:
+            raise LineageFailing(summary(result))
         return SkipReason(summary(result))
 
     return bridge_sensor

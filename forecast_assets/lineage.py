@@ -77,4 +77,5 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         datahub=datahub_target(settings),
         report_metadata=_report_metadata,
         how_to_fill_graph="run `taxi demo`, or a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs",
+        repair_command="taxi-lineage",
     )

@@ -40,6 +40,13 @@ class GmsStandIn(BackgroundServer):
 
         super().__init__(Handler)
 
+    def proposals(self) -> list[dict]:
+        """Every proposal received, one at a time (``ingestProposal``) or in batches (``ingestProposalBatch``)."""
+        return [
+            proposal
+            for _, body in self.requests
+            for proposal in ([body["proposal"]] if "proposal" in body else body.get("proposals", []))
+        ]
+
     def urns(self) -> set[str]:
-        """The entity of every proposal received through ``/aspects?action=ingestProposal``."""
-        return {body["proposal"]["entityUrn"] for _, body in self.requests if "proposal" in body}
+        return {proposal["entityUrn"] for proposal in self.proposals()}

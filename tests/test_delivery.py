@@ -35,7 +35,7 @@ def test_without_a_configured_transport_events_go_to_the_lineage_folders_file(tm
     client = make_client(tmp_path / "lineage" / "events.jsonl")
     assert describe(client) == f"file {tmp_path / 'lineage' / 'events.jsonl'}"
     result = deliver(outbox, client)
-    assert result.error is None and result.delivered == len(events) and result.pending == 0
+    assert not result.failing and result.sent == len(events) and result.pending == 0
     assert len((tmp_path / "lineage" / "events.jsonl").read_text().splitlines()) == len(events)
 
 
@@ -51,7 +51,7 @@ def test_the_clients_own_configuration_file_applies_filters_and_tags(tmp_path, m
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
     outbox, events = _queued(tmp_path)
     result = deliver(outbox, make_client(tmp_path / "unused.jsonl"))
-    assert result.error is None and result.pending == 0
+    assert not result.failing and result.pending == 0
     sent = [json.loads(line) for line in received.read_text().splitlines()]
     steps = [e for e in events if e["job"]["name"].startswith("TrainForecastModelFlow.")]
     assert steps and len(sent) == len(events) - len(steps)  # the filter dropped the Metaflow steps
@@ -68,4 +68,4 @@ def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeyp
     blocked.write_text("")
     client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(blocked / "events.jsonl"))))
     result = deliver(outbox, client)
-    assert result.delivered == 0 and result.pending == len(events) and result.error
+    assert result.sent == 0 and result.pending == len(events) and result.waiting_on

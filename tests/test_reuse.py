@@ -127,7 +127,7 @@ def test_the_command_line_loads_the_code_location_named_in_workspace_yaml(shop, 
     bridge = replace(shop_bridge(root), workspace_file=root / "workspace.yaml")
     assert cli.main(["pass"], bridge) == 0
     printed = capsys.readouterr().out
-    assert "Lineage pass: 0 new events" in printed and "0 still queued" in printed  # the sensor sent them all
+    assert "Lineage pass: 0 new events" in printed and "sent 0, 0 waiting" in printed  # the sensor sent them all
     assert cli.main([], replace(bridge, code_location="warehouse")) == 2
     assert "has no code location 'warehouse' (it has: shop)" in capsys.readouterr().err
 

@@ -1,0 +1,168 @@
+"""The command line's delivery commands: a pass, the dead letters, queueing them again, rebuilding a sink.
+
+pass [--wait S]             one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+dead-letters [--json]       the events a sink gave up on, with their error, job, run and attempts
+retry ID... | --all         queue dead letters again; the next pass sends them first
+rebuild datahub             set the DataHub Lite file aside (or forget a GMS's or file's place) and refill it
+rebuild outbox              set a damaged outbox aside and queue every run again, without sending the
+                            OpenLineage target what it already has or reporting Metaflow runs twice
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from bridge.config import LineageBridge
+from bridge.failures import redact
+from bridge.outbox import Outbox, OutboxDamaged
+
+
+class UsageError(Exception):
+    """A name or state the command cannot work with; reported like argparse's usage errors."""
+
+
+def damaged_outbox(bridge: LineageBridge, err: Exception) -> UsageError:
+    return UsageError(
+        f"{err}. Run `{bridge.repair_command} rebuild outbox`: it sets the file aside and queues every "
+        f"Dagster and Metaflow run again, without re-sending what the OpenLineage target already has."
+    )
+
+
+def open_outbox(bridge: LineageBridge) -> Outbox:
+    try:
+        return Outbox(bridge.outbox_path)
+    except OutboxDamaged as err:
+        raise damaged_outbox(bridge, err) from err
+
+
+def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
+    # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
+    from dagster import DagsterInstance
+
+    from bridge.bridge_pass import run_pass
+    from bridge.code_location import CodeLocationNotFound, find_location, load_asset_graph
+    from bridge.delivery import describe, make_client
+    from bridge.pass_lease import PassRunning
+
+    def graph():
+        try:
+            return load_asset_graph(bridge.workspace_file, bridge.code_location)
+        except CodeLocationNotFound as err:
+            raise UsageError(str(err)) from err
+
+    try:
+        find_location(bridge.workspace_file, bridge.code_location)
+    except CodeLocationNotFound as err:
+        raise UsageError(str(err)) from err
+    client = make_client(bridge.events_file)
+    try:
+        with DagsterInstance.get() as instance:
+            result = run_pass(bridge, instance, graph, client, purpose="command line", wait=wait)
+    except PassRunning as running:
+        print(f"Lineage pass skipped: {running}; it delivers what is queued.")
+        return 0
+    except OutboxDamaged as err:
+        raise damaged_outbox(bridge, err) from err
+    new = sum(result.queued.values())
+    print(f"Lineage pass: {new} new events ({dict(result.event_types)}) in {result.seconds:.1f} s")
+    print(f"  per source: {result.queued}")
+    for sink in result.sinks:
+        target = describe(client) if sink is result.delivery else sink.sink
+        line = f"  {target}: sent {sink.sent}, {sink.pending} waiting"
+        if sink is result.datahub:
+            line += f" ({result.datahub_aspects} aspects)"
+        if sink.redelivered:
+            line += f"; {sink.redelivered} dead letters delivered"
+        if sink.dead_letters:
+            line += f"; {sink.dead_letters} parked, see `{bridge.repair_command} dead-letters`"
+        print(line)
+        if sink.waiting_on:
+            print(f"    failing: {sink.waiting_on} (the event and those behind it are retried on a later pass)")
+        elif sink.out_of_time:
+            print(f"    out of time after {bridge.pass_seconds:.0f} s; the rest goes on the next pass")
+    if result.reported:
+        print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
+    if result.untranslated:
+        print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
+    for problem in result.problems:
+        print(f"  {problem}")
+    return 1 if result.problems else 0
+
+
+def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
+    outbox = open_outbox(bridge)
+    letters = outbox.dead_letters(requeued=False)
+    queued = outbox.dead_letters(requeued=True)
+    if as_json:
+        print(json.dumps([letter.__dict__ for letter in [*letters, *queued]], indent=2))
+        return 0
+    if not letters and not queued:
+        print("No dead letters: every sink has every event it was sent, or is still trying.")
+        return 0
+    for letter in letters:
+        print(
+            f"#{letter.id}  {letter.sink}  event {letter.seq}: {letter.event_type} {letter.job}  run {letter.run_id}\n"
+            f"    {letter.attempts} attempts, parked {letter.parked_at} UTC: {redact(letter.error)}"
+        )
+    if queued:
+        print(f"{len(queued)} queued again for the next pass: {', '.join(f'#{letter.id}' for letter in queued)}")
+    if letters:
+        print(f"Queue them again with `{bridge.repair_command} retry ID` or `retry --all` once the cause is fixed.")
+    return 0
+
+
+def retry(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
+    if not ids and not everything:
+        raise UsageError("name the dead letters to queue again (their #ID) or --all")
+    outbox = open_outbox(bridge)
+    known = {letter.id for letter in outbox.dead_letters()}
+    unknown = sorted(set(ids) - known)
+    if unknown:
+        names = ", ".join(f"#{i}" for i in unknown)
+        raise UsageError(f"no dead letter {names}; see `{bridge.repair_command} dead-letters`")
+    count = outbox.requeue(None if everything else ids)
+    print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
+    return 0
+
+
+def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
+    # The sinks load DataHub's SDK: only commands that write need it.
+    from bridge.datahub_sink import datahub_sink, set_aside
+    from bridge.pass_lease import PassRunning, one_pass_at_a_time
+
+    if what == "outbox":
+        return _rebuild_outbox(bridge, run_a_pass)
+    target = bridge.datahub
+    if target.kind == "off":
+        raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
+    outbox = open_outbox(bridge)
+    try:
+        with one_pass_at_a_time(outbox, 60, "rebuild datahub", wait=bridge.pass_seconds):
+            if target.kind == "lite":
+                aside = set_aside(target.lite_path)
+                print(f"Set {target.lite_path} aside as {aside}" if aside else f"No file at {target.lite_path}")
+            else:
+                sink = datahub_sink(target, outbox, bridge.naming)
+                outbox.set_sink_offset(sink.name, 0)
+                print(f"{sink.name} is refilled from the first queued event")
+    except PassRunning as running:
+        raise UsageError(f"{running}; try again when it has finished") from running
+    finally:
+        outbox.close()
+    return run_a_pass()
+
+
+def _rebuild_outbox(bridge: LineageBridge, run_a_pass: Callable[[], int]) -> int:
+    path = bridge.outbox_path
+    if path.exists():
+        aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.aside")
+        for suffix in ("", "-wal", "-shm"):
+            part = path.with_name(path.name + suffix)
+            if part.exists():
+                part.replace(aside.with_name(aside.name + suffix))
+        bridge.index_path.unlink(missing_ok=True)
+        print(f"Set {path} aside as {aside}")
+    Outbox(path).mark_rebuilt()
+    return run_a_pass()
