@@ -57,9 +57,10 @@ class _JobEdges:
     reading weather) stay on the runs (DataProcessInstance) and the model versions.
     """
 
-    def __init__(self, outbox: Outbox, sink: str) -> None:
-        self.outbox, self.sink = outbox, sink
-        self.known = outbox.job_edges(sink)
+    def __init__(self, outbox: Outbox, sink: str, fresh: bool) -> None:
+        """``fresh``: the sink holds nothing yet (new, emptied, replaced), so neither do its jobs' edges."""
+        self.outbox, self.sink, self.fresh = outbox, sink, fresh
+        self.known = {} if fresh else outbox.job_edges(sink)
         self.changed: set[str] = set()
 
     def merged(self, mcp):
@@ -83,9 +84,10 @@ class _JobEdges:
         return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
-        if self.changed:
-            self.outbox.save_job_edges(self.sink, {urn: self.known[urn] for urn in self.changed})
+        if self.changed or self.fresh:
+            self.outbox.save_job_edges(self.sink, {urn: self.known[urn] for urn in self.changed}, replace=self.fresh)
             self.changed.clear()
+            self.fresh = False
 
 
 class LiteSink:
@@ -95,15 +97,21 @@ class LiteSink:
 
     def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
-        self.edges = _JobEdges(outbox, self.name)
         self.lite = None
         self._position: int | None = None
+        self._edges: _JobEdges | None = None
         self.aspects = 0
 
     def position(self) -> int:
         if self._position is None:
             self._position = lite_position(self.path, self.outbox.id)
         return self._position
+
+    @property
+    def edges(self) -> _JobEdges:
+        if self._edges is None:
+            self._edges = _JobEdges(self.outbox, self.name, fresh=self.position() == 0)
+        return self._edges
 
     def _open(self):
         if self.lite is None:
@@ -154,7 +162,8 @@ class LiteSink:
             (self.outbox.id, self.position()),
         )
         connection.execute("COMMIT")
-        self.edges.save()
+        if self._edges is not None:
+            self._edges.save()
 
     def close(self) -> None:
         if self.lite is not None:
@@ -205,7 +214,7 @@ class RestSink:
     def __init__(self, server: str, token: str | None, outbox: Outbox, naming: Naming) -> None:
         self.server, self.token, self.outbox, self.naming = server, token, outbox, naming
         self.name = f"datahub-rest {redact(server)}"
-        self.edges = _JobEdges(outbox, "datahub-rest")
+        self.edges = _JobEdges(outbox, self.name, fresh=self.position() == 0)
         self.emitter = None
         self.aspects = 0
 
@@ -243,9 +252,9 @@ class FileSink:
 
     def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
-        self.edges = _JobEdges(outbox, self.name)
         self.records: list | None = None
         self._position = outbox.sink_offset(self.name) if path.exists() else 0
+        self.edges = _JobEdges(outbox, self.name, fresh=self._position == 0)
         self.aspects = 0
 
     def position(self) -> int:

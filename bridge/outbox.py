@@ -285,8 +285,11 @@ class Outbox:
         rows = self.connection.execute("SELECT urn, edges FROM job_edges WHERE sink = ?", (sink,)).fetchall()
         return {urn: json.loads(edges) for urn, edges in rows}
 
-    def save_job_edges(self, sink: str, edges: dict[str, dict[str, list[str]]]) -> None:
+    def save_job_edges(self, sink: str, edges: dict[str, dict[str, list[str]]], replace: bool = False) -> None:
+        """Store ``sink``'s job edges; ``replace`` forgets every job's edges it had before."""
         with self._transaction():
+            if replace:
+                self.connection.execute("DELETE FROM job_edges WHERE sink = ?", (sink,))
             self.connection.executemany(
                 "INSERT INTO job_edges (sink, urn, edges) VALUES (?, ?, ?) "
                 "ON CONFLICT(sink, urn) DO UPDATE SET edges = excluded.edges",

@@ -1,7 +1,5 @@
 """Both tools' lineage as one DataHub graph, in DataHub Lite (the embedded default)."""
 
-import json
-
 import pytest
 from openlineage.client import OpenLineageClient
 
@@ -142,7 +140,8 @@ def test_a_replay_leaves_the_graph_unchanged(graph, pipeline):
     lite, outbox = graph
 
     def rows():
-        return lite.sqlite_client.execute("SELECT * FROM metadata_aspect_v2 ORDER BY urn, aspect_name, version").fetchall()
+        query = "SELECT * FROM metadata_aspect_v2 ORDER BY urn, aspect_name, version"
+        return lite.sqlite_client.execute(query).fetchall()
 
     before = rows()
     result = _drained(outbox, LiteSink(lite.location(), outbox, naming(pipeline.settings)), position=0)

@@ -1,0 +1,213 @@
+"""Delivery under faults, against loopback receivers: concurrent passes, a hanging backend, a refused event,
+a pass killed mid-delivery or mid-write, a deleted or damaged DataHub Lite, a damaged outbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge import cli
+from bridge.datahub_sink import LiteSink
+from bridge.drain import MAX_ATTEMPTS, drain
+from bridge.outbox import Outbox
+from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
+from tests.loopback_lineage import LineageServer, identity
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+REFUSED = ("TrainForecastModelFlow.evaluate", "START")
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path / "state"))
+    lineage = tmp_path / "lineage"
+    lineage.mkdir()
+    return lineage
+
+
+def lite_rows(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute(
+            "SELECT urn, aspect_name, version, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
+            "ORDER BY urn, aspect_name, version"
+        ).fetchall()
+
+
+def clean_replay(folder: Path, into: Path) -> list[tuple]:
+    """Every queued event written into a new Lite file in one go, from a copy of the outbox that has
+    never written DataHub: every row, every version, exactly what a pass that never failed leaves."""
+    copy = into.with_name("outbox-copy.sqlite")
+    with sqlite3.connect(folder / "outbox.sqlite") as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+        target.execute("DELETE FROM job_edges")
+    outbox = Outbox(copy)
+    sink = LiteSink(into, outbox, rig_bridge(folder).naming)
+    try:
+        assert not drain(outbox, sink, float("inf")).failing
+    finally:
+        sink.close()
+        outbox.close()
+    return lite_rows(into)
+
+
+def start_pass(folder: Path, url: str, *options: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.delivery_rig", str(folder), url, *options],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("passes", [2, 3])
+def test_concurrent_passes_deliver_each_event_once_and_keep_lite_consistent(folder, tmp_path, passes):
+    queued = fill(folder)
+    with LineageServer(hold=0.01) as server:  # slow enough that the passes overlap
+        running = [start_pass(folder, server.url, "--wait", "60") for _ in range(passes)]
+        outputs = [json.loads(process.communicate(timeout=180)[0].splitlines()[-1]) for process in running]
+    assert all(process.returncode == 0 for process in running), [p.stderr for p in running]
+    assert sum(output.get("sent", 0) for output in outputs) == len(queued)
+    assert len(server.received) == len(queued) and server.duplicates() == 0
+    assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
+
+
+def test_a_second_pass_that_will_not_wait_says_another_is_running(folder):
+    fill(folder)
+    with LineageServer(hold=0.05) as server:
+        first = start_pass(folder, server.url)
+        assert server.wait_for(1)
+        second = one_pass_skipped(folder, server.url)
+        first.communicate(timeout=180)
+    assert "another lineage pass is running (test, process" in second
+
+
+def one_pass_skipped(folder: Path, url: str) -> str:
+    from bridge.pass_lease import PassRunning
+
+    with pytest.raises(PassRunning) as running:
+        one_pass(rig_bridge(folder), http_client(url))
+    return str(running.value)
+
+
+def test_a_hanging_receiver_gets_each_event_once_per_attempt_and_the_pass_keeps_its_budget(folder):
+    fill(folder)
+    with LineageServer(hold=30) as server:
+        started = time.monotonic()
+        result = one_pass(rig_bridge(folder, pass_seconds=3, lite=False), http_client(server.url))
+        seconds = time.monotonic() - started
+    assert seconds < 3 + 2, f"the pass took {seconds:.1f} s on a 3 s budget"
+    assert result.delivery.sent == 0 and "Timeout" in result.delivery.waiting_on
+    assert list(server.attempts.values()) == [1]  # sent once: no retries inside the transport
+    outbox = Outbox(folder / "outbox.sqlite")
+    assert [(f.seq, f.attempts) for f in outbox.failing_now("openlineage")] == [(1, 1)]
+
+
+def test_a_refused_event_becomes_a_dead_letter_and_retry_delivers_it(folder, capsys):
+    queued = fill(folder)
+    bridge = rig_bridge(folder, lite=False)
+    refused = next(e for e in queued if (e["job"]["name"], e["eventType"]) == REFUSED)
+    with LineageServer(refuse=lambda event: identity(event) == identity(refused)) as server:
+        results = [one_pass(bridge, http_client(server.url)) for _ in range(MAX_ATTEMPTS)]
+    assert [r.delivery.failing for r in results] == [True] * (MAX_ATTEMPTS - 1) + [False]
+    assert "HTTP 400" in results[0].delivery.waiting_on
+    assert results[-1].delivery.parked == 1 and results[-1].delivery.pending == 0
+    assert len(server.received) == len(queued) - 1 and server.duplicates() == 0
+    assert len(server.refused) == MAX_ATTEMPTS  # tried once per pass, then parked
+
+    assert cli.main(["dead-letters"], bridge) == 0
+    listed = capsys.readouterr().out
+    assert "#1  openlineage" in listed and "START" in listed and "TrainForecastModelFlow.evaluate" in listed
+    assert f"{MAX_ATTEMPTS} attempts" in listed and "HTTP 400" in listed
+    assert cli.main(["retry", "--all"], bridge) == 0
+    with LineageServer() as fixed:
+        again = one_pass(bridge, http_client(fixed.url))
+    assert again.delivery.redelivered == 1 and [e["eventType"] for e in fixed.received] == ["START"]
+    assert cli.main(["dead-letters"], bridge) == 0
+    assert "No dead letters" in capsys.readouterr().out
+
+
+def test_a_pass_killed_in_delivery_resends_at_most_the_event_in_flight(folder):
+    queued = fill(folder)
+    with LineageServer(hold=0.02) as server:
+        killed = start_pass(folder, server.url)
+        assert server.wait_for(10)
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        before = len(server.received)
+        one_pass(rig_bridge(folder), http_client(server.url), wait=5)
+    assert 10 <= before < len(queued)
+    assert {identity(e) for e in server.received} == {identity(e) for e in queued}
+    assert server.duplicates() <= 1
+
+
+def test_a_pass_killed_while_writing_lite_leaves_it_as_a_clean_replay_after_the_next(folder, tmp_path):
+    fill(folder)
+    with LineageServer() as server:
+        killed = start_pass(folder, server.url, "--slow-lite", "0.05")
+        for line in killed.stdout:
+            if line.startswith("writing 20"):
+                break
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        result = one_pass(rig_bridge(folder), http_client(server.url), wait=5)
+    assert result.datahub.sent == len(fill_keys(folder))  # the killed batch was rolled back: all of it again
+    assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
+
+
+def fill_keys(folder: Path) -> list[str]:
+    outbox = Outbox(folder / "outbox.sqlite")
+    try:
+        return [event.key for event in outbox.events_after(0, 100_000)]
+    finally:
+        outbox.close()
+
+
+def test_a_deleted_lite_is_refilled_by_the_next_pass(folder, tmp_path):
+    queued = fill(folder)
+    bridge = rig_bridge(folder)
+    with LineageServer() as server:
+        first = one_pass(bridge, http_client(server.url))
+        for suffix in ("", "-wal", "-shm"):
+            (folder / f"lite.sqlite{suffix}").unlink(missing_ok=True)
+        again = one_pass(bridge, http_client(server.url))
+    assert first.datahub.sent == again.datahub.sent == len(queued)
+    assert again.delivery.sent == 0  # the OpenLineage target had everything already
+    assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
+
+
+def test_a_damaged_lite_is_named_with_its_repair_and_the_repair_refills_it(folder, tmp_path, capsys, monkeypatch):
+    queued = fill(folder)
+    bridge = rig_bridge(folder)
+    (folder / "lite.sqlite").write_bytes(b"this is not a DataHub Lite file" * 100)
+    with LineageServer() as server:
+        result = one_pass(bridge, http_client(server.url))
+        assert result.delivery.sent == len(queued)  # OpenLineage delivery goes on without DataHub
+        assert len(result.problems) == 1
+        assert "lite.sqlite is damaged" in result.problems[0]
+        assert "run `taxi-lineage rebuild datahub`" in result.problems[0]
+        monkeypatch.setattr("bridge.cli.lineage_pass", lambda b, wait: _pass_code(b, server.url))
+        assert cli.main(["rebuild", "datahub"], bridge) == 0
+    assert "aside as" in capsys.readouterr().out
+    assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
+
+
+def _pass_code(bridge, url: str) -> int:
+    return 1 if one_pass(bridge, http_client(url)).problems else 0
+
+
+def test_a_damaged_outbox_gives_one_message_with_its_repair(folder, capsys):
+    (folder / "outbox.sqlite").write_bytes(b"this is not an outbox" * 100)
+    bridge = rig_bridge(folder)
+    for command in (["dead-letters"], ["show", "nyc_taxi.raw_yellow"], ["retry", "--all"]):
+        assert cli.main(command, bridge) == 2
+        err = capsys.readouterr().err
+        assert "outbox.sqlite is damaged" in err and "taxi-lineage rebuild outbox" in err and "Traceback" not in err
