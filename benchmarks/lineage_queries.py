@@ -20,52 +20,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "openlineage"
+from lineage_history import demo_events, fill
+
 FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
-
-
-def _demo_events(outbox_path: Path) -> list[dict]:
-    from bridge.outbox import Outbox
-
-    if outbox_path.exists():
-        return [json.loads(q.payload) for q in Outbox(outbox_path).events_after(0, limit=10_000_000)]
-    print(f"No outbox at {outbox_path}: using the golden events of a demo and a weather run")
-    return [entry["event"] for path in sorted(GOLDEN.glob("*.json")) for entry in json.loads(path.read_text())]
-
-
-def _copy(event: dict, copy: int) -> dict:
-    """The event as if from another run: new run ids, versions suffixed, times shifted by ``copy`` days."""
-    if copy == 0:
-        return event
-    text = json.dumps(event)
-    ids = {event["run"]["runId"], event["run"]["facets"].get("parent", {}).get("run", {}).get("runId")}
-    for old in filter(None, ids):
-        text = text.replace(old, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{old}/{copy}")))
-    copied = json.loads(text)
-    for dataset in (*copied.get("inputs", []), *copied.get("outputs", [])):
-        facet = dataset.get("facets", {}).get("version")
-        if facet:
-            facet["datasetVersion"] = f"{facet['datasetVersion']}-{copy}"
-    facet = copied["run"]["facets"].get("modelTraining")
-    if facet:
-        facet["version"] = f"{facet['version']}-{copy}"
-    copied["eventTime"] = copied["eventTime"].replace("2026-", f"{2026 + copy}-", 1)
-    return copied
-
-
-def _fill(folder: Path, events: list[dict], scale: int) -> Path:
-    from bridge.outbox import Outbox
-
-    outbox = Outbox(folder / "outbox.sqlite")
-    with outbox.batch("benchmark") as batch:
-        for copy in range(scale):
-            for number, event in enumerate(events):
-                batch.add(f"{copy}/{number}", json.dumps(_copy(event, copy)))
-    return folder / "outbox.sqlite"
 
 
 def _time(question: Callable[[], object], repeat: int) -> float:
@@ -101,7 +61,7 @@ def _scale_rows(events: list[dict], scale: int, repeat: int) -> list[tuple]:
     from bridge.outbox import Outbox
 
     folder = Path(tempfile.mkdtemp(prefix="lineage-bench-"))
-    outbox_path = _fill(folder, events, scale)
+    outbox_path = fill(folder, events, scale)
     queued = len(events) * scale
     started = time.perf_counter()
     index = LineageIndex(folder / "index.sqlite", Outbox(outbox_path))
@@ -154,7 +114,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, nargs="+", default=[1, 10, 100], help="copies of the demo's runs")
     parser.add_argument("--repeat", type=int, default=5, help="times each question is asked (the median is shown)")
     args = parser.parse_args()
-    events = _demo_events(args.outbox)
+    events = demo_events(args.outbox)
     print(f"{len(events)} queued events per copy of the demo\n")
     print(f"{'copies':>6} {'events':>7}  {'question':<42} {'index ms':>9} {'baseline ms':>12}")
     for scale in args.scale:

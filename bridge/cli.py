@@ -4,6 +4,7 @@ A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the
 location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
 
     pass [--wait S]            one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    watch [--interval S]       a pass every S seconds: a finished step is in the graph within seconds
     dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again
     rebuild datahub|outbox     refill DataHub from the outbox, or a damaged outbox from the sources
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
@@ -33,7 +34,16 @@ from bridge.config import LineageBridge
 from bridge.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
 from bridge.lineage_index import LineageIndex
 from bridge.model_versions import TrainedVersion, differences, find_version, trained_versions
-from bridge.operator_commands import UsageError, damaged_outbox, dead_letters, lineage_pass, open_outbox, rebuild, retry
+from bridge.operator_commands import (
+    UsageError,
+    damaged_outbox,
+    dead_letters,
+    lineage_pass,
+    open_outbox,
+    rebuild,
+    retry,
+    watch_lineage,
+)
 
 
 @contextmanager
@@ -327,6 +337,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
     pass_parser.add_argument(
         "--wait", type=float, default=10.0, help="seconds to wait for a pass already running (default 10)"
     )
+    watch_parser = commands.add_parser("watch", help="a pass every half second: lineage within seconds")
+    watch_parser.add_argument("--interval", type=float, default=0.5, help="seconds between passes (default 0.5)")
+    watch_parser.add_argument("--while-sensor-ticks", action="store_true", help="stop when the sensor stops ticking")
     letters_parser = commands.add_parser("dead-letters", help="events a sink gave up on, with their errors")
     letters_parser.add_argument("--json", action="store_true", help="as JSON, for scripts")
     retry_parser = commands.add_parser("retry", help="queue dead letters again for the next pass")
@@ -378,6 +391,8 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
         if args.command == "picture":
             out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
             return picture(bridge, out, title, args.format, args.version)
+        if args.command == "watch":
+            return watch_lineage(bridge, args.interval, args.while_sensor_ticks)
         if args.command == "dead-letters":
             return dead_letters(bridge, args.json)
         if args.command == "retry":

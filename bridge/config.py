@@ -59,7 +59,8 @@ class LineageBridge:
     is what the command line tells a user who reads an empty graph.
     ``pass_seconds`` bounds a pass (well inside Dagster's 60 s sensor tick); what is left waits, in order,
     for the next. ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
-    the messages about damaged state.
+    the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.watch`),
+    which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
     """
 
     naming: Naming
@@ -72,6 +73,7 @@ class LineageBridge:
     launcher_kinds: tuple[str, ...] = ("metaflow",)
     how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
     pass_seconds: float = 40.0
+    watch_command: tuple[str, ...] = ()
     repair_command: str = "the bridge's command line"
 
     @property

@@ -12,7 +12,7 @@ import logging
 from dagster import AssetKey, AssetMaterialization, DagsterInstance
 
 from bridge.config import LineageBridge
-from bridge.metaflow_source import flow_runs, run_record
+from bridge.metaflow_source import flow_runs, run_folders, run_record
 from bridge.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,12 @@ def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox, bridge: L
         seen = set(cursor.get(flow, {}).get("seen", cursor.get("seen", [])))
         # A new or rebuilt outbox knows nothing of earlier reports: Dagster's event log does.
         first_look = flow not in cursor and "seen" not in cursor
+        folders = run_folders(flow)
+        if folders is not None and cursor.get(flow, {}).get("settled") == folders:
+            continue
+        unfinished = False
         for run in flow_runs(flow):
+            unfinished = unfinished or not run.finished
             if run.id in seen or not run.successful:
                 continue
             record = run_record(run, lambda _: None)
@@ -43,10 +48,19 @@ def report_metaflow_outputs(instance: DagsterInstance, outbox: Outbox, bridge: L
                 reported.append(run.pathspec)
                 log.info("Reported %s to Dagster", run.pathspec)
             seen.add(run.id)
-            cursor = {key: value for key, value in cursor.items() if key != "seen"} | {flow: {"seen": sorted(seen)}}
-            with outbox.batch(CURSOR) as batch:
-                batch.set_cursor(cursor)
+            _save(outbox, cursor := _with(cursor, flow, {"seen": sorted(seen)}))
+        if not unfinished and folders is not None:  # every run looked at: nothing to do until a new one
+            _save(outbox, cursor := _with(cursor, flow, {"seen": sorted(seen), "settled": folders}))
     return reported
+
+
+def _with(cursor: dict, flow: str, entry: dict) -> dict:
+    return {key: value for key, value in cursor.items() if key != "seen"} | {flow: entry}
+
+
+def _save(outbox: Outbox, cursor: dict) -> None:
+    with outbox.batch(CURSOR) as batch:
+        batch.set_cursor(cursor)
 
 
 def _reported_before(instance: DagsterInstance, record) -> bool:

@@ -51,7 +51,7 @@ def _translated(event: QueuedEvent, naming: Naming) -> list:
 
 
 class _JobEdges:
-    """A job's dataset and job edges as the union over its runs, not just the latest run's.
+    """A job's dataset, job and column edges as the union over its runs, not just the latest run's.
 
     DataHub replaces a job's edges on each write; per-run differences (a model version that started
     reading weather) stay on the runs (DataProcessInstance) and the model versions.
@@ -66,21 +66,29 @@ class _JobEdges:
     def merged(self, mcp):
         # DataHub loads only when there is something to write (as in _translated).
         from datahub.emitter.mcp import MetadataChangeProposalWrapper
-        from datahub.metadata.schema_classes import DataJobInputOutputClass
+        from datahub.metadata.schema_classes import DataJobInputOutputClass, FineGrainedLineageClass
 
         if not isinstance(mcp.aspect, DataJobInputOutputClass):
             return mcp
+        columns = mcp.aspect.fineGrainedLineages or []
         edges = {
             "inputDatasets": mcp.aspect.inputDatasets or [],
             "outputDatasets": mcp.aspect.outputDatasets or [],
             "inputDatajobs": mcp.aspect.inputDatajobs or [],
+            "fineGrainedLineages": [json.dumps(column.to_obj(), sort_keys=True) for column in columns],
         }
         known = self.known.get(mcp.entityUrn, {})
         merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
         if merged != known:
             self.known[mcp.entityUrn] = merged
             self.changed.add(mcp.entityUrn)
-        aspect = DataJobInputOutputClass(**merged, fineGrainedLineages=mcp.aspect.fineGrainedLineages)
+        columns = [FineGrainedLineageClass.from_obj(json.loads(f)) for f in merged["fineGrainedLineages"]]
+        aspect = DataJobInputOutputClass(
+            inputDatasets=merged["inputDatasets"],
+            outputDatasets=merged["outputDatasets"],
+            inputDatajobs=merged["inputDatajobs"],
+            fineGrainedLineages=columns or None,
+        )
         return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
@@ -136,13 +144,28 @@ class LiteSink:
         connection.execute("SAVEPOINT event")
         try:
             for mcp in mcps:
-                self.lite.write(self.edges.merged(mcp))
+                if not self._older_than_held(connection, mcp):
+                    self.lite.write(self.edges.merged(mcp))
         except BaseException:
             connection.execute("ROLLBACK TO event")
             connection.execute("RELEASE event")
             raise
         connection.execute("RELEASE event")
         self.aspects += len(mcps)
+
+    @staticmethod
+    def _older_than_held(connection, mcp) -> bool:
+        """A time-series aspect (a check's or a run's result) no newer than the one Lite holds: a replay.
+
+        Lite keeps the latest of each; writing an older one again would add a version row per replay.
+        """
+        if getattr(mcp.aspect, "ASPECT_TYPE", None) != "timeseries":
+            return False
+        row = connection.execute(
+            "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? AND version = 0",
+            (mcp.entityUrn, mcp.aspectName),
+        ).fetchone()
+        return row is not None and json.loads(row[0]).get("timestampMillis", 0) >= mcp.aspect.timestampMillis
 
     def advance(self, seq: int) -> None:
         self._position = seq

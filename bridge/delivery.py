@@ -40,7 +40,8 @@ def make_client(events_file: Path) -> OpenLineageClient:
     """
     with _without_console_fallback_warning():
         client = OpenLineageClient()
-    if client.transport.kind == ConsoleTransport.kind and not client.config.transport:
+    configured = (client.config.transport or {}).get("type")  # what the client itself looks at
+    if client.transport.kind == ConsoleTransport.kind and not configured:
         events_file.parent.mkdir(parents=True, exist_ok=True)
         client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(events_file), append=True)))
     return client

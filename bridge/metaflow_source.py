@@ -2,15 +2,19 @@
 
 The cursor keeps a watermark (the creation time of the oldest unfinished run) and the runs finished
 since, so each run is translated while it runs and once more when it has finished, never again.
+With Metaflow's local metadata, a pass that finds no new run folder and no unfinished run reads
+nothing more: an idle pass costs one directory listing, whatever the history.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 
-from metaflow import Flow, namespace
+from metaflow import Flow, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunState
 
@@ -59,6 +63,16 @@ def _task_error(task) -> str:
     text = str(task.exception or "") or (task.stderr or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else f"Metaflow task {task.pathspec} failed"
+
+
+def run_folders(flow_name: str) -> str | None:
+    """A digest of the flow's run folders in Metaflow's local metadata; ``None`` for a metadata service."""
+    provider, _, root = get_metadata().partition("@")
+    if provider != "local":
+        return None
+    folder = Path(root) / ".metaflow" / flow_name
+    names = sorted(entry.name for entry in folder.iterdir() if entry.is_dir()) if folder.is_dir() else []
+    return hashlib.sha1("\n".join(names).encode()).hexdigest()
 
 
 def flow_runs(flow_name: str) -> list:
@@ -132,6 +146,9 @@ class MetaflowSource:
         return events, after
 
     def _read_flow(self, flow: str, cursor: dict) -> tuple[list, dict]:
+        folders = run_folders(flow)
+        if folders is not None and cursor.get("settled") == folders:
+            return [], cursor
         finished = dict(cursor.get("finished", {}))
         watermark = cursor.get("watermark", 0.0)
         runs = flow_runs(flow)
@@ -148,4 +165,7 @@ class MetaflowSource:
         newest_done = sorted(finished.values())[-KEEP_FINISHED:]
         watermark = min(unfinished) if unfinished else (newest_done[0] if newest_done else watermark)
         finished = {run: created for run, created in finished.items() if created >= watermark}
-        return events, {"watermark": watermark, "finished": finished}
+        after = {"watermark": watermark, "finished": finished}
+        if not unfinished and folders is not None:
+            after["settled"] = folders  # every run is finished and translated: nothing changes until a new one
+        return events, after

@@ -11,6 +11,7 @@ rebuild outbox              set a damaged outbox aside and queue every run again
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 
@@ -89,6 +90,41 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     for problem in result.problems:
         print(f"  {problem}")
     return 1 if result.problems else 0
+
+
+def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bool) -> int:
+    # As for a pass: Dagster and the OpenLineage client load only for the commands that write.
+    from functools import cache
+
+    from dagster import DagsterInstance
+
+    from bridge.bridge_pass import run_pass, summary
+    from bridge.code_location import load_asset_graph
+    from bridge.delivery import describe, make_client
+    from bridge.watch import watch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    graph = cache(lambda: load_asset_graph(bridge.workspace_file, bridge.code_location))
+    client = make_client(bridge.events_file)
+    last = None
+
+    def one_pass() -> str | None:
+        nonlocal last
+        result = run_pass(bridge, instance, graph, client, purpose="watcher")
+        moved = sum(result.queued.values()) or any(sink.sent or sink.parked for sink in result.sinks)
+        said = summary(result)
+        news = said if moved or (result.failing and said != last) else None
+        last = said
+        return news
+
+    with DagsterInstance.get() as instance:
+        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {describe(client)}. Ctrl-C stops.")
+        try:
+            passes = watch(bridge, one_pass, interval, while_sensor_ticks)
+        except KeyboardInterrupt:
+            return 0
+    print(f"Stopped after {passes} passes")
+    return 0
 
 
 def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:

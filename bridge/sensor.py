@@ -9,6 +9,7 @@ from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationConte
 from bridge.bridge_pass import run_pass, summary
 from bridge.config import LineageBridge
 from bridge.pass_lease import PassRunning
+from bridge.watch import keep_watcher_running
 
 
 class LineageFailing(Exception):
@@ -18,9 +19,13 @@ class LineageFailing(Exception):
 def lineage_sensor(
     bridge: LineageBridge | Callable[[], LineageBridge],
     name: str = "openlineage_bridge",
-    minimum_interval_seconds: int = 5,
+    minimum_interval_seconds: int = 30,
 ) -> SensorDefinition:
-    """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick."""
+    """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick.
+
+    Each tick is a catch-up pass, and keeps the bridge's watcher running (:mod:`bridge.watch`), which
+    delivers a finished step within seconds.
+    """
 
     @sensor(
         name=name,
@@ -33,6 +38,7 @@ def lineage_sensor(
     )
     def bridge_sensor(context: SensorEvaluationContext):
         configured = bridge() if callable(bridge) else bridge
+        keep_watcher_running(configured)
         try:
             graph = lambda: context.repository_def.asset_graph  # noqa: E731 -- loaded only when a run is new
             result = run_pass(configured, context.instance, graph, purpose="sensor")

@@ -5,6 +5,7 @@ Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands buil
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -78,4 +79,6 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         report_metadata=_report_metadata,
         how_to_fill_graph="run `taxi demo`, or a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs",
         repair_command="taxi-lineage",
+        pass_seconds=settings.lineage_pass_seconds,
+        watch_command=(sys.executable, "-m", "forecast_assets.lineage_cli", "watch"),
     )

@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     datahub_gms_token: SecretStr | None = Field(None, validation_alias=_env("DATAHUB_GMS_TOKEN"))
     datahub_file: str = Field("", validation_alias=_env("TAXI_DATAHUB_FILE"))
     lineage_namespace: str = Field("taxi-demand", validation_alias=_env("OPENLINEAGE_NAMESPACE"))
+    # Inside Dagster's 60 s sensor tick limit, with room for the tick's own work.
+    lineage_pass_seconds: float = Field(40.0, gt=0, le=55, validation_alias=_env("TAXI_LINEAGE_PASS_SECONDS"))
     metaflow_datastore: str = Field("local", validation_alias=_env("METAFLOW_DEFAULT_DATASTORE"))
     metaflow_s3_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_S3"))
     metaflow_local_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_LOCAL"))

@@ -11,5 +11,7 @@ from taxi_core.settings import Settings
 
 
 def bridge_at(folder: Path, settings: Settings, datahub: DataHubTarget | None = None) -> LineageBridge:
-    """The project's bridge with its outbox in ``folder`` and DataHub as given (off by default)."""
-    return replace(taxi_bridge(settings), lineage_dir=folder, datahub=datahub or DataHubTarget(kind="off"))
+    """The project's bridge with its outbox in ``folder`` and DataHub as given (off by default); no watcher."""
+    return replace(
+        taxi_bridge(settings), lineage_dir=folder, datahub=datahub or DataHubTarget(kind="off"), watch_command=()
+    )

@@ -211,3 +211,90 @@ def test_a_damaged_outbox_gives_one_message_with_its_repair(folder, capsys):
         assert cli.main(command, bridge) == 2
         err = capsys.readouterr().err
         assert "outbox.sqlite is damaged" in err and "taxi-lineage rebuild outbox" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def openlineage_env(monkeypatch):
+    """The client turns OPENLINEAGE_URL into OPENLINEAGE__TRANSPORT__* variables of the process: undo them too."""
+    before = {key for key in os.environ if key.startswith("OPENLINEAGE")}
+    yield monkeypatch
+    for key in {key for key in os.environ if key.startswith("OPENLINEAGE")} - before:
+        del os.environ[key]
+
+
+def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlineage_env):
+    from dataclasses import replace
+
+    from dagster import DagsterInstance, build_sensor_context
+
+    from bridge.config import DataHubTarget
+    from bridge.sensor import LineageFailing, lineage_sensor
+    from tests.loopback_lineage import free_port
+    from tests.reuse_project.shop import definitions, shop_bridge
+
+    bridge = replace(shop_bridge(tmp_path), flows=(), datahub=DataHubTarget(kind="off"))
+    fill(bridge.lineage_dir)
+    port = free_port()
+    openlineage_env.setenv("OPENLINEAGE_URL", f"http://user:secret@127.0.0.1:{port}")
+    sensor = lineage_sensor(bridge)
+    with DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(instance=instance, repository_def=definitions(tmp_path).get_repository_def())
+        failing = "openlineage: sent 0, .* waiting .*failing: .*ConnectionError"
+        with pytest.raises(LineageFailing, match=failing) as tick:
+            sensor(context)
+    assert "secret" not in str(tick.value)
+    from bridge.delivery import describe, make_client
+
+    assert describe(make_client(tmp_path / "unused.jsonl")) == f"http http://***@127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("https://user:pa55@gms:8080/x", "https://***@gms:8080/x"),
+        ("kafka+ssl://token@broker", "kafka+ssl://***@broker"),
+        ("failed at http://host/api (user@example.com)", "failed at http://host/api (user@example.com)"),
+    ],
+)
+def test_credentials_in_urls_are_never_shown(text, shown):
+    from bridge.failures import redact
+
+    assert redact(text) == shown
+
+
+def test_the_watcher_delivers_what_is_queued_while_it_runs_and_the_sensor_keeps_one_alive(folder):
+    import threading
+
+    from bridge.watch import keep_watcher_running, pid_file, watch
+
+    bridge = rig_bridge(folder, lite=False)
+    stop = threading.Event()
+    with LineageServer() as server:
+        passes = []
+        thread = threading.Thread(
+            target=lambda: passes.append(
+                watch(bridge, lambda: one_pass(bridge, http_client(server.url)), interval=0.05, stop=stop)
+            )
+        )
+        thread.start()
+        queued = fill(folder)  # after the watcher started
+        arrived = server.wait_for(len(queued))
+        stop.set()
+        thread.join()
+    assert arrived and server.duplicates() == 0 and passes[0] >= 1
+
+    sleeper = replace_command(bridge, [sys.executable, "-c", "import sys, time; time.sleep(60)"])
+    first = keep_watcher_running(sleeper)
+    try:
+        assert keep_watcher_running(sleeper) == first  # alive: not started twice
+        assert str(first) in pid_file(sleeper).read_text()
+    finally:
+        os.kill(first, signal.SIGKILL)
+    os.waitpid(first, 0)
+    assert keep_watcher_running(replace_command(bridge, ())) is None
+
+
+def replace_command(bridge, command):
+    from dataclasses import replace
+
+    return replace(bridge, watch_command=tuple(command))

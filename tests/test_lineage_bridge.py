@@ -277,5 +277,5 @@ def test_the_command_does_one_pass_and_says_where_the_events_are(pipeline, by_ha
     assert main([]) == 0
     events_file = tmp_path / "lineage" / "openlineage_events.jsonl"
     printed = capsys.readouterr().out
-    assert f"to file {events_file}" in printed and "0 still queued" in printed
+    assert f"file {events_file}: sent" in printed and "0 waiting" in printed
     assert f"Lineage pass: {len(events_file.read_text().splitlines())} new events" in printed

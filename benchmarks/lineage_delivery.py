@@ -1,0 +1,273 @@
+"""Lineage delivery throughput: the outbox to a file, to a loopback HTTP receiver and into DataHub Lite,
+against the way it was done before (one SQLite commit per event, the client's own retries, one Lite
+commit per aspect), from the same run; then a whole pass against dagster-openlineage 0.2.1's sensor on
+the same Dagster event log.
+
+    ./run python benchmarks/lineage_delivery.py [--copies 30] [--dagster-home .state/dagster] [--skip-sensor]
+
+The events are a demo's (the state folder's outbox, or the golden events), copied as later runs.
+The HTTP receiver runs in its own process. dagster-openlineage is installed into its own virtual
+environment under the state folder (once), with the same Dagster and OpenLineage client as here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from lineage_history import demo_events, fill
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def receive(port_queue) -> None:
+    """A loopback OpenLineage receiver in its own process: reads each event, answers 201, keeps the connection."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format, *args):  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port_queue.put(server.server_address[1])
+    server.serve_forever()
+
+
+def _rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:>9,.0f}/s"
+
+
+def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
+    from bridge.delivery import OpenLineageSink
+    from bridge.drain import drain
+    from bridge.outbox import Outbox
+
+    outbox = Outbox(outbox_path)
+    started = time.perf_counter()
+    result = drain(outbox, OpenLineageSink(outbox, client), float("inf"))
+    seconds = time.perf_counter() - started
+    outbox.close()
+    assert not result.failing, result.waiting_on
+    return result.sent, seconds
+
+
+def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
+    """Delivery as it was: a new connection per call, an fsync'ed commit per event, the client's retries."""
+    from bridge.delivery import run_event_from_json
+
+    def connection():
+        return sqlite3.connect(outbox_path, timeout=30, isolation_level=None)
+
+    started = time.perf_counter()
+    with connection() as reading:
+        rows = reading.execute("SELECT seq, payload FROM events ORDER BY seq").fetchall()
+    for seq, payload in rows:
+        client.emit(run_event_from_json(payload))
+        marking = connection()
+        marking.execute("UPDATE events SET delivered_at = datetime('now') WHERE seq = ?", (seq,))
+        marking.close()
+    return len(rows), time.perf_counter() - started
+
+
+def ours_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
+    from bridge.datahub_sink import LiteSink
+    from bridge.drain import drain
+    from bridge.outbox import Outbox
+
+    outbox = Outbox(outbox_path)
+    sink = LiteSink(lite_path, outbox, naming)
+    started = time.perf_counter()
+    result = drain(outbox, sink, float("inf"))
+    sink.close()
+    seconds = time.perf_counter() - started
+    outbox.close()
+    assert not result.failing, result.waiting_on
+    return result.sent, sink.aspects, seconds
+
+
+def before_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
+    """Lite as it was written: the SDK's write per aspect, each its own commit."""
+    from bridge.datahub_metadata import metadata_for
+    from bridge.lite import open_lite
+
+    with sqlite3.connect(outbox_path) as reading:
+        payloads = [row[0] for row in reading.execute("SELECT payload FROM events ORDER BY seq")]
+    lite = open_lite(lite_path)
+    aspects = 0
+    started = time.perf_counter()
+    for payload in payloads:
+        for mcp in metadata_for(json.loads(payload), naming):
+            lite.write(mcp)
+            aspects += 1
+    seconds = time.perf_counter() - started
+    lite.close()
+    return len(payloads), aspects, seconds
+
+
+def throughput(events: list[dict], copies: int, url: str) -> None:
+    from openlineage.client import OpenLineageClient
+    from openlineage.client.transport.file import FileConfig, FileTransport
+    from openlineage.client.transport.http import HttpConfig, HttpTransport
+
+    from forecast_assets.lineage import naming
+    from taxi_core.settings import load_settings
+
+    project_naming = naming(load_settings())
+    print(f"{len(events)} events per copy of the demo, {copies} copies\n")
+    print(f"{'sink':<34}{'events':>8}{'before':>12}{'now':>12}{'speed-up':>10}")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name, make_client in (
+            (
+                "file transport",
+                lambda path: OpenLineageClient(
+                    transport=FileTransport(FileConfig(log_file_path=str(path), append=True))
+                ),
+            ),
+            ("HTTP, loopback receiver", lambda path: OpenLineageClient(transport=HttpTransport(HttpConfig(url=url)))),
+        ):
+            before_box = fill(folder / f"{name}-before", events, copies)
+            count, before = before_to_openlineage(before_box, make_client(folder / f"{name}-before.jsonl"))
+            now_box = fill(folder / f"{name}-now", events, copies)
+            sent, now = ours_to_openlineage(now_box, make_client(folder / f"{name}-now.jsonl"))
+            assert sent == count
+            print(f"{name:<34}{count:>8}{_rate(count, before):>12}{_rate(count, now):>12}{before / now:>9.1f}x")
+        before_box = fill(folder / "lite-before", events, copies)
+        count, aspects, before = before_to_lite(before_box, folder / "before.sqlite", project_naming)
+        now_box = fill(folder / "lite-now", events, copies)
+        sent, written, now = ours_to_lite(now_box, folder / "now.sqlite", project_naming)
+        assert (sent, written) == (count, aspects)
+        speed_up = before / now
+        print(
+            f"{'DataHub Lite (events)':<34}{count:>8}{_rate(count, before):>12}{_rate(count, now):>12}{speed_up:>9.1f}x"
+        )
+        print(f"{'DataHub Lite (aspects)':<34}{aspects:>8}{_rate(aspects, before):>12}{_rate(aspects, now):>12}")
+
+
+SENSOR_SCRIPT = """
+import json, sys, time
+from dagster import DagsterInstance, build_sensor_context
+from dagster_openlineage import openlineage_sensor
+
+sensor = openlineage_sensor(record_filter_limit=1000)
+emitted = 0
+import openlineage.client.client as client_module
+emit = client_module.OpenLineageClient.emit
+def counting(self, event):
+    global emitted
+    emitted += 1
+    return emit(self, event)
+client_module.OpenLineageClient.emit = counting
+with DagsterInstance.from_config(sys.argv[1]) as instance:
+    cursor, ticks, started = None, 0, time.perf_counter()
+    while True:
+        context = build_sensor_context(instance=instance, cursor=cursor)
+        sensor.evaluate_tick(context)
+        ticks += 1
+        if context.cursor == cursor:
+            break
+        cursor = context.cursor
+    print(json.dumps({"events": emitted, "seconds": time.perf_counter() - started, "ticks": ticks}))
+"""
+
+
+def sensor_venv(state: Path) -> Path:
+    """A virtual environment with dagster-openlineage 0.2.1 and this project's Dagster and OpenLineage client."""
+    from importlib.metadata import version
+
+    venv = state / "benchmarks" / "dagster-openlineage-0.2.1"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"Installing dagster-openlineage 0.2.1 into {venv} (once)")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [
+                str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                "dagster-openlineage==0.2.1", f"dagster=={version('dagster')}",
+                f"openlineage-python=={version('openlineage-python')}",
+            ],
+            check=True,
+        )  # fmt: skip
+    return python
+
+
+def against_dagster_openlineage(dagster_home: Path, url: str, state: Path) -> None:
+    """Both sensors' work on one Dagster event log, delivered to the same receiver."""
+    from dagster import DagsterInstance
+    from openlineage.client import OpenLineageClient
+    from openlineage.client.transport.http import HttpConfig, HttpTransport
+
+    from bridge.bridge_pass import run_pass
+    from bridge.code_location import load_asset_graph
+    from bridge.config import DataHubTarget
+    from forecast_assets.lineage import taxi_bridge
+    from taxi_core.settings import load_settings
+
+    python = sensor_venv(state)
+    theirs = subprocess.run(
+        [str(python), "-c", SENSOR_SCRIPT, str(dagster_home)],
+        env={**os.environ, "OPENLINEAGE_URL": url},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    their = json.loads(theirs.stdout.splitlines()[-1])
+    bridge = taxi_bridge(load_settings())
+    graph = load_asset_graph(bridge.workspace_file, bridge.code_location)
+    with tempfile.TemporaryDirectory() as scratch, DagsterInstance.from_config(str(dagster_home)) as instance:
+        ours_bridge = replace(bridge, lineage_dir=Path(scratch), flows=(), datahub=DataHubTarget(kind="off"))
+        started = time.perf_counter()
+        client = OpenLineageClient(transport=HttpTransport(HttpConfig(url=url)))
+        result = run_pass(ours_bridge, instance, graph, client)
+        seconds = time.perf_counter() - started
+    assert not result.delivery.failing, result.delivery.waiting_on
+    ours = result.delivery.sent / seconds
+    theirs_rate = their["events"] / their["seconds"]
+    print(f"\nThe same Dagster event log ({dagster_home}), to the same loopback receiver:")
+    print(f"  dagster-openlineage 0.2.1 sensor: {their['events']} events in {their['seconds']:.2f} s "
+          f"({their['ticks']} ticks of up to 1000 records) = {theirs_rate:,.0f} events/s")  # fmt: skip
+    print(f"  this bridge, one pass from an empty outbox (read, translate, queue, deliver): "
+          f"{result.delivery.sent} events in {seconds:.2f} s = {ours:,.0f} events/s")  # fmt: skip
+    print(f"  ratio: {ours / theirs_rate:.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", type=int, default=30)
+    parser.add_argument("--outbox", type=Path, default=ROOT / ".state" / "lineage" / "outbox.sqlite")
+    parser.add_argument("--dagster-home", type=Path, default=ROOT / ".state" / "dagster")
+    parser.add_argument("--skip-sensor", action="store_true", help="leave out the dagster-openlineage comparison")
+    args = parser.parse_args()
+    ports = multiprocessing.Queue()
+    receiver = multiprocessing.Process(target=receive, args=(ports,), daemon=True)
+    receiver.start()
+    url = f"http://127.0.0.1:{ports.get(timeout=30)}"
+    try:
+        throughput(demo_events(args.outbox), args.copies, url)
+        if not args.skip_sensor:
+            against_dagster_openlineage(args.dagster_home, url, ROOT / ".state")
+    finally:
+        receiver.terminate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
