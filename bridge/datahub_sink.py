@@ -17,6 +17,7 @@ import json
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -57,10 +58,14 @@ class _JobEdges:
     reading weather) stay on the runs (DataProcessInstance) and the model versions.
     """
 
-    def __init__(self, outbox: Outbox, sink: str, fresh: bool) -> None:
-        """``fresh``: the sink holds nothing yet (new, emptied, replaced), so neither do its jobs' edges."""
-        self.outbox, self.sink, self.fresh = outbox, sink, fresh
-        self.known = {} if fresh else outbox.job_edges(sink)
+    def __init__(self, outbox: Outbox, sink: str, fresh: bool, held: Callable[[str], dict] | None = None) -> None:
+        """``fresh``: the sink holds nothing yet (new, emptied, replaced), so neither do its jobs' edges.
+
+        ``held(urn)``: the edges the sink itself holds for a job, for a sink that can be read (DataHub
+        Lite): then the union is the sink's own and nothing is kept in the outbox.
+        """
+        self.outbox, self.sink, self.fresh, self.held = outbox, sink, fresh, held
+        self.known = {} if fresh or held else outbox.job_edges(sink)
         self.changed: set[str] = set()
 
     def merged(self, mcp):
@@ -77,9 +82,9 @@ class _JobEdges:
             "inputDatajobs": mcp.aspect.inputDatajobs or [],
             "fineGrainedLineages": [json.dumps(column.to_obj(), sort_keys=True) for column in columns],
         }
-        known = self.known.get(mcp.entityUrn, {})
+        known = self.held(mcp.entityUrn) if self.held else self.known.get(mcp.entityUrn, {})
         merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
-        if merged != known:
+        if merged != known and not self.held:
             self.known[mcp.entityUrn] = merged
             self.changed.add(mcp.entityUrn)
         columns = [FineGrainedLineageClass.from_obj(json.loads(f)) for f in merged["fineGrainedLineages"]]
@@ -92,7 +97,7 @@ class _JobEdges:
         return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
-        if self.changed or self.fresh:
+        if not self.held and (self.changed or self.fresh):
             self.outbox.save_job_edges(self.sink, {urn: self.known[urn] for urn in self.changed}, replace=self.fresh)
             self.changed.clear()
             self.fresh = False
@@ -118,8 +123,29 @@ class LiteSink:
     @property
     def edges(self) -> _JobEdges:
         if self._edges is None:
-            self._edges = _JobEdges(self.outbox, self.name, fresh=self.position() == 0)
+            self._edges = _JobEdges(self.outbox, self.name, fresh=False, held=self._held_edges)
         return self._edges
+
+    def _held_edges(self, urn: str) -> dict:
+        """A job's edges as this Lite file holds them now (inside the batch's transaction)."""
+        # Only a sink that is writing asks, and DataHub is loaded by then.
+        from datahub.metadata.schema_classes import FineGrainedLineageClass
+
+        row = self.lite.sqlite_client.execute(
+            "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = 'dataJobInputOutput' "
+            "AND version = 0",
+            (urn,),
+        ).fetchone()
+        if row is None:
+            return {}
+        held = json.loads(row[0])
+        columns = [FineGrainedLineageClass.from_obj(c).to_obj() for c in held.get("fineGrainedLineages") or []]
+        return {
+            "inputDatasets": sorted(held.get("inputDatasets") or []),
+            "outputDatasets": sorted(held.get("outputDatasets") or []),
+            "inputDatajobs": sorted(held.get("inputDatajobs") or []),
+            "fineGrainedLineages": sorted(json.dumps(column, sort_keys=True) for column in columns),
+        }
 
     def _open(self):
         if self.lite is None:
@@ -155,17 +181,21 @@ class LiteSink:
 
     @staticmethod
     def _older_than_held(connection, mcp) -> bool:
-        """A time-series aspect (a check's or a run's result) no newer than the one Lite holds: a replay.
+        """Lite holds this aspect from a later event already: writing it would step back (a replay, or late).
 
-        Lite keeps the latest of each; writing an older one again would add a version row per replay.
+        DataHub keeps the latest observation of an aspect; an earlier one written again would add a
+        version row per replay and, for a run's properties, show its START over its COMPLETE.
         """
-        if getattr(mcp.aspect, "ASPECT_TYPE", None) != "timeseries":
-            return False
         row = connection.execute(
-            "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? AND version = 0",
+            "SELECT metadata, system_metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? "
+            "AND version = 0",
             (mcp.entityUrn, mcp.aspectName),
         ).fetchone()
-        return row is not None and json.loads(row[0]).get("timestampMillis", 0) >= mcp.aspect.timestampMillis
+        if row is None:
+            return False
+        if getattr(mcp.aspect, "ASPECT_TYPE", None) == "timeseries":
+            return json.loads(row[0]).get("timestampMillis", 0) >= mcp.aspect.timestampMillis
+        return (json.loads(row[1]).get("lastObserved") or 0) > mcp.systemMetadata.lastObserved
 
     def advance(self, seq: int) -> None:
         self._position = seq

@@ -148,7 +148,9 @@ def test_a_replay_leaves_the_graph_unchanged(graph, pipeline):
     before = rows()
     result = _drained(outbox, LiteSink(Path(lite.location()), outbox, naming(pipeline.settings)), position=0)
     assert not result.failing and result.sent == outbox.counts()["queued"] > 0
-    assert rows() == before  # not one new version row, not even a new lastObserved
+    after = rows()
+    changed = [(old, new) for old, new in zip(before, after, strict=False) if old != new]
+    assert len(after) == len(before) and not changed, changed[:1]  # not one new version row, nor lastObserved
 
 
 def test_the_lineage_command_shows_paths_model_inputs_and_a_picture(
