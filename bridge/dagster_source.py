@@ -18,6 +18,7 @@ from dagster import (
     DagsterEventType,
     DagsterInstance,
     DagsterRun,
+    RunsFilter,
     TimeWindowPartitionsDefinition,
 )
 
@@ -34,6 +35,7 @@ from bridge.events import JobRef
 from bridge.naming import Naming
 
 Parents = Callable[[AssetKey], list[AssetKey]]
+UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass
 
 
 class AssetGraph(Protocol):
@@ -82,6 +84,8 @@ class DagsterSource:
         """
         self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
         self.launcher_kinds = launcher_kinds
+        self._read_up_to = 0  # the newest storage id this source has read
+        self._windows: dict[tuple, tuple[int, list, bool]] = {}
         self.default_location = default_location
         self.untranslated: list[int] = []
 
@@ -95,10 +99,18 @@ class DagsterSource:
 
     def run_records(self, dagster_run_id: str) -> DagsterRunRecords | None:
         """One run's records and the upstream versions its events name; ``None`` if the run is gone."""
-        run = self.instance.get_run_by_id(dagster_run_id)
+        fetched = self._fetch(dagster_run_id)
+        return self._assembled(dagster_run_id, *fetched) if fetched else None
+
+    def _fetch(self, dagster_run_id: str, run: DagsterRun | None = None) -> tuple[DagsterRun, list] | None:
+        run = run or self.instance.get_run_by_id(dagster_run_id)
         if run is None:
             return None
         records = list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
+        self._read_up_to = max([self._read_up_to, *(r.storage_id for r in records)])
+        return run, records
+
+    def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list) -> DagsterRunRecords:
         partition = run.tags.get("dagster/partition")
         upstream = {
             moment: {key: self._upstream(key, partition, moment) for key in keys}
@@ -126,17 +138,37 @@ class DagsterSource:
             latest = None
             # The same partition first (a month's table reads that month's files), then any.
             for partitions in ([partition], None) if partition else (None,):
-                result = self.instance.fetch_materializations(
-                    AssetRecordsFilter(
-                        asset_key=parent, asset_partitions=partitions, before_storage_id=before_storage_id
-                    ),
-                    limit=1,
-                )
-                if result.records:
-                    latest = result.records[0]
+                latest = self._latest_before(parent, partitions, before_storage_id)
+                if latest is not None:
                     break
             found.append(Upstream(parent, latest))
         return found
+
+    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: int):
+        """The newest materialization of ``parent`` (in ``partitions``) stored before ``before``.
+
+        Answered from one window of the parent's newest materializations per pass, fetched once every
+        record this pass reads is read (so nothing stored before any of them can be missing from it);
+        a query older than the window asks the instance.
+        """
+        key = (parent, tuple(partitions) if partitions else None)
+        window = self._windows.get(key)
+        if window is None or before > window[0]:
+            result = self.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=parent, asset_partitions=partitions), limit=UPSTREAM_WINDOW
+            )
+            window = self._windows[key] = (self._read_up_to, result.records, len(result.records) < UPSTREAM_WINDOW)
+        horizon, records, whole_history = window
+        if before <= horizon:
+            for record in records:  # newest first
+                if record.storage_id < before:
+                    return record
+            if whole_history:
+                return None
+        result = self.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=parent, asset_partitions=partitions, before_storage_id=before), limit=1
+        )
+        return result.records[0] if result.records else None
 
     def _nominal_window(self, records, partition: str | None) -> tuple[datetime, datetime] | None:
         if not partition:
@@ -163,11 +195,15 @@ class DagsterSource:
         if starts.records:
             cursor["run_starts"] = starts.cursor
         events: list[Keyed] = []
-        for dagster_run_id, last_seen in sorted(cursor["open_runs"].items(), key=lambda item: item[1]):
-            records = self.run_records(dagster_run_id)
-            if records is None:
+        ordered = sorted(cursor["open_runs"].items(), key=lambda item: item[1])
+        # Every run's records first, then their upstream versions: one lookup window per upstream asset.
+        runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=[r for r, _ in ordered]))}
+        fetched = {run_id: self._fetch(run_id, runs[run_id]) if run_id in runs else None for run_id, _ in ordered}
+        for dagster_run_id, last_seen in ordered:
+            if fetched[dagster_run_id] is None:
                 del cursor["open_runs"][dagster_run_id]
                 continue
+            records = self._assembled(dagster_run_id, *fetched[dagster_run_id])
             new = {r.storage_id for r in records.records if r.storage_id > last_seen}
             if not new:
                 continue

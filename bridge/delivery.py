@@ -25,6 +25,7 @@ from urllib3.util import Retry
 from bridge.drain import DrainResult, drain
 from bridge.failures import Unsendable, redact
 from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
+from bridge.raw_send import RawSend, raw_sender
 
 # The longest a pass waits on one HTTP request, whatever the client's configured timeout.
 MAX_SEND_SECONDS = 10.0
@@ -114,6 +115,7 @@ class OpenLineageSink:
         self.known = _keys(ledger) if ledger is not None and outbox.rebuilt else frozenset()
         self.already_there = 0
         self._ledger = None
+        self._raw: RawSend | None | bool = False  # decided on the first event: see bridge.raw_send
         self.http = list(_http_transports(client.transport))
         self.configured_timeouts = [transport.timeout for transport in self.http]
         for transport in self.http:
@@ -124,17 +126,16 @@ class OpenLineageSink:
         return self.outbox.sink_offset(self.name)
 
     def send(self, event: QueuedEvent, seconds_left: float) -> None:
-        try:
-            typed = run_event_from_json(event.payload)
-        except (ValueError, KeyError, TypeError) as err:
-            msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
-            raise Unsendable(msg) from err
+        document = _parsed(event)
         if event.key in self.known:
             self.already_there += 1
             return
         for transport, configured in zip(self.http, self.configured_timeouts, strict=True):
             transport.timeout = max(0.1, min(configured, MAX_SEND_SECONDS, seconds_left))
-        self.client.emit(typed)
+        if self._raw is False:
+            self._raw = raw_sender(self.client, _typed(event), event.payload)
+        if self._raw is None or not self._raw(event.payload, document):
+            self.client.emit(_typed(event))
         if self.ledger is not None:
             if self._ledger is None:
                 self.ledger.parent.mkdir(parents=True, exist_ok=True)
@@ -153,6 +154,26 @@ class OpenLineageSink:
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None
+        if self._raw:
+            self._raw.close()
+
+
+def _parsed(event: QueuedEvent) -> dict:
+    try:
+        document = json.loads(event.payload)
+        document["run"]["runId"], document["job"]["name"], RunState(document["eventType"])  # noqa: B018
+    except (ValueError, KeyError, TypeError) as err:
+        msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
+        raise Unsendable(msg) from err
+    return document
+
+
+def _typed(event: QueuedEvent) -> RunEvent:
+    try:
+        return run_event_from_json(event.payload)
+    except (ValueError, KeyError, TypeError) as err:
+        msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
+        raise Unsendable(msg) from err
 
 
 def _keys(ledger: Path) -> frozenset[str]:

@@ -32,7 +32,7 @@ def redact(text: str) -> str:
 def http_status(err: BaseException | None) -> int | None:
     """The HTTP status an error carries: requests' ``HTTPError``, DataHub's ``OperationalError``, or their causes."""
     while err is not None:
-        status = getattr(getattr(err, "response", None), "status_code", None)
+        status = getattr(getattr(err, "response", None), "status_code", None) or getattr(err, "status", None)
         info = getattr(err, "info", None)
         if status is None and isinstance(info, dict):
             status = info.get("status") or info.get("status_code")
