@@ -197,7 +197,8 @@ class DagsterSource:
         events: list[Keyed] = []
         ordered = sorted(cursor["open_runs"].items(), key=lambda item: item[1])
         # Every run's records first, then their upstream versions: one lookup window per upstream asset.
-        runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=[r for r, _ in ordered]))}
+        wanted = [run_id for run_id, _ in ordered]
+        runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=wanted))} if wanted else {}
         fetched = {run_id: self._fetch(run_id, runs[run_id]) if run_id in runs else None for run_id, _ in ordered}
         for dagster_run_id, last_seen in ordered:
             if fetched[dagster_run_id] is None:

@@ -69,3 +69,42 @@ def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeyp
     client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(blocked / "events.jsonl"))))
     result = deliver(outbox, client)
     assert result.sent == 0 and result.pending == len(events) and result.waiting_on
+
+
+def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path, monkeypatch):
+    """The fast path (bridge.raw_send) adds the client's own facets (here its tags) and nothing else."""
+    from bridge.raw_send import raw_sender
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "openlineage.yml"
+    config.write_text("tags:\n  job:\n    team: lineage\n  run:\n    shift: night\n")
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
+    outbox, events = _queued(tmp_path)
+
+    def client(path):
+        return OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(path), append=True)))
+
+    fast = client(tmp_path / "fast.jsonl")
+    first = json.dumps(events[0])
+    assert raw_sender(fast, run_event_from_json(first), first) is not None
+    deliver(outbox, fast)
+    emitted = client(tmp_path / "emitted.jsonl")
+    for event in events:
+        emitted.emit(run_event_from_json(json.dumps(event)))
+    sent = [json.loads(line) for line in (tmp_path / "fast.jsonl").read_text().splitlines()]
+    assert sent == [json.loads(line) for line in (tmp_path / "emitted.jsonl").read_text().splitlines()]
+    assert ("team", "lineage") in {(t["key"], t["value"]) for t in sent[0]["job"]["facets"]["tags"]["tags"]}
+    assert ("shift", "night") in {(t["key"], t["value"]) for t in sent[0]["run"]["facets"]["tags"]["tags"]}
+
+
+def test_a_configured_filter_keeps_every_event_on_the_clients_emit(tmp_path, monkeypatch):
+    from bridge.raw_send import raw_sender
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "openlineage.yml"
+    config.write_text("filters:\n  - type: regex\n    regex: 'nothing'\n")
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
+    _, events = _queued(tmp_path)
+    client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(tmp_path / "x"), append=True)))
+    first = json.dumps(events[0])
+    assert raw_sender(client, run_event_from_json(first), first) is None

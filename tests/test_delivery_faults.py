@@ -239,7 +239,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
     sensor = lineage_sensor(bridge)
     with DagsterInstance.ephemeral() as instance:
         context = build_sensor_context(instance=instance, repository_def=definitions(tmp_path).get_repository_def())
-        failing = "openlineage: sent 0, .* waiting .*failing: .*ConnectionError"
+        failing = "openlineage: sent 0, .* waiting .*failing: .*Connection refused"
         with pytest.raises(LineageFailing, match=failing) as tick:
             sensor(context)
     assert "secret" not in str(tick.value)
