@@ -58,6 +58,13 @@ def clean_replay(folder: Path, into: Path) -> list[tuple]:
     return lite_rows(into)
 
 
+def finished(process: subprocess.Popen) -> dict:
+    """What a pass started by :func:`start_pass` printed, once it has ended well."""
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0 and out.strip(), err[-3000:]
+    return json.loads(out.splitlines()[-1])
+
+
 def start_pass(folder: Path, url: str, *options: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.delivery_rig", str(folder), url, *options],
@@ -73,8 +80,7 @@ def test_concurrent_passes_deliver_each_event_once_and_keep_lite_consistent(fold
     queued = fill(folder)
     with LineageServer(hold=0.01) as server:  # slow enough that the passes overlap
         running = [start_pass(folder, server.url, "--wait", "60") for _ in range(passes)]
-        outputs = [json.loads(process.communicate(timeout=180)[0].splitlines()[-1]) for process in running]
-    assert all(process.returncode == 0 for process in running), [p.stderr for p in running]
+        outputs = [finished(process) for process in running]
     assert sum(output.get("sent", 0) for output in outputs) == len(queued)
     assert len(server.received) == len(queued) and server.duplicates() == 0
     assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")

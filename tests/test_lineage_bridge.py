@@ -279,3 +279,36 @@ def test_the_command_does_one_pass_and_says_where_the_events_are(pipeline, by_ha
     printed = capsys.readouterr().out
     assert f"file {events_file}: sent" in printed and "0 waiting" in printed
     assert f"Lineage pass: {len(events_file.read_text().splitlines())} new events" in printed
+
+
+def test_a_damaged_outbox_is_rebuilt_without_sending_or_reporting_anything_twice(
+    pipeline, by_hand_run, dagster_run, tmp_path, monkeypatch, capsys
+):
+    from dagster import AssetKey
+
+    from forecast_assets.lineage_cli import main
+
+    def reports_of_the_shell_run() -> int:
+        records = pipeline.instance.fetch_materializations(AssetKey("forecast_model"), limit=100).records
+        return sum(r.asset_materialization.metadata["model_version"].value == by_hand_run.pathspec for r in records)
+
+    monkeypatch.setenv("DAGSTER_HOME", pipeline.instance.root_directory)
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path))
+    lineage = tmp_path / "lineage"
+    assert main(["pass"]) == 0
+    sent = (lineage / "openlineage_events.jsonl").read_text().splitlines()
+    reported = reports_of_the_shell_run()
+    assert sent and reported == 1
+    for suffix in ("-wal", "-shm"):
+        (lineage / f"outbox.sqlite{suffix}").unlink(missing_ok=True)
+    (lineage / "outbox.sqlite").write_bytes(b"not an outbox any more" * 200)
+    capsys.readouterr()
+
+    assert main(["pass"]) == 2
+    assert "taxi-lineage rebuild outbox" in capsys.readouterr().err
+    assert main(["rebuild", "outbox"]) == 0
+    printed = capsys.readouterr().out
+    assert "aside as" in printed and f"Lineage pass: {len(sent)} new events" in printed
+    assert (lineage / "openlineage_events.jsonl").read_text().splitlines() == sent  # nothing sent twice
+    assert reports_of_the_shell_run() == reported  # and the shell run not reported to Dagster again
+    assert main(["show", "nyc_taxi.yellow_rides_hourly_forecast"]) == 0
