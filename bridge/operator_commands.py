@@ -103,7 +103,8 @@ def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bo
     from bridge.delivery import describe, make_client
     from bridge.watch import watch
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
+    logging.getLogger("bridge").setLevel(logging.INFO)  # what each pass did; not every library's chatter
     graph = cache(lambda: load_asset_graph(bridge.workspace_file, bridge.code_location))
     client = make_client(bridge.events_file)
     last = None
