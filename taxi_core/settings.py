@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -99,9 +100,9 @@ class Settings(BaseSettings):
         path = value.expanduser().resolve()
         try:
             path.mkdir(parents=True, exist_ok=True)
-            probe = path / ".writable"
-            probe.touch()
-            probe.unlink()
+            # A probe of its own: two commands starting at once must not delete each other's.
+            with tempfile.TemporaryFile(dir=path, prefix=".writable-"):
+                pass
         except OSError as err:
             msg = f"cannot write to {path} ({err.strerror}); point it at a folder you can write to"
             raise ValueError(msg) from err

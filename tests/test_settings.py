@@ -85,3 +85,13 @@ def test_no_module_reads_settings_or_configures_a_tool_when_imported(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert list(tmp_path.iterdir()) == []  # no state folder, no tool files in the working directory
+
+
+def test_commands_starting_at_once_in_a_new_state_folder_all_find_it_writable(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path / "new-state"))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        loaded = list(pool.map(lambda _: load_settings().state_dir, range(64)))
+    assert set(loaded) == {(tmp_path / "new-state").resolve()}
+    assert not list((tmp_path / "new-state").glob(".writable*"))
