@@ -146,11 +146,7 @@ def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
     line = f"queued {sum(result.queued.values())} new events {dict(result.event_types)}"
     for sink in result.sinks:
-        line += f"; {sink.sink}: sent {sink.sent}, {sink.pending} waiting"
-        if sink.redelivered:
-            line += f", {sink.redelivered} dead letters delivered"
-        if sink.dead_letters:
-            line += f", {sink.dead_letters} parked (dead letters)"
+        line += f"; {sink.sink}: {sink.counts()}"
         if sink.waiting_on:
             line += f" (failing: {sink.waiting_on})"
         elif sink.out_of_time:

@@ -58,6 +58,15 @@ class DrainResult:
     def failing(self) -> bool:
         return self.waiting_on is not None
 
+    def counts(self) -> str:
+        """What the sink got and what waits, for a pass's summary and the command line."""
+        said = f"sent {self.sent}, {self.pending} waiting"
+        if self.redelivered:
+            said += f", {self.redelivered} dead letters delivered"
+        if self.dead_letters:
+            said += f", {self.dead_letters} parked (dead letters)"
+        return said
+
 
 def backoff(attempts: int) -> float:
     """How long a backend that failed ``attempts`` times in a row is left alone: the next pass may try once at once."""

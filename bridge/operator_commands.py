@@ -71,13 +71,11 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     print(f"  per source: {result.queued}")
     for sink in result.sinks:
         target = describe(client) if sink is result.delivery else sink.sink
-        line = f"  {target}: sent {sink.sent}, {sink.pending} waiting"
+        line = f"  {target}: {sink.counts()}"
         if sink is result.datahub:
             line += f" ({result.datahub_aspects} aspects)"
-        if sink.redelivered:
-            line += f"; {sink.redelivered} dead letters delivered"
         if sink.dead_letters:
-            line += f"; {sink.dead_letters} parked, see `{bridge.repair_command} dead-letters`"
+            line += f"; see `{bridge.repair_command} dead-letters`"
         print(line)
         if sink.waiting_on:
             print(f"    failing: {sink.waiting_on} (the event and those behind it are retried on a later pass)")

@@ -203,9 +203,6 @@ class Outbox:
             (sink, seq),
         )
 
-    def pending(self, sink: str = OPENLINEAGE_SINK, limit: int = 1000) -> list[QueuedEvent]:
-        return self.events_after(self.sink_offset(sink), limit)
-
     def pending_count(self, sink: str, position: int | None = None) -> int:
         after = self.sink_offset(sink) if position is None else position
         return self.connection.execute("SELECT count(*) FROM events WHERE seq > ?", (after,)).fetchone()[0]
