@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -16,8 +17,12 @@ from taxi_core.tool_env import apply_tool_environment
 
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
-DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False}
-COMMANDS = ("init", "demo")
+PROFILES = ("embedded", "cluster")
+DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
+COMMANDS = ("init", "demo", "cluster")
+# The settings a profile adds to its state folder's settings file, so later commands there find its servers.
+PROFILE_SETTINGS = ("TAXI_CATALOG", "TAXI_CATALOG_URL", "TAXI_SPARK_MASTER", "TAXI_SPARK_CORES_MAX",
+                    "TAXI_SPARK_EXECUTOR_MEMORY")  # fmt: skip
 
 
 class Stages:
@@ -57,23 +62,49 @@ def checked_months(months: list[str]) -> list[str]:
     return sorted(set(months))
 
 
-def init(settings: Settings, months: list[str], trips: int) -> dict[str, str]:
-    """Write the sample source, and the state folder's settings file that points the project at it."""
+def init(settings: Settings, months: list[str], trips: int, profile: dict[str, str] | None = None) -> dict[str, str]:
+    """Write the sample source, and the state folder's settings file that points the project at it (and its profile)."""
     source = local_state.sample_source(settings, trips)
     source.write_months(months)
-    values = local_state.local_environment(settings, source)
+    instance_yaml = None
+    if profile:
+        from forecast_assets.local_cluster.profile import INSTANCE_YAML as instance_yaml
+    values = local_state.local_environment(settings, source, instance_yaml)
     sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
-    write_settings_file(settings.settings_file, sources)
+    kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
+    write_settings_file(settings.settings_file, sources | kept)
     removed = local_state.remove_old_env_file()
     if removed:
         print(f"Removed {removed}, written by an older `taxi init`: settings now live in {settings.settings_file}")
     return values
 
 
-def demo(settings: Settings, months: list[str], trips: int, use_weather: bool) -> int:
+def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, profile: str = "embedded") -> int:
     stages = Stages()
+    if profile == "embedded":
+        return run_demo(settings, months, trips, use_weather, stages)
+    from forecast_assets.local_cluster import profile as cluster_profile
+
+    stages.header("Cluster profile: starting PostgreSQL and a Spark standalone master with 2 workers on 127.0.0.1")
+    with cluster_profile.running(settings) as cluster:
+        for line in cluster.describe():
+            print(f"  {line}")
+        os.environ.update(cluster.environment)
+        status = run_demo(load_settings(), months, trips, use_weather, stages, cluster.environment)
+        stages.header("Cluster profile: stopping the Spark workers, the master and PostgreSQL")
+    return status
+
+
+def run_demo(
+    settings: Settings,
+    months: list[str],
+    trips: int,
+    use_weather: bool,
+    stages: Stages,
+    profile: dict[str, str] | None = None,
+) -> int:
     stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
-    values = init(settings, months, trips)
+    values = init(settings, months, trips, profile)
     # The demo runs on its sample source: the code server and runs it starts inherit this environment.
     os.environ.update(values)
     # Dagster reads DAGSTER_HOME when the instance is opened, so this import follows init().
@@ -113,7 +144,10 @@ def demo(settings: Settings, months: list[str], trips: int, use_weather: bool) -
     for outcome in outcomes:
         print(f"  {outcome.label:22s} {'succeeded' if outcome.success else 'FAILED   '}  run {outcome.run_id}")
     plot = pipeline_run.newest_plot(settings.state_dir)
-    print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
+    if profile:
+        print("Servers again:         ./run taxi cluster   (keeps them up and says how to point dagster dev at them)")
+    else:
+        print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
     print("Train again by hand:   ./run python flows/train.py run --use_weather true")
     print("Lineage of a table:    ./run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
     print("Model versions:        ./run taxi-lineage model")
@@ -132,6 +166,12 @@ def _parser() -> argparse.ArgumentParser:
     options.add_argument(
         "--weather", action="store_true", default=argparse.SUPPRESS, help="train the weather-aware candidates too"
     )
+    options.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=argparse.SUPPRESS,
+        help="embedded (default: local Spark, SQLite) or cluster (Spark standalone and PostgreSQL on 127.0.0.1)",
+    )
     parser = argparse.ArgumentParser(prog="taxi", description=__doc__, parents=[options])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser(
@@ -139,6 +179,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
+    )
+    commands.add_parser(
+        "cluster", help="start the cluster profile's servers and keep them up until Ctrl-C (for dagster dev)"
     )
     return parser
 
@@ -172,7 +215,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Wrote {settings.settings_file}; `./run dagster dev` reads it (exported variables win):")
         print(settings.settings_file.read_text().strip())
         return 0
-    return demo(settings, months, trips, options["weather"])
+    if args.command == "cluster":
+        return keep_cluster_up(settings)
+    return demo(settings, months, trips, options["weather"], options["profile"])
+
+
+def keep_cluster_up(settings: Settings) -> int:
+    """Start the profile's servers, write the environment that points commands at them, wait for Ctrl-C."""
+    import signal
+
+    from forecast_assets.local_cluster import profile as cluster_profile
+
+    with cluster_profile.running(settings) as cluster:
+        env_file = cluster.state_dir / "cluster.env"
+        env_file.write_text("".join(f"{key}={value}\n" for key, value in cluster.environment.items()))
+        print("\n".join(cluster.describe()))
+        print(f"\nIn another shell:  set -a; . {env_file}; set +a; ./run dagster dev")
+        print("Ctrl-C stops the servers.", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
+    return 0
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ def resources_for(settings: Settings) -> dict:
         kind=catalog_config.kind,
         warehouse=catalog_config.warehouse,
         sqlite_path=catalog_config.sqlite_path,
+        url=catalog_config.url,
         aws_region=catalog_config.aws_region,
     )
     return {
@@ -35,6 +36,8 @@ def resources_for(settings: Settings) -> dict:
             state_dir=str(settings.state_dir),
             master=settings.spark_master,
             driver_memory=settings.spark_driver_memory,
+            executor_memory=settings.spark_executor_memory,
+            cores_max=settings.spark_cores_max,
             jars=settings.spark_jars,
         ),
         "staging": StagingResource(

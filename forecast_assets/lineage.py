@@ -34,7 +34,7 @@ def naming(settings: Settings) -> Naming:
     if catalog.kind == "glue":
         tables = GlueTables(region=settings.aws_region, account=settings.aws_account_id)
     else:
-        tables = IcebergTables(warehouse=catalog.warehouse, catalog_uri=f"iceberg+sqlite://{catalog.sqlite_path}")
+        tables = IcebergTables(warehouse=catalog.warehouse, catalog_uri=catalog.uri_for_lineage)
     staging = settings.staging_location.rstrip("/")
     return Naming(
         tables=tables,

@@ -18,12 +18,14 @@ INSTANCE_YAML = "dagster.yaml"
 OLD_ENV_MARKER = "# Written by `taxi init`"
 
 
-def dagster_home(settings: Settings) -> Path:
-    """``<state>/dagster`` holding a link to the project's dagster.yaml."""
+def dagster_home(settings: Settings, template: Path | None = None) -> Path:
+    """``<state>/dagster`` holding a link to the project's dagster.yaml (or to ``template``, another profile's)."""
     home = settings.path("dagster")
     link = home / INSTANCE_YAML
+    if template is not None and link.is_symlink() and link.resolve() != template.resolve():
+        link.unlink()  # linked to another profile's instance settings (by `./run`, before the profile began)
+    template = template or _instance_yaml()
     if not link.exists():
-        template = _instance_yaml()
         try:
             link.symlink_to(template)
         except OSError:
@@ -43,9 +45,11 @@ def sample_source(settings: Settings, trips_per_month: int) -> SampleSource:
     return SampleSource(settings.path("sample_source"), trips_per_month=trips_per_month)
 
 
-def local_environment(settings: Settings, source: SampleSource | None) -> dict[str, str]:
+def local_environment(
+    settings: Settings, source: SampleSource | None, instance_yaml: Path | None = None
+) -> dict[str, str]:
     """What the project's commands and ``dagster dev`` need to find this state folder and the sample source."""
-    values = {"DAGSTER_HOME": str(dagster_home(settings)), "TAXI_STATE_DIR": str(settings.state_dir)}
+    values = {"DAGSTER_HOME": str(dagster_home(settings, instance_yaml)), "TAXI_STATE_DIR": str(settings.state_dir)}
     values |= tool_environment(settings)
     if source is not None:
         values |= {"TAXI_TRIP_BASE_URL": source.trip_base_url, "TAXI_WEATHER_BASE_URL": source.weather_base_url}

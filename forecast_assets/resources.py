@@ -10,7 +10,7 @@ from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
 
-from forecast_assets.lakehouse.spark_session import spark_conf
+from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
@@ -20,11 +20,12 @@ from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 
 
 class IcebergCatalogResource(ConfigurableResource):
-    """The Iceberg catalog: ``sql`` (SQLite JDBC, local warehouse) or ``glue`` (S3 warehouse)."""
+    """The Iceberg catalog: ``sql`` (SQLite JDBC), ``postgres`` (Postgres JDBC) or ``glue`` (S3 warehouse)."""
 
     kind: str = "sql"
     warehouse: str = ""
     sqlite_path: str = ""
+    url: str = ""
     aws_region: str = ""
 
     def config(self) -> CatalogConfig:
@@ -32,6 +33,7 @@ class IcebergCatalogResource(ConfigurableResource):
             kind=self.kind,  # type: ignore[arg-type]
             warehouse=self.warehouse,
             sqlite_path=self.sqlite_path,
+            url=self.url,
             aws_region=self.aws_region,
         )
 
@@ -46,6 +48,8 @@ class SparkResource(ConfigurableResource):
     state_dir: str
     master: str = "local[*]"
     driver_memory: str = "4g"
+    executor_memory: str = "1g"
+    cores_max: int | None = None
     jars: str = ""
     extra_config: dict[str, str] = {}
     _session: Any = PrivateAttr(default=None)
@@ -56,6 +60,8 @@ class SparkResource(ConfigurableResource):
             state_dir=Path(self.state_dir),
             master=self.master,
             driver_memory=self.driver_memory,
+            executor_memory=self.executor_memory,
+            cores_max=self.cores_max,
             extra=self.extra_config,
             explicit_jars=self.jars,
         )
@@ -64,7 +70,7 @@ class SparkResource(ConfigurableResource):
     def session(self):
         # Built on first use: file assets never pay for a JVM.
         if self._session is None:
-            if self.master.startswith("local"):
+            if on_loopback(self.master):
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             self._session = spark_session_from_config(self.spark_config())
             self._session.sparkContext.setLogLevel("ERROR")

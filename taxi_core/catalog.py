@@ -6,6 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import unquote, urlsplit
 
 from taxi_core.names import CATALOG_NAME
 from taxi_core.settings import Settings
@@ -13,8 +14,8 @@ from taxi_core.settings import Settings
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
-CatalogKind = Literal["sql", "glue"]
-CATALOG_KINDS: tuple[str, ...] = ("sql", "glue")
+CatalogKind = Literal["sql", "postgres", "glue"]
+CATALOG_KINDS: tuple[str, ...] = ("sql", "postgres", "glue")
 
 
 class CatalogConfigError(ValueError):
@@ -26,12 +27,14 @@ class CatalogConfig:
     """Where the tables live.
 
     ``sql`` is the embedded default: an Iceberg JDBC catalog in a SQLite file and a warehouse
-    folder, both in the state folder. ``glue`` is AWS: the Glue Data Catalog with an S3 warehouse.
+    folder, both in the state folder. ``postgres`` is the same JDBC catalog in a Postgres database
+    (``url``), which many writers share. ``glue`` is AWS: the Glue Data Catalog with an S3 warehouse.
     """
 
     kind: CatalogKind = "sql"
     warehouse: str = ""
     sqlite_path: str = ""
+    url: str = ""
     aws_region: str = ""
     name: str = CATALOG_NAME
 
@@ -45,6 +48,9 @@ class CatalogConfig:
                 "set it to s3://bucket/prefix"
             )
             raise CatalogConfigError(msg)
+        if self.kind == "postgres" and not self.url.startswith(("postgresql://", "postgres://")):
+            msg = f"The postgres catalog needs TAXI_CATALOG_URL=postgresql://user@host:port/database, got {self.url!r}"
+            raise CatalogConfigError(msg)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> CatalogConfig:
@@ -54,7 +60,32 @@ class CatalogConfig:
                 warehouse=settings.warehouse or str(settings.state_dir / "warehouse"),
                 sqlite_path=settings.catalog_sqlite or str(settings.state_dir / "catalog.sqlite"),
             )
+        if settings.catalog_kind == "postgres":
+            return cls(
+                kind="postgres",
+                warehouse=settings.warehouse or str(settings.state_dir / "warehouse"),
+                url=settings.catalog_url,
+            )
         return cls(kind=settings.catalog_kind, warehouse=settings.warehouse, aws_region=settings.aws_region)
+
+    @property
+    def is_jdbc(self) -> bool:
+        """An Iceberg JDBC catalog (SQLite or Postgres) over a warehouse folder or bucket."""
+        return self.kind in ("sql", "postgres")
+
+    @property
+    def uri_for_lineage(self) -> str:
+        """Where the catalog lives, without credentials: ``iceberg+sqlite:///…`` or ``iceberg+postgresql://host/db``."""
+        if self.kind == "postgres":
+            parts = urlsplit(self.url)
+            return f"iceberg+postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
+        return f"iceberg+sqlite://{self.sqlite_path}"
+
+    def _postgres(self) -> tuple[str, str, str]:
+        """The JDBC URL, user and password of the ``postgres`` catalog."""
+        parts = urlsplit(self.url)
+        jdbc = f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"
+        return jdbc, unquote(parts.username or ""), unquote(parts.password or "")
 
     def prepare_sqlite(self) -> None:
         """Put the catalog file in WAL mode (a persistent setting of the file).
@@ -94,6 +125,16 @@ class CatalogConfig:
                 f"{prefix}.jdbc.busy_timeout": "30000",
                 f"{prefix}.warehouse": self.local_warehouse().as_uri(),
             }
+        elif self.kind == "postgres":
+            jdbc, user, password = self._postgres()
+            conf |= {
+                f"{prefix}.type": "jdbc",
+                f"{prefix}.uri": jdbc,
+                f"{prefix}.jdbc.user": user,
+                f"{prefix}.jdbc.password": password,
+                f"{prefix}.jdbc.schema-version": "V1",
+                f"{prefix}.warehouse": self._warehouse_uri(),
+            }
         else:
             conf |= {
                 f"{prefix}.type": "glue",
@@ -104,7 +145,17 @@ class CatalogConfig:
                 conf[f"{prefix}.client.region"] = self.aws_region
         return conf
 
+    def _warehouse_uri(self) -> str:
+        return self.warehouse if "://" in self.warehouse else self.local_warehouse().as_uri()
+
     def pyiceberg_properties(self) -> dict[str, str]:
+        if self.kind == "postgres":
+            parts = urlsplit(self.url)
+            return {
+                "type": "sql",
+                "uri": parts._replace(scheme="postgresql+psycopg2").geturl(),
+                "warehouse": self._warehouse_uri(),
+            }
         if self.kind == "sql":
             self.prepare_sqlite()
             return {

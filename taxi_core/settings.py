@@ -29,6 +29,7 @@ INSTALLED_STATE_DIR = Path("~/.local/share/taxi-demand-lineage")
 SETTINGS_FILE = "settings.env"
 DEFAULT_FIRST_MONTH = "2024-01-01"
 URL = re.compile(r"(https?|file)://.*")
+POSTGRES_URL = re.compile(r"postgres(ql)?://[^/]+/\w+")
 SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://.+|yarn")
 JVM_MEMORY = re.compile(r"\d+[kmgt]?", re.IGNORECASE)
 # Settings that must have a shape: the pattern, and what to tell a user whose value does not.
@@ -37,6 +38,8 @@ SHAPES = {
     "weather_base_url": (URL, "use an http(s):// or file:// URL of the folder that holds the files"),
     "spark_master": (SPARK_MASTER, "use local[*], local[N], spark://host:port, yarn or k8s://..."),
     "spark_driver_memory": (JVM_MEMORY, "use a JVM memory size such as 2g or 512m"),
+    "spark_executor_memory": (JVM_MEMORY, "use a JVM memory size such as 2g or 512m"),
+    "catalog_url": (POSTGRES_URL, "use postgresql://user[:password]@host:port/database"),
 }
 
 
@@ -73,7 +76,12 @@ class Settings(BaseSettings):
     trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
     weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
     staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
-    catalog_kind: Literal["sql", "glue"] = Field("sql", validation_alias=_env("TAXI_CATALOG"))
+    catalog_kind: Literal["sql", "postgres", "glue"] = Field("sql", validation_alias=_env("TAXI_CATALOG"))
+    catalog_url: str = Field(
+        "postgresql://taxi@127.0.0.1:5432/iceberg",
+        validation_alias=_env("TAXI_CATALOG_URL"),
+        description="The Postgres database of the `postgres` catalog (an Iceberg JDBC catalog).",
+    )
     warehouse: str = Field("", validation_alias=_env("TAXI_WAREHOUSE"))
     catalog_sqlite: str = Field("", validation_alias=_env("TAXI_CATALOG_SQLITE"))
     aws_region: str = Field("", validation_alias=_env("AWS_REGION", "AWS_DEFAULT_REGION"))
@@ -81,7 +89,14 @@ class Settings(BaseSettings):
     s3_endpoint_url: str = Field("", validation_alias=_env("TAXI_S3_ENDPOINT_URL"))
     spark_master: str = Field("local[*]", validation_alias=_env("TAXI_SPARK_MASTER"))
     spark_driver_memory: str = Field("4g", validation_alias=_env("TAXI_SPARK_DRIVER_MEMORY"))
+    spark_executor_memory: str = Field("1g", validation_alias=_env("TAXI_SPARK_EXECUTOR_MEMORY"))
+    # On a cluster, a run's application takes at most this many cores, so concurrent runs share the workers.
+    spark_cores_max: int | None = Field(None, gt=0, validation_alias=_env("TAXI_SPARK_CORES_MAX"))
     spark_jars: str = Field("", validation_alias=_env("TAXI_SPARK_JARS"))
+    # The cluster profile's servers on 127.0.0.1 (`taxi demo --profile cluster`).
+    cluster_spark_port: int = Field(7077, gt=0, lt=65536, validation_alias=_env("TAXI_CLUSTER_SPARK_PORT"))
+    cluster_spark_ui_port: int = Field(8080, gt=0, lt=65536, validation_alias=_env("TAXI_CLUSTER_SPARK_UI_PORT"))
+    cluster_postgres_port: int = Field(54320, gt=0, lt=65536, validation_alias=_env("TAXI_CLUSTER_POSTGRES_PORT"))
     datahub: Literal["lite", "rest", "file", "off"] = Field("lite", validation_alias=_env("TAXI_DATAHUB"))
     datahub_gms_url: str = Field("", validation_alias=_env("DATAHUB_GMS_URL"))
     datahub_gms_token: SecretStr | None = Field(None, validation_alias=_env("DATAHUB_GMS_TOKEN"))

@@ -13,7 +13,14 @@ ICEBERG_RUNTIME = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_V
 ICEBERG_AWS_BUNDLE = f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.3.4"
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.46.1.3"
+POSTGRES_JDBC = "org.postgresql:postgresql:42.7.4"
 DEBIAN_SQLITE_JDBC = Path("/usr/share/java/sqlite-jdbc.jar")
+DEBIAN_POSTGRES_JDBC = Path("/usr/share/java/postgresql.jar")
+# Each JDBC catalog's driver: the Debian package's jar, or its Maven coordinates, and the package to install.
+JDBC_DRIVERS = {
+    "sql": ("SQLite", DEBIAN_SQLITE_JDBC, SQLITE_JDBC, "libxerial-sqlite-jdbc-java"),
+    "postgres": ("Postgres", DEBIAN_POSTGRES_JDBC, POSTGRES_JDBC, "libpostgresql-jdbc-java"),
+}
 
 
 @dataclass
@@ -69,15 +76,16 @@ def plan_jars(catalog_kind: str, explicit: str = "") -> JarPlan:
         plan.packages.append(ICEBERG_RUNTIME)
         plan.sources.append(f"Iceberg runtime not on disk; Maven package {ICEBERG_RUNTIME} (needs internet)")
 
-    if catalog_kind == "sql":
-        if DEBIAN_SQLITE_JDBC.exists():
-            plan.jars.append(str(DEBIAN_SQLITE_JDBC.resolve()))
-            plan.sources.append(f"SQLite JDBC from {DEBIAN_SQLITE_JDBC}")
+    if catalog_kind in JDBC_DRIVERS:
+        database, jar, coordinates, debian_package = JDBC_DRIVERS[catalog_kind]
+        if jar.exists():
+            plan.jars.append(str(jar.resolve()))
+            plan.sources.append(f"{database} JDBC from {jar}")
         else:
-            plan.packages.append(SQLITE_JDBC)
+            plan.packages.append(coordinates)
             plan.sources.append(
-                f"SQLite JDBC not on disk (apt-get install libxerial-sqlite-jdbc-java); "
-                f"Maven package {SQLITE_JDBC} (needs internet)"
+                f"{database} JDBC not on disk (apt-get install {debian_package}); "
+                f"Maven package {coordinates} (needs internet)"
             )
     else:
         plan.packages += [ICEBERG_AWS_BUNDLE, HADOOP_AWS]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from forecast_assets.lakehouse.spark_jars import plan_jars
 from taxi_core.catalog import CatalogConfig
@@ -24,11 +25,18 @@ BASE_SPARK_CONF = {
 }
 
 
+def on_loopback(master: str) -> bool:
+    """A master on this machine: ``local[...]``, or a standalone cluster on 127.0.0.1 (the cluster profile)."""
+    return master.startswith("local") or urlsplit(master).hostname in ("127.0.0.1", "localhost")
+
+
 def spark_conf(
     catalog: CatalogConfig,
     state_dir: Path,
     master: str = "local[*]",
     driver_memory: str = "4g",
+    executor_memory: str = "1g",
+    cores_max: int | None = None,
     extra: dict[str, str] | None = None,
     explicit_jars: str = "",
 ) -> dict[str, str]:
@@ -40,9 +48,13 @@ def spark_conf(
     conf["spark.sql.warehouse.dir"] = (state_dir / "spark-warehouse").as_uri()
     conf["spark.local.dir"] = str(state_dir / "tmp" / "spark")
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
-    if master.startswith("local"):
+    if on_loopback(master):
         # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    if not master.startswith("local"):
+        conf["spark.executor.memory"] = executor_memory
+        if cores_max:
+            conf["spark.cores.max"] = str(cores_max)
     conf |= jars.spark_conf() | catalog.spark_conf()
     if catalog.kind == "glue":
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
