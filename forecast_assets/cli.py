@@ -13,7 +13,7 @@ from datetime import datetime
 from forecast_assets import local_state
 from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
-from taxi_core.tool_env import apply_tool_environment
+from taxi_core.tool_env import apply_tool_environment, withdraw_tool_environment
 
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
@@ -89,8 +89,12 @@ def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, p
     with cluster_profile.running(settings) as cluster:
         for line in cluster.describe():
             print(f"  {line}")
+        # The profile's own state folder: its Metaflow root and caches too, not the embedded ones.
+        withdraw_tool_environment(settings)
         os.environ.update(cluster.environment)
-        status = run_demo(load_settings(), months, trips, use_weather, stages, cluster.environment)
+        cluster_settings = load_settings()
+        apply_tool_environment(cluster_settings)
+        status = run_demo(cluster_settings, months, trips, use_weather, stages, cluster.environment)
         stages.header("Cluster profile: stopping the Spark workers, the master and PostgreSQL")
     return status
 

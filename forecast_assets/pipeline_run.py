@@ -67,6 +67,31 @@ def launch(
     run_config: dict | None = None,
 ) -> str:
     """Create a run of ``job_name`` with the code location's origin and start it; returns its run id."""
+    run_id = _create_run(instance, workspace, job_name, tags, run_config)
+    instance.launch_run(run_id, workspace)
+    return run_id
+
+
+def submit(
+    instance: DagsterInstance,
+    workspace: WorkspaceRequestContext,
+    job_name: str,
+    tags: dict[str, str] | None = None,
+    run_config: dict | None = None,
+) -> str:
+    """Create a run and put it in the instance's run queue, as the UI's Launch button does; the daemon starts it."""
+    run_id = _create_run(instance, workspace, job_name, tags, run_config)
+    instance.submit_run(run_id, workspace)
+    return run_id
+
+
+def _create_run(
+    instance: DagsterInstance,
+    workspace: WorkspaceRequestContext,
+    job_name: str,
+    tags: dict[str, str] | None,
+    run_config: dict | None,
+) -> str:
     location = workspace.get_code_location(LOCATION_NAME)
     repository = location.get_repository(REPOSITORY_NAME)
     selector = JobSubsetSelector(
@@ -95,7 +120,6 @@ def launch(
         asset_check_selection=None,
         asset_graph=repository.asset_graph,
     )
-    instance.launch_run(run.run_id, workspace)
     return run.run_id
 
 

@@ -36,3 +36,13 @@ def apply_tool_environment(settings: Settings) -> dict[str, str]:
     for key, value in tool_environment(settings).items():
         os.environ.setdefault(key, value)
     return {key: os.environ[key] for key in tool_environment(settings)}
+
+
+def withdraw_tool_environment(settings: Settings) -> None:
+    """Take back what :func:`apply_tool_environment` put in for ``settings``, before moving to another state folder.
+
+    Values a user exported differ from the derived ones and stay.
+    """
+    for key, value in tool_environment(settings).items():
+        if os.environ.get(key) == value:
+            del os.environ[key]

@@ -8,6 +8,7 @@ identity of what it was built from, so an unchanged source is recognised and not
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
 from taxi_core.months import MonthWindow
 
+log = logging.getLogger(__name__)
+
 PARTITION_PROPERTY = "dagster.partition"
+MAIN_MOVED_ON = "another writer published to main since the branch was cut"
 STAGED_PREFIX = "audit_"
 # A cherry-picked snapshot carries no properties of its own; it names the snapshot it copies.
 CHERRY_PICK_SOURCE = "source-snapshot-id"
@@ -139,6 +143,7 @@ def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
         if "not an ancestor" not in str(err):
             raise
         # Another month was published since the branch was cut: apply just this month's change.
+        log.info("%s: %s; cherry-picking snapshot %s", table, MAIN_MOVED_ON, staged.write.snapshot_id)
         spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {staged.write.snapshot_id})").collect()
     discard(spark, staged.spec, staged.branch)
     head = published_snapshot(spark, staged.spec)

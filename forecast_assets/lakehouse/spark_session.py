@@ -46,12 +46,13 @@ def spark_conf(
     conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
     # Spark's own session catalog is unused, but it would create spark-warehouse/ in the cwd.
     conf["spark.sql.warehouse.dir"] = (state_dir / "spark-warehouse").as_uri()
-    conf["spark.local.dir"] = str(state_dir / "tmp" / "spark")
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
     if on_loopback(master):
         # A laptop run stays on loopback: Spark would otherwise bind to the first network interface.
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    if not master.startswith("local"):
+    if master.startswith("local"):
+        conf["spark.local.dir"] = str(state_dir / "tmp" / "spark")
+    else:  # a cluster's workers choose their executors' scratch folders (SPARK_LOCAL_DIRS)
         conf["spark.executor.memory"] = executor_memory
         if cores_max:
             conf["spark.cores.max"] = str(cores_max)

@@ -47,8 +47,8 @@ class LocalPostgres:
     def log(self) -> Path:
         return self.folder / "postgres.log"
 
-    def url(self, database: str) -> str:
-        return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str, scheme: str = "postgresql") -> str:
+        return f"{scheme}://{USER}@127.0.0.1:{self.port}/{database}"
 
     def start(self, databases: Iterable[str]) -> Service:
         binaries = server_binaries()

@@ -44,7 +44,8 @@ class RunningCluster:
         return {
             "TAXI_STATE_DIR": str(self.state_dir),
             "DAGSTER_HOME": str(self.state_dir / "dagster"),
-            "TAXI_DAGSTER_POSTGRES_URL": self.postgres.url(DAGSTER_DATABASE),
+            # A SQLAlchemy URL: dagster-postgres connects with psycopg2.
+            "TAXI_DAGSTER_POSTGRES_URL": self.postgres.url(DAGSTER_DATABASE, "postgresql+psycopg2"),
             "TAXI_CATALOG": "postgres",
             "TAXI_CATALOG_URL": self.postgres.url(CATALOG_DATABASE),
             "TAXI_SPARK_MASTER": self.spark.url,
