@@ -45,7 +45,9 @@ def test_a_bad_top_zones_value_is_refused():
 
 
 def test_a_bad_catalog_kind_is_named():
-    with pytest.raises(CatalogConfigError, match="TAXI_CATALOG='hive' is not a catalog kind; use one of sql, glue"):
+    with pytest.raises(
+        CatalogConfigError, match="TAXI_CATALOG='hive' is not a catalog kind; use one of sql, postgres, glue"
+    ):
         CatalogConfig(kind="hive")  # type: ignore[arg-type]
 
 
@@ -65,6 +67,32 @@ def test_aws_mode_is_configuration_only(tmp_path):
         kind="glue", warehouse="s3://lake/warehouse", aws_region="us-east-1"
     ).pyiceberg_properties()
     assert properties["type"] == "glue" and properties["glue.region"] == "us-east-1"
+
+
+def test_spark_and_pyiceberg_open_the_same_postgres_catalog(tmp_path):
+    config = CatalogConfig(
+        kind="postgres", warehouse=str(tmp_path / "wh"), url="postgresql://taxi:s%40cret@db.example:6543/iceberg"
+    )
+    conf = spark_conf(config, state_dir=tmp_path, master="spark://spark-master:7077", cores_max=2)
+    prefix = "spark.sql.catalog.lakehouse"
+    assert conf[f"{prefix}.type"] == "jdbc"
+    assert conf[f"{prefix}.uri"] == "jdbc:postgresql://db.example:6543/iceberg"
+    assert (conf[f"{prefix}.jdbc.user"], conf[f"{prefix}.jdbc.password"]) == ("taxi", "s@cret")
+    assert any(jar.endswith("postgresql.jar") for jar in conf["spark.jars"].split(",")) or (
+        "org.postgresql:postgresql" in conf.get("spark.jars.packages", "")
+    )
+    properties = config.pyiceberg_properties()
+    assert properties["uri"] == "postgresql+psycopg2://taxi:s%40cret@db.example:6543/iceberg"
+    assert properties["warehouse"] == conf[f"{prefix}.warehouse"]
+    # A remote master: the driver is not pinned to loopback, and a run takes at most its share of cores.
+    assert "spark.driver.host" not in conf and conf["spark.cores.max"] == "2"
+    # Lineage names the catalog without its credentials.
+    assert config.uri_for_lineage == "iceberg+postgresql://db.example:6543/iceberg"
+
+
+def test_the_postgres_catalog_needs_a_postgres_url():
+    with pytest.raises(CatalogConfigError, match="TAXI_CATALOG_URL=postgresql://"):
+        CatalogConfig(kind="postgres", url="sqlite:///x")
 
 
 def test_local_spark_and_pyiceberg_open_the_same_catalog(tmp_path):
