@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from forecast_assets.assets.table_metadata import ROW_COUNT
+from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE
 from forecast_assets.local_cluster import profile
 from forecast_assets.local_cluster.services import port_is_free
 from taxi_core.catalog import CatalogConfig, open_catalog
@@ -45,6 +46,8 @@ CONCURRENT_MONTHS = ["2025-02", "2025-03"]
 # Big enough that a stage's tasks run for seconds, so a worker can be killed in the middle of one.
 KILLED_MONTH, KILLED_MONTH_TRIPS = "2025-04", 1_500_000
 ICEBERG_RETRY = "Retrying task after failure"
+TABLE_ACTUALS = "yellow_rides_hourly_actuals"
+TABLE_STEPS = ("nyc_taxi__raw_yellow", "nyc_taxi__raw_weather", f"nyc_taxi__{TABLE_ACTUALS}")
 PRINTED_ROWS = re.compile(r"^\s+(?P<table>nyc_taxi/\S+)\s+rows=\s*(?P<rows>\d+)", re.MULTILINE)
 RUN_LINE = re.compile(r"^Run \S+ \((?P<label>[^)]+)\): (?P<state>\w+)$", re.MULTILINE)
 
@@ -171,6 +174,15 @@ def _most_at_once(instance, run_ids: list[str], daemon: subprocess.Popen, log: P
         time.sleep(0.5)
 
 
+def _overlap(instance, run_ids: list[str], step: str) -> float:
+    """Seconds during which ``step`` ran in both runs at once."""
+    spans = []
+    for run_id in run_ids:
+        stats = {stat.step_key: stat for stat in instance.get_run_step_stats(run_id)}
+        spans.append((stats[step].start_time, stats[step].end_time))
+    return max(0.0, min(end for _, end in spans) - max(start for start, _ in spans))
+
+
 def _table(settings, name: str):
     return open_catalog(CatalogConfig.from_settings(settings)).load_table(f"nyc_taxi.{name}")
 
@@ -193,7 +205,6 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
     from dagster import DagsterEventType, DagsterInstance
 
     from forecast_assets import pipeline_run
-    from forecast_assets.lakehouse.publication import MAIN_MOVED_ON
     from forecast_assets.sources.sample_source import SampleSource
 
     cluster, settings = running
@@ -222,13 +233,14 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
             for run_id in run_ids
             for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
         ]
-        cherry_picks = sum(
-            MAIN_MOVED_ON in (entry.user_message or "") for run_id in run_ids for entry in instance.all_logs(run_id)
-        )
+        overlaps = {step: _overlap(instance, run_ids[:2], step) for step in TABLE_STEPS}
 
     assert [outcome.success for outcome in outcomes] == [True, True, True], [o.problems for o in outcomes]
     assert most_at_once == 3, "the run queue did not run the three at once"
     assert checks and all(check.passed for check in checks), [c.check_name for c in checks if not c.passed]
+    assert any(seconds > 0 for seconds in overlaps.values()), (
+        f"the two ingestions never wrote a table at once: {overlaps}"
+    )
 
     # No month lost or doubled: each month's rows are its file's rows, once.
     expected = {month: pq.read_metadata(source.trip_path(month)).num_rows for month in source_months(source)}
@@ -244,11 +256,16 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
     ]
     assert spark_logs, "the ingestion runs left no stderr (where Iceberg logs its commit retries)"
     retries = sum(log.read_text(errors="replace").count(ICEBERG_RETRY) for log in spark_logs)
-    commits = {name: len(_table(settings, name).snapshots()) for name in ("raw_yellow", "yellow_rides_hourly_actuals")}
+    snapshots = {name: _table(settings, name).snapshots() for name in ("raw_yellow", "raw_weather", TABLE_ACTUALS)}
+    cherry_picks = {
+        name: sum(CHERRY_PICK_SOURCE in (snapshot.summary.additional_properties or {}) for snapshot in history)
+        for name, history in snapshots.items()
+    }
     print(
-        f"\nconcurrent runs: {most_at_once} at once; commits (snapshots) {commits}; "
-        f"Iceberg commit retries {retries}; publications cherry-picked after another month's {cherry_picks}; "
-        f"rows per month {expected}"
+        f"\nconcurrent runs: {most_at_once} at once; seconds the two ingestions wrote the same table at once "
+        f"{ {step: round(seconds, 1) for step, seconds in overlaps.items()} }; snapshots "
+        f"{ {name: len(history) for name, history in snapshots.items()} }; publications cherry-picked because the "
+        f"other month was published first {cherry_picks}; Iceberg commit retries {retries}; rows per month {expected}"
     )
 
     # The lineage bridge sees all three runs, and the Metaflow run the training run started.
