@@ -338,3 +338,26 @@ def test_a_worker_killed_in_the_middle_of_a_stage(running):
     else:  # a clear failure, and the published tables as they were
         assert any("FAILED" in problem for problem in outcome.problems), outcome.problems
         assert _rows_per_month(settings) == before
+
+
+def test_taxi_cluster_keeps_the_servers_up_until_ctrl_c(env, home):
+    command = subprocess.Popen(
+        taxi_command("cluster"), env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    said = []
+    for line in command.stdout:
+        said.append(line)
+        if "Ctrl-C stops the servers" in line:
+            break
+    try:
+        assert command.poll() is None, "".join(said)
+        exported = dict(line.split("=", 1) for line in (home / "cluster" / "cluster.env").read_text().splitlines())
+        assert exported["TAXI_SPARK_MASTER"] == f"spark://127.0.0.1:{env['TAXI_CLUSTER_SPARK_PORT']}"
+        assert exported["DAGSTER_HOME"] == str(home / "cluster" / "dagster")
+        for port in ("TAXI_CLUSTER_SPARK_PORT", "TAXI_CLUSTER_POSTGRES_PORT"):
+            assert not port_is_free(int(env[port])), f"nothing listens on {port} {env[port]}"
+    finally:
+        command.send_signal(signal.SIGINT)
+        assert command.wait(60) == 0
+    for port in ("TAXI_CLUSTER_SPARK_PORT", "TAXI_CLUSTER_SPARK_UI_PORT", "TAXI_CLUSTER_POSTGRES_PORT"):
+        assert port_is_free(int(env[port])), f"{port} {env[port]} still taken after Ctrl-C"
