@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,7 @@ def main() -> int:
     print("\nthe profile's servers:")
     for label, seconds in timings.items():
         print(f"  {label:64s} {seconds:6.1f} s")
+    shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
