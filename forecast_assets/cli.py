@@ -6,11 +6,13 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import time
 from datetime import datetime
 
 from forecast_assets import local_state
+from forecast_assets.local_cluster import profile as cluster_profile
 from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import apply_tool_environment, withdraw_tool_environment
@@ -66,10 +68,7 @@ def init(settings: Settings, months: list[str], trips: int, profile: dict[str, s
     """Write the sample source, and the state folder's settings file that points the project at it (and its profile)."""
     source = local_state.sample_source(settings, trips)
     source.write_months(months)
-    instance_yaml = None
-    if profile:
-        from forecast_assets.local_cluster.profile import INSTANCE_YAML as instance_yaml
-    values = local_state.local_environment(settings, source, instance_yaml)
+    values = local_state.local_environment(settings, source, cluster_profile.INSTANCE_YAML if profile else None)
     sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
     kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
     write_settings_file(settings.settings_file, sources | kept)
@@ -83,8 +82,6 @@ def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, p
     stages = Stages()
     if profile == "embedded":
         return run_demo(settings, months, trips, use_weather, stages)
-    from forecast_assets.local_cluster import profile as cluster_profile
-
     stages.header("Cluster profile: starting PostgreSQL and a Spark standalone master with 2 workers on 127.0.0.1")
     with cluster_profile.running(settings) as cluster:
         for line in cluster.describe():
@@ -226,10 +223,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def keep_cluster_up(settings: Settings) -> int:
     """Start the profile's servers, write the environment that points commands at them, wait for Ctrl-C."""
-    import signal
-
-    from forecast_assets.local_cluster import profile as cluster_profile
-
     with cluster_profile.running(settings) as cluster:
         env_file = cluster.state_dir / "cluster.env"
         env_file.write_text("".join(f"{key}={value}\n" for key, value in cluster.environment.items()))

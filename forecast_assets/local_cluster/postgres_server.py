@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg2
+
 from forecast_assets.local_cluster.services import Service, ServiceFailed, port_is_free
 
 USER = "taxi"
@@ -106,13 +108,9 @@ class LocalPostgres:
             raise ServiceFailed(f"initdb of {self.data_dir} failed: {(done.stderr or done.stdout).strip()}")
 
     def _connect(self, database: str = "postgres"):
-        import psycopg2
-
         return psycopg2.connect(host="127.0.0.1", port=self.port, user=USER, dbname=database, connect_timeout=2)
 
     def _accepts_connections(self) -> bool:
-        import psycopg2
-
         try:
             self._connect().close()
         except psycopg2.OperationalError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -96,8 +97,6 @@ class Service:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    import socket
-
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -108,8 +107,6 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]

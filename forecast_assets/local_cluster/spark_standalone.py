@@ -15,7 +15,7 @@ START_SECONDS = 90.0
 
 
 def spark_home() -> Path:
-    import pyspark
+    import pyspark  # only to find its folder, when a cluster starts: the CLI's other commands skip py4j
 
     home = Path(pyspark.__file__).parent
     if not (home / "bin" / "spark-class").exists():
