@@ -283,11 +283,16 @@ def source_months(source) -> list[str]:
     return sorted(path.stem.rsplit("_", 1)[-1] for path in source.trip_path(TEST_MONTHS[0]).parent.glob("*.parquet"))
 
 
+def _executor_logs(cluster, worker) -> set[Path]:
+    return set((worker_dir(cluster, worker) / "work").glob("app-*/*/stderr"))
+
+
 def _kill_a_worker_mid_stage(cluster, stop: threading.Event, killed: list) -> None:
-    """Kill the worker whose executor is running a task (a started task not yet finished), once."""
+    """Kill the worker whose executor (of an application started after this began) is running a task, once."""
+    earlier = {log for worker in cluster.spark.running_workers for log in _executor_logs(cluster, worker)}
     while not stop.is_set():
         for worker in cluster.spark.busy_workers():
-            for stderr in (worker_dir(cluster, worker) / "work").glob("app-*/*/stderr"):
+            for stderr in _executor_logs(cluster, worker) - earlier:
                 text = stderr.read_text(errors="replace")
                 running = set(re.findall(r"Running task \S+ in stage \S+ \(TID (\d+)\)", text))
                 finished = set(re.findall(r"Finished task \S+ in stage \S+ \(TID (\d+)\)", text))
