@@ -19,6 +19,7 @@ class SeasonalNaive:
 
     name: str = "seasonal_naive"
     uses_weather: bool = False
+    scenario: bool = False
     params: dict[str, Any] = field(default_factory=lambda: {"lag_hours": 168})
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> SeasonalNaive:
@@ -34,6 +35,7 @@ class GradientBoosting:
 
     name: str = "gbm"
     uses_weather: bool = False
+    scenario: bool = False
     params: dict[str, Any] = field(default_factory=lambda: dict(BOOSTING_PARAMS))
     model: Any = None
 
