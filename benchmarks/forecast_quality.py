@@ -29,7 +29,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from flows.forecasting import backtest, features, noise_floor
-    from flows.forecasting.models import CANDIDATES, make_candidate
+    from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
     from flows.run_settings import resolve_settings
     from forecast_assets.cli import trips_per_month
     from forecast_assets.sources.sample_source import TRUTH_DIR, SampleSource
@@ -59,6 +59,7 @@ def main() -> int:
             features.complete_grid(window, zones, settings.window_start, settings.as_of),
             settings.horizon_hours,
             weather[(weather.date >= settings.window_start) & (weather.date < settings.as_of)],
+            features.weather_lag_days(settings.as_of.hour, settings.horizon_hours),
         )
         results.append(
             backtest.rolling_origin_backtest(
@@ -72,13 +73,14 @@ def main() -> int:
     naive = metrics.loc["seasonal_naive", "mae"]
     print(f"\n{'candidate':22s} {'MAE':>7s} {'RMSE':>7s} {'WAPE':>6s} {'/naive':>7s} {'/floor':>7s} {'seconds':>8s}")
     for name, row in metrics.sort_values("mae").iterrows():
-        scenario = " (scenario)" if make_candidate(name).scenario else ""
+        scenario = " (scenario)" if is_scenario(name) else ""
         print(
             f"{name + scenario:22s} {row.mae:7.2f} {row.rmse:7.2f} {row.wape:6.3f} {row.mae / naive:7.2f} "
             f"{row.mae / floor['mae']:7.2f} {seconds[name]:8.1f}"
         )
     print(f"{'noise floor':22s} {floor['mae']:7.2f} {floor['rmse']:7.2f} {floor['wape']:6.3f}")
-    print(f"champion (scenarios excluded): {backtest.choose_champion(metrics.reset_index())}")
+    scenarios = [name for name in metrics.index if is_scenario(name)]
+    print(f"champion (scenarios excluded): {backtest.choose_champion(metrics.reset_index(), scenarios)}")
     return 0
 
 

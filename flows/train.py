@@ -6,7 +6,8 @@ Steps:
     start     resolve the as-of time and candidate list
     load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg; card: what was read
     train     one branch per candidate: a rolling-origin backtest, printing each origin's MAE as it is done
-    evaluate  MAE, RMSE and WAPE per candidate and zone; choose the champion; card: ranked table and chart
+    evaluate  MAE, RMSE and WAPE per candidate and zone against seasonal naive and the noise floor; choose the
+              champion among the forecasts (a perfect-weather scenario never wins); card: tables and chart
     predict   refit the champion on all data; forecast the next horizon hours for every zone
     write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast; card: plot of the busiest zones
     end       summary
@@ -20,20 +21,22 @@ from taxi_core.tool_env import apply_tool_environment
 apply_tool_environment(load_settings())
 
 # isort: split
+import time
+
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 
 from bridge.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, column_lineage, features, noise_floor, report, tables
-from flows.forecasting.models import CANDIDATES, make_candidate
+from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_NAME
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
-                    "actuals_snapshot_id", "weather_snapshot_id", "features"]  # fmt: skip
+                    "actuals_snapshot_id", "weather_snapshot_id", "features", "weather_lag"]  # fmt: skip
 
 
 @record_lineage
@@ -48,6 +51,12 @@ class TrainForecastModelFlow(FlowSpec):
     horizon_hours = Parameter("horizon_hours", default=24, type=int, help="Hours ahead to forecast")
     zones = Parameter("zones", default=50, type=int, help="How many of the busiest zones to forecast")
     use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
+    weather_delay_days = Parameter(
+        "weather_delay_days",
+        default=0,
+        type=int,
+        help="Days after a day ends before its observed weather is published (0 for the sample source)",
+    )
     candidates = Parameter(
         "candidates",
         default=",".join(CANDIDATES),
@@ -68,6 +77,10 @@ class TrainForecastModelFlow(FlowSpec):
             candidates=self.candidates,
         )
         self.model_version = f"{current.flow_name}/{current.run_id}"
+        # Weather is what the origin knows: the newest published day before every target's day.
+        self.weather_lag = features.weather_lag_days(
+            self.settings.as_of.hour, self.settings.horizon_hours, self.weather_delay_days
+        )
         print(f"Model version {self.model_version}: {self.settings.describe()}")
         self.next(self.load)
 
@@ -79,6 +92,8 @@ class TrainForecastModelFlow(FlowSpec):
         actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
         self.actuals = actuals[actuals.pulocationid.isin(self.zone_ids)].reset_index(drop=True)
+        if len(self.zone_ids) < self.settings.zones:
+            print(f"Only {len(self.zone_ids)} zones have actuals for every hour of the window; forecasting those.")
         self.weather, self.weather_snapshot_id = None, None
         if self.settings.use_weather:
             self.weather, self.weather_snapshot_id = tables.read_weather(catalog, start, end)
@@ -96,15 +111,21 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def train(self):
+        began = time.perf_counter()
         frame, self.features = self._features(end=self.settings.as_of)
         origins = backtest.backtest_origins(
             self.settings.as_of, self.settings.backtest_days, self.settings.horizon_hours
         )
         horizon = self.settings.horizon_hours
-        print(f"{self.input}: backtest from {len(origins)} origins, {horizon} hours each, {len(self.zone_ids)} zones")
+        print(
+            f"{self.input}: features in {time.perf_counter() - began:.1f} s; backtest from {len(origins)} origins, "
+            f"{horizon} hours each, {len(self.zone_ids)} zones"
+        )
+        began = time.perf_counter()
         self.backtest = backtest.rolling_origin_backtest(
             frame, self.features, lambda: make_candidate(self.input), origins, horizon, on_origin=print
         )
+        print(f"{self.input}: backtest done in {time.perf_counter() - began:.1f} s")
         self.next(self.evaluate)
 
     @card(type="blank", id="backtest")
@@ -114,18 +135,36 @@ class TrainForecastModelFlow(FlowSpec):
         self.backtest = pd.concat([branch.backtest for branch in inputs], ignore_index=True)
         self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
         self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
-        self.champion = backtest.choose_champion(self.metrics)
-        self.noise_floor = noise_floor.noise_floor(self.backtest, load_settings().path("sample_source") / "truth")
+        self.scenarios = tuple(name for name in self.metrics.candidate if is_scenario(name))
+        self.champion = backtest.choose_champion(self.metrics, self.scenarios)
+        truth = load_settings().path("sample_source") / "truth"
+        self.noise_floor = noise_floor.noise_floor(self.backtest, truth)
+        floor_by_zone = noise_floor.noise_floor_by_zone(self.backtest, truth)
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
-        headers, rows = report.metrics_table(self.metrics)
+        headers, rows = report.metrics_table(self.metrics, self.noise_floor, self.scenarios)
         current.card.append(Markdown(f"# Backtest of {self.model_version}\nChampion: **{self.champion}**"))
         current.card.append(Table(data=rows, headers=headers))
-        print(backtest.ranked(self.metrics).round(3).to_string(index=False))
+        print(" | ".join(headers))
+        for row in rows:
+            print(" | ".join(str(cell) for cell in row))
+        if self.scenarios:
+            scenario_note = (
+                f"Scenario {', '.join(self.scenarios)} uses the target day's observed weather, which no forecast "
+                "has at its origin: it shows what knowing the weather would be worth and is never the champion."
+            )
+            current.card.append(Markdown(scenario_note))
+            print(scenario_note)
         if self.noise_floor:
             floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
             current.card.append(Markdown(floor))
             print(floor)
+        current.card.append(Markdown(f"## {self.champion} per zone, worst first"))
+        current.card.append(
+            Table(
+                data=report.zone_table(self.metrics_by_zone, self.champion, floor_by_zone), headers=report.ZONE_HEADERS
+            )
+        )
         self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
         path = load_settings().path("plots") / f"backtest_{current.run_id}.png"
         self.backtest_plot_path = str(plots.save_png(self.backtest_png, path))
@@ -146,8 +185,13 @@ class TrainForecastModelFlow(FlowSpec):
             model_version=self.model_version,
             metaflow_run_id=current.run_id,
         )
-        self.model_parameters = {"name": model.name, **model.params}
+        weather = WEATHER_USE[model.weather]
+        if model.weather == "known":
+            weather += f" ({self.weather_lag} days before the target day)"
+        zones = ",".join(str(zone) for zone in self.zone_ids)
+        self.model_parameters = {"name": model.name, "weather": weather, "zones": zones, **model.params}
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
+        self.used_features = model.used_features(self.features)
         champion = self.metrics.set_index("candidate").loc[self.champion]
         backtest = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
         record_model(
@@ -155,7 +199,7 @@ class TrainForecastModelFlow(FlowSpec):
             self.model_version,
             metrics=backtest,
             params=self.model_parameters,
-            columns_from=column_lineage.model_lineage(self.features),
+            columns_from=column_lineage.model_lineage(model.used_features(self.features)),
         )
         self.next(self.write)
 
@@ -166,7 +210,7 @@ class TrainForecastModelFlow(FlowSpec):
 
         catalog = open_catalog(self.catalog_config)
         self.forecast_snapshot_id = tables.write_forecasts(
-            catalog, self.forecast, current.run_id, column_lineage.forecast_lineage(self.features)
+            catalog, self.forecast, current.run_id, column_lineage.forecast_lineage(self.used_features)
         )
         written = (
             f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
@@ -192,7 +236,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     def _features(self, end):
         grid = features.complete_grid(self.actuals, self.zone_ids, self.settings.window_start, end)
-        return features.build_features(grid, self.settings.horizon_hours, self.weather)
+        return features.build_features(grid, self.settings.horizon_hours, self.weather, self.weather_lag)
 
 
 if __name__ == "__main__":

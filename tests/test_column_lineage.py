@@ -144,8 +144,8 @@ def test_a_model_without_weather_names_no_weather_column():
     without = forecast_lineage(["pulocationid", "hour", "lag_168", "seasonal_mean"])
     sources = {o.input.source for o in without["forecasted_total_rides"]}
     assert sources == {ACTUALS}
-    with_weather = model_lineage(["pulocationid", "prcp"])
-    assert {o.input.source for o in with_weather["prcp"]} == {RAW_WEATHER}
+    with_weather = model_lineage(["pulocationid", "prcp_known"])
+    assert {o.input.source for o in with_weather["prcp_known"]} == {RAW_WEATHER}
     with pytest.raises(UnknownFeature, match="Feature wind has no known source columns"):
         model_lineage(["wind"])
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest, features, report
-from flows.forecasting.models import make_candidate
+from flows.forecasting.models import is_scenario, make_candidate
 from flows.forecasting.tables import ACTUALS, WEATHER
 from flows.launch import FlowEvent, FlowEventKind, FlowLog
 from flows.run_settings import resolve_settings
@@ -35,19 +35,64 @@ def test_lag_features_look_back_within_a_zone():
     zone = frame[frame.pulocationid == 161].set_index("pickup_hour")
     moment = pd.Timestamp("2025-01-20 09:00")
     assert zone.loc[moment, "lag_168"] == zone.loc[moment - pd.Timedelta(hours=168), "total_rides"]
-    assert "prcp" not in names
+    assert not set(features.WEATHER_FEATURES) & set(names)
 
 
-def test_future_weather_takes_the_last_observed_day():
+def _weather(days: pd.DatetimeIndex, prcp=1.0) -> pd.DataFrame:
+    return pd.DataFrame({"county_fips": "36061", "date": days, "prcp": prcp, "tavg": 3.0})
+
+
+def test_known_weather_is_the_newest_day_published_at_the_origin():
     actuals = _actuals(days=30, zones=(161,))
-    weather = pd.DataFrame(
-        {"county_fips": "36061", "date": pd.date_range("2025-01-01", "2025-01-30"), "prcp": 1.0, "tavg": 3.0}
-    )
-    weather.loc[weather.date == "2025-01-30", "prcp"] = 9.0
+    weather = _weather(pd.date_range("2025-01-01", "2025-01-30"))
+    weather.loc[weather.date == "2025-01-29", "prcp"] = 9.0
+    weather.loc[weather.date == "2025-01-30", "prcp"] = 5.0
     grid = features.complete_grid(actuals, [161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-01"))
+    frame, names = features.build_features(grid, 24, weather, weather_lag=1)
+    assert set(features.WEATHER_FEATURES) | set(features.PERFECT_WEATHER_FEATURES) <= set(names)
+    at = frame.set_index("pickup_hour")
+    # From the origin 2025-01-30 00:00 the newest published day is the 29th; the 30th is the target's own day.
+    assert at.loc["2025-01-30 12:00", "prcp_known"] == 9.0
+    assert at.loc["2025-01-30 12:00", "prcp_same_day"] == 5.0
+    # Past the table, the newest observed day stands in, never a later one.
+    assert at.loc["2025-01-31 12:00", "prcp_known"] == 5.0
+
+
+@pytest.mark.parametrize(
+    ("origin_hour", "horizon", "delay", "lag"), [(0, 24, 0, 1), (5, 24, 0, 2), (0, 48, 0, 2), (0, 24, 3, 4)]
+)
+def test_the_weather_lag_reaches_back_before_every_target_of_an_origin(origin_hour, horizon, delay, lag):
+    assert features.weather_lag_days(origin_hour, horizon, delay) == lag
+
+
+@pytest.mark.parametrize("name", ["glm_weather", "gbm_weather"])
+def test_weather_after_the_origin_never_changes_a_backtest_forecast(name):
+    actuals = _actuals(days=42)
+    end = pd.Timestamp("2025-02-12")
+    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), end)
+    days = pd.date_range("2025-01-01", end - pd.Timedelta(days=1))
+    rng = np.random.default_rng(1)
+    weather = _weather(days, prcp=rng.gamma(0.9, 9.0, len(days)))
+    origins = backtest.backtest_origins(end, 3, 24)
+    for origin in origins:
+        perturbed = weather.copy()
+        after = perturbed.date >= origin.normalize()
+        perturbed.loc[after, ["prcp", "tavg"]] = perturbed.loc[after, ["prcp", "tavg"]] * 10 + 50
+        forecasts = []
+        for table in (weather, perturbed):
+            frame, names = features.build_features(grid, 24, table, features.weather_lag_days(origin.hour, 24))
+            forecasts.append(
+                backtest.rolling_origin_backtest(frame, names, lambda: make_candidate(name), [origin], 24).predicted
+            )
+        pd.testing.assert_series_equal(*forecasts)
+    # The scenario does see the target day's weather: the same change moves its forecasts.
     frame, names = features.build_features(grid, 24, weather)
-    assert {"prcp", "tavg"} <= set(names)
-    assert frame.loc[frame.pickup_hour == "2025-01-31 12:00", "prcp"].item() == 9.0
+    moved, _ = features.build_features(grid, 24, perturbed)
+    scenario = [
+        backtest.rolling_origin_backtest(f, names, lambda: make_candidate("glm_perfect_weather"), [origins[-1]], 24)
+        for f in (frame, moved)
+    ]
+    assert not np.allclose(scenario[0].predicted, scenario[1].predicted)
 
 
 def test_backtest_origins_end_one_horizon_before_as_of():
@@ -88,17 +133,27 @@ def test_metrics_are_computed_per_group():
     assert backtest.choose_champion(metrics.reset_index()) == "b"
 
 
-def test_gradient_boosting_beats_seasonal_naive_on_a_noisy_daily_pattern():
+def test_the_champion_is_never_a_scenario():
+    metrics = pd.DataFrame({"candidate": ["glm_perfect_weather", "glm", "seasonal_naive"], "mae": [1.0, 2.0, 3.0]})
+    scenarios = [name for name in metrics.candidate if is_scenario(name)]
+    assert scenarios == ["glm_perfect_weather"]
+    assert backtest.choose_champion(metrics, scenarios) == "glm"
+    with pytest.raises(ValueError, match="every candidate is a scenario"):
+        backtest.choose_champion(metrics.head(1), scenarios)
+
+
+@pytest.mark.parametrize("name", ["gbm", "glm"])
+def test_learned_models_beat_seasonal_naive_on_a_noisy_daily_pattern(name):
     actuals = _actuals(days=42)
     grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-12"))
     frame, names = features.build_features(grid, 24)
     origins = backtest.backtest_origins(pd.Timestamp("2025-02-12"), 3, 24)
     runs = [
-        backtest.rolling_origin_backtest(frame, names, lambda n=name: make_candidate(n), origins, 24)
-        for name in ("seasonal_naive", "gbm")
+        backtest.rolling_origin_backtest(frame, names, lambda n=candidate: make_candidate(n), origins, 24)
+        for candidate in ("seasonal_naive", name)
     ]
     metrics = backtest.error_metrics(pd.concat(runs), ["candidate"]).set_index("candidate")
-    assert metrics.loc["gbm", "mae"] < metrics.loc["seasonal_naive", "mae"]
+    assert metrics.loc[name, "mae"] < metrics.loc["seasonal_naive", "mae"]
 
 
 def test_busiest_zones_only_counts_zones_still_present():
@@ -147,15 +202,25 @@ def test_the_backtest_reports_each_origin_as_it_is_done():
     assert re.fullmatch(r"seasonal_naive: origin 2/3 2025-02-03T00 MAE \d+\.\d\d \(\d+\.\d s\)", str(reported[1]))
 
 
-def test_the_metrics_table_is_ranked_by_mae_without_an_index_column():
+def test_the_metrics_table_is_ranked_by_mae_against_naive_and_the_noise_floor():
     metrics = pd.DataFrame(
-        {"candidate": ["a", "b", "c"], "mae": [3.0, 1.0, 2.0], "rmse": [4.0, 2.0, 3.0],
-         "wape": [0.3, 0.1, 0.2], "hours": [48, 48, 48]}
+        {"candidate": ["seasonal_naive", "glm", "glm_perfect_weather"], "mae": [4.0, 2.0, 1.0],
+         "rmse": [4.0, 2.0, 3.0], "wape": [0.3, 0.1, 0.2], "hours": [48, 48, 48]}
     )  # fmt: skip
-    headers, rows = report.metrics_table(metrics)
-    assert headers == ["candidate", "mae", "rmse", "wape", "hours"]
-    assert [row[0] for row in rows] == ["b", "c", "a"] == list(backtest.ranked(metrics).candidate)
-    assert rows[0] == ["b", 1.0, 2.0, 0.1, 48]
+    headers, rows = report.metrics_table(metrics, {"mae": 0.8}, ("glm_perfect_weather",))
+    assert headers == ["candidate", "mae", "rmse", "wape", "hours", "MAE / naive", "MAE / noise floor", "kind"]
+    assert [row[0] for row in rows] == ["glm_perfect_weather", "glm", "seasonal_naive"]
+    assert rows[1] == ["glm", 2.0, 2.0, 0.1, 48, 0.5, 2.5, "forecast"]
+    assert rows[0][-1] == "scenario (not a forecast)"
+
+
+def test_the_zone_table_puts_the_worst_zone_first():
+    by_zone = pd.DataFrame(
+        {"candidate": ["glm", "glm", "seasonal_naive", "seasonal_naive"], "pulocationid": [1, 2, 1, 2],
+         "mae": [1.0, 3.0, 2.0, 4.0]}
+    )  # fmt: skip
+    floor = pd.DataFrame({"pulocationid": [1, 2], "mae": [0.5, 2.0]})
+    assert report.zone_table(by_zone, "glm", floor) == [[2, 3.0, 4.0, 2.0, 0.75, 1.5], [1, 1.0, 2.0, 0.5, 0.5, 2.0]]
 
 
 def test_the_inputs_read_say_whether_weather_was_read():

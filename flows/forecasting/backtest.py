@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,14 +85,21 @@ def ranked(metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics.sort_values(["mae", "candidate"]).reset_index(drop=True)
 
 
-def choose_champion(metrics: pd.DataFrame) -> str:
-    """The candidate with the lowest MAE; ties go to the first in name order."""
-    return ranked(metrics).iloc[0]["candidate"]
+def choose_champion(metrics: pd.DataFrame, scenarios: Collection[str] = ()) -> str:
+    """The candidate with the lowest MAE, scenarios left out (they know what the origin does not); ties by name."""
+    eligible = metrics[~metrics.candidate.isin(list(scenarios))]
+    if eligible.empty:
+        raise ValueError("every candidate is a scenario: add one that forecasts from what the origin knows")
+    return ranked(eligible).iloc[0]["candidate"]
 
 
 def busiest_zones(actuals: pd.DataFrame, count: int) -> list[int]:
-    """The ``count`` zones with the most rides, among zones present on the last day of the data."""
-    last_day = actuals.pickup_hour.max().normalize()
-    present = actuals[actuals.pickup_hour >= last_day].pulocationid.unique()
-    totals = actuals[actuals.pulocationid.isin(present)].groupby("pulocationid").total_rides.sum()
-    return sorted(totals.sort_values(ascending=False, kind="stable").head(count).index.tolist())
+    """The forecast's zones: the ``count`` busiest among zones with actuals for every hour of the window.
+
+    The actuals keep each month's own busiest zones; a zone that enters or leaves that set inside the
+    window would appear or vanish mid-training, so only zones present throughout are forecast.
+    """
+    hours = actuals.pickup_hour.nunique()
+    per_zone = actuals.groupby("pulocationid").agg(hours=("pickup_hour", "nunique"), rides=("total_rides", "sum"))
+    steady = per_zone[per_zone.hours == hours].rides
+    return sorted(steady.sort_values(ascending=False, kind="stable").head(count).index.tolist())

@@ -20,7 +20,7 @@ from bridge.column_lineage import (
     InputColumn,
     Transformation,
 )
-from flows.forecasting.features import CALENDAR_FEATURES, WEATHER_FEATURES
+from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
 from taxi_core.names import ACTUALS, RAW_WEATHER
 
 COMPUTED = Transformation(DIRECT, TRANSFORMATION)
@@ -47,9 +47,9 @@ def feature_origins(feature: str) -> tuple[ColumnOrigin, ...]:
         return (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),)
     if feature in CALENDAR_FEATURES:
         return (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),)
-    if feature.startswith("lag_") or feature == "seasonal_mean":
+    if feature.startswith("lag_") or feature in ("seasonal_mean", "recent_level"):
         return (ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,)), *PER_ZONE_IN_HOUR_ORDER)
-    if feature in WEATHER_FEATURES:
+    if feature in WEATHER_FEATURES or feature in PERFECT_WEATHER_FEATURES:
         return (ColumnOrigin(InputColumn(RAW_WEATHER, "value"), (COMPUTED,)), *WEATHER_ROWS)
     msg = f"Feature {feature} has no known source columns: add it to flows/forecasting/column_lineage.py"
     raise UnknownFeature(msg)

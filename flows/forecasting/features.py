@@ -1,20 +1,42 @@
-"""Turn hourly actuals (and optionally daily weather) into a feature table for direct forecasting."""
+"""Turn hourly actuals (and optionally daily weather) into a feature table for direct forecasting.
+
+Every feature of a row is what is known at the forecast origin of that row: lags no shorter than the
+horizon, and the observed weather of the newest day published by the origin (``WEATHER_FEATURES``).
+The target day's own observed weather (``PERFECT_WEATHER_FEATURES``) is known only afterwards: it
+serves a labelled perfect-weather scenario, never a forecast.
+"""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+from pandas.tseries.holiday import USFederalHolidayCalendar
 
 from taxi_core.zones import BOROUGH_COUNTY_FIPS, load_zones
 
-CALENDAR_FEATURES = ["hour", "day_of_week", "is_weekend"]
-WEATHER_FEATURES = ["prcp", "tavg"]
+CALENDAR_FEATURES = ["hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday"]
+OBSERVED_WEATHER = ["prcp", "tavg"]
+WEATHER_FEATURES = ["prcp_known", "tavg_known"]
+PERFECT_WEATHER_FEATURES = ["prcp_same_day", "tavg_same_day"]
 # Lags shorter than the horizon are unknown when the forecast is made.
 CANDIDATE_LAGS = (24, 48, 168, 336, 504)
 SEASONAL_LAGS = (168, 336, 504)
+LEVEL_HOURS = 168
 
 
 def lags_for(horizon_hours: int) -> list[int]:
     return [lag for lag in CANDIDATE_LAGS if lag >= horizon_hours]
+
+
+def weather_lag_days(origin_hour: int, horizon_hours: int, publication_delay_days: int = 0) -> int:
+    """Days between a target hour's day and the newest day of weather known at its origin.
+
+    An origin at ``origin_hour`` forecasting ``horizon_hours`` ahead reaches ``ceil((origin_hour +
+    horizon_hours) / 24)`` days past its own day, whose weather is not yet observed; a day's values are
+    published ``publication_delay_days`` after it ends.
+    """
+    return math.ceil((origin_hour + horizon_hours) / 24) + publication_delay_days
 
 
 def zone_counties() -> dict[int, str]:
@@ -34,9 +56,13 @@ def complete_grid(actuals: pd.DataFrame, zones: list[int], start: pd.Timestamp, 
 
 
 def build_features(
-    grid: pd.DataFrame, horizon_hours: int, weather: pd.DataFrame | None = None
+    grid: pd.DataFrame, horizon_hours: int, weather: pd.DataFrame | None = None, weather_lag: int = 1
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Calendar, lag and seasonal features per (zone, hour); weather joins by the zone's county."""
+    """Calendar, lag and seasonal features per (zone, hour); weather joins by the zone's county.
+
+    ``weather_lag`` (:func:`weather_lag_days`) is how many days before its own day a row's known
+    weather is; the perfect-weather columns are added too, for scenario candidates only.
+    """
     frame = grid.sort_values(["pulocationid", "pickup_hour"]).reset_index(drop=True)
     by_zone = frame.groupby("pulocationid", sort=False)["total_rides"]
     lags = lags_for(horizon_hours)
@@ -44,24 +70,39 @@ def build_features(
         frame[f"lag_{lag}"] = by_zone.shift(lag)
     seasonal = [f"lag_{lag}" for lag in SEASONAL_LAGS if lag in lags]
     frame["seasonal_mean"] = frame[seasonal].mean(axis=1)
+    # The zone's mean hourly rides over the last week known at the origin: its level, smoothed.
+    frame["recent_level"] = by_zone.transform(
+        lambda rides: rides.shift(horizon_hours).rolling(LEVEL_HOURS, min_periods=24).mean()
+    )
     frame["hour"] = frame.pickup_hour.dt.hour
     frame["day_of_week"] = frame.pickup_hour.dt.day_of_week
     frame["is_weekend"] = (frame.day_of_week >= 5).astype(int)
-    features = ["pulocationid", *CALENDAR_FEATURES, *(f"lag_{lag}" for lag in lags), "seasonal_mean"]
+    frame["hour_of_week"] = frame.day_of_week * 24 + frame.hour
+    frame["is_holiday"] = _holidays(frame.pickup_hour)
+    features = ["pulocationid", *CALENDAR_FEATURES, *(f"lag_{lag}" for lag in lags), "seasonal_mean", "recent_level"]
     if weather is not None:
-        frame = _join_weather(frame, weather)
-        features += WEATHER_FEATURES
+        frame = _join_weather(frame, weather, weather_lag)
+        features += [*WEATHER_FEATURES, *PERFECT_WEATHER_FEATURES]
     return frame, features
 
 
-def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame) -> pd.DataFrame:
-    """Same-day observed weather; days past the table take the last observed day per county."""
+def _holidays(hours: pd.Series) -> pd.Series:
+    days = hours.dt.normalize()
+    holidays = USFederalHolidayCalendar().holidays(days.min(), days.max())
+    return days.isin(holidays).astype(int)
+
+
+def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame, lag_days: int) -> pd.DataFrame:
+    """The weather known at the origin (``lag_days`` before the row's day) and the row's day's own, by county.
+
+    A day missing from the table takes the newest observed day before it: never a later one.
+    """
     counties = zone_counties()
     frame["county_fips"] = frame.pulocationid.map(counties)
     frame["date"] = frame.pickup_hour.dt.normalize()
     days = pd.date_range(weather.date.min(), frame.date.max(), freq="D")
     filled = (
-        weather.set_index(["county_fips", "date"])[WEATHER_FEATURES]
+        weather.set_index(["county_fips", "date"])[OBSERVED_WEATHER]
         .unstack("county_fips")
         .reindex(days)
         .ffill()
@@ -69,10 +110,15 @@ def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame) -> pd.DataFrame:
         .rename_axis(["date", "county_fips"])
         .reset_index()
     )
-    return frame.merge(filled, on=["county_fips", "date"], how="left").drop(columns=["county_fips", "date"])
+    known = filled.assign(date=filled.date + pd.Timedelta(days=lag_days))
+    known = known.rename(columns=dict(zip(OBSERVED_WEATHER, WEATHER_FEATURES, strict=True)))
+    same_day = filled.rename(columns=dict(zip(OBSERVED_WEATHER, PERFECT_WEATHER_FEATURES, strict=True)))
+    joined = frame.merge(known, on=["county_fips", "date"], how="left").merge(
+        same_day, on=["county_fips", "date"], how="left"
+    )
+    return joined.drop(columns=["county_fips", "date"])
 
 
 def training_rows(frame: pd.DataFrame, features: list[str]) -> pd.DataFrame:
-    """Rows with a known target and every lag present."""
-    lag_columns = [f for f in features if f.startswith("lag_")]
-    return frame.dropna(subset=["total_rides", *lag_columns])
+    """Rows with a known target; each model leaves out the rows missing what it needs."""
+    return frame.dropna(subset=["total_rides"])

@@ -1,4 +1,9 @@
-"""Candidate forecasters: the seasonal-naive baseline and gradient boosting, with or without weather."""
+"""Candidate forecasters: the seasonal-naive baseline, a Poisson GLM and gradient boosting, with or without weather.
+
+Weather candidates use the weather known at the forecast origin. The perfect-weather candidate uses
+the target day's observed weather, which no forecaster has at the origin: it is a scenario (how much
+knowing the weather would be worth), reported apart and never chosen as champion.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.features import WEATHER_FEATURES
+from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
 
-BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.06, "max_iter": 300, "max_leaf_nodes": 31, "random_state": 0}
+BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.1, "max_iter": 200, "max_leaf_nodes": 31, "random_state": 0}
+GLM_PARAMS = {"alpha": 1e-4, "max_iter": 300, "weather_spline_knots": 5}
+# What each weather setting means, recorded with the model version.
+WEATHER_USE = {
+    None: "none",
+    "known": "observed weather of the newest day published at the forecast origin",
+    "perfect": "observed weather of the target day (a scenario: not known at the origin)",
+}
+
+
+def _weather_columns(weather: str | None) -> list[str]:
+    return {None: [], "known": WEATHER_FEATURES, "perfect": PERFECT_WEATHER_FEATURES}[weather]
 
 
 @dataclass
@@ -18,9 +34,11 @@ class SeasonalNaive:
     """The same hour one week earlier."""
 
     name: str = "seasonal_naive"
-    uses_weather: bool = False
-    scenario: bool = False
+    weather: str | None = None
     params: dict[str, Any] = field(default_factory=lambda: {"lag_hours": 168})
+
+    def used_features(self, features: list[str]) -> list[str]:
+        return ["lag_168"]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> SeasonalNaive:
         return self
@@ -30,34 +48,87 @@ class SeasonalNaive:
 
 
 @dataclass
-class GradientBoosting:
-    """Poisson gradient boosting on calendar, lag and seasonal features (plus weather if asked)."""
+class PoissonGlm:
+    """Poisson regression: a level per zone, a profile per hour of the week, holidays, and weather as splines.
 
-    name: str = "gbm"
-    uses_weather: bool = False
-    scenario: bool = False
-    params: dict[str, Any] = field(default_factory=lambda: dict(BOOSTING_PARAMS))
+    Demand is multiplicative (a zone's level times the hour's share times the weather's lift), which a
+    log link states directly; every zone's level is learned from all of its hours, not from a few lags.
+    """
+
+    name: str = "glm"
+    weather: str | None = None
+    params: dict[str, Any] = field(default_factory=lambda: dict(GLM_PARAMS))
     model: Any = None
+    fill: dict[str, float] = field(default_factory=dict)
 
-    def _columns(self, features: list[str]) -> list[str]:
-        return features if self.uses_weather else [f for f in features if f not in WEATHER_FEATURES]
-
-    def fit(self, rows: pd.DataFrame, features: list[str]) -> GradientBoosting:
+    def fit(self, rows: pd.DataFrame, features: list[str]) -> PoissonGlm:
         # Imported here: scikit-learn takes seconds to import, and most Metaflow tasks never fit.
-        from sklearn.ensemble import HistGradientBoostingRegressor
+        from sklearn.compose import ColumnTransformer
+        from sklearn.linear_model import PoissonRegressor
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import OneHotEncoder, SplineTransformer
 
-        columns = self._columns(features)
-        self.model = HistGradientBoostingRegressor(**self.params).fit(rows[columns], rows["total_rides"])
+        weather = _weather_columns(self.weather)
+        rows = rows.dropna(subset=weather)
+        parts = [
+            ("levels", OneHotEncoder(handle_unknown="ignore"), ["pulocationid", "hour_of_week"]),
+            ("holiday", "passthrough", ["is_holiday"]),
+        ]
+        if weather:
+            parts.append(("weather", SplineTransformer(n_knots=self.params["weather_spline_knots"]), weather))
+        regression = PoissonRegressor(alpha=self.params["alpha"], max_iter=self.params["max_iter"])
+        self.model = make_pipeline(ColumnTransformer(parts), regression)
+        self.model.fit(rows[self._columns()], rows["total_rides"])
+        self.fill = {column: float(rows[column].median()) for column in weather}
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return self.model.predict(rows[self._columns(features)])
+        return self.model.predict(rows[self._columns()].fillna(self.fill))
+
+    def used_features(self, features: list[str] | None = None) -> list[str]:
+        return ["pulocationid", "hour_of_week", "is_holiday", *_weather_columns(self.weather)]
+
+    _columns = used_features
+
+
+@dataclass
+class GradientBoosting:
+    """Poisson gradient boosting on the zone (as a category), the calendar, the zone's recent level (and weather)."""
+
+    name: str = "gbm"
+    weather: str | None = None
+    params: dict[str, Any] = field(default_factory=lambda: dict(BOOSTING_PARAMS))
+    model: Any = None
+    zones: list[int] = field(default_factory=list)
+
+    def used_features(self, features: list[str] | None = None) -> list[str]:
+        # Single lags are one noisy hour each; the zone, the calendar and the zone's recent level carry the signal.
+        return ["pulocationid", *CALENDAR_FEATURES, "recent_level", *_weather_columns(self.weather)]
+
+    def _frame(self, rows: pd.DataFrame, features: list[str]) -> pd.DataFrame:
+        columns = self.used_features()
+        # A category, not a number: zone 132 is not "more" than zone 48.
+        return rows[columns].assign(pulocationid=pd.Categorical(rows.pulocationid, categories=self.zones))
+
+    def fit(self, rows: pd.DataFrame, features: list[str]) -> GradientBoosting:
+        from sklearn.ensemble import HistGradientBoostingRegressor  # seconds to import: only fitting tasks pay
+
+        self.zones = sorted(rows.pulocationid.unique().tolist())
+        boosting = HistGradientBoostingRegressor(**self.params, categorical_features="from_dtype")
+        self.model = boosting.fit(self._frame(rows, features), rows["total_rides"])
+        return self
+
+    def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
+        return self.model.predict(self._frame(rows, features))
 
 
 CANDIDATES = {
     "seasonal_naive": lambda: SeasonalNaive(),
+    "glm": lambda: PoissonGlm(),
     "gbm": lambda: GradientBoosting(),
-    "gbm_weather": lambda: GradientBoosting(name="gbm_weather", uses_weather=True),
+    "glm_weather": lambda: PoissonGlm(name="glm_weather", weather="known"),
+    "gbm_weather": lambda: GradientBoosting(name="gbm_weather", weather="known"),
+    "glm_perfect_weather": lambda: PoissonGlm(name="glm_perfect_weather", weather="perfect"),
 }
 
 
@@ -69,5 +140,14 @@ def make_candidate(name: str):
         raise ValueError(msg) from err
 
 
+def uses_weather(name: str) -> bool:
+    return make_candidate(name).weather is not None
+
+
+def is_scenario(name: str) -> bool:
+    """A candidate that uses what is not known at the forecast origin: reported, never champion."""
+    return make_candidate(name).weather == "perfect"
+
+
 def needs_weather(names: list[str]) -> bool:
-    return any(make_candidate(name).uses_weather for name in names)
+    return any(uses_weather(name) for name in names)

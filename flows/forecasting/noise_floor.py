@@ -18,6 +18,19 @@ def true_rates(truth_dir: Path, months: list[str]) -> pd.DataFrame | None:
 
 def noise_floor(backtest: pd.DataFrame, truth_dir: Path) -> dict | None:
     """Metrics of the true rate over the backtest's (hour, zone) cells; ``None`` without truth files."""
+    forecasts = _true_rate_forecasts(backtest, truth_dir)
+    if forecasts is None:
+        return None
+    return error_metrics(forecasts, ["candidate"]).iloc[0][["mae", "rmse", "wape"]].to_dict()
+
+
+def noise_floor_by_zone(backtest: pd.DataFrame, truth_dir: Path) -> pd.DataFrame | None:
+    """The noise floor of each zone: ``pulocationid, mae, rmse, wape, hours``."""
+    forecasts = _true_rate_forecasts(backtest, truth_dir)
+    return None if forecasts is None else error_metrics(forecasts, ["pulocationid"])
+
+
+def _true_rate_forecasts(backtest: pd.DataFrame, truth_dir: Path) -> pd.DataFrame | None:
     cells = backtest.drop_duplicates(["pickup_hour", "pulocationid"])[["pickup_hour", "pulocationid", "total_rides"]]
     months = sorted({f"{hour:%Y-%m}" for hour in cells.pickup_hour})
     truth = true_rates(truth_dir, months)
@@ -26,5 +39,4 @@ def noise_floor(backtest: pd.DataFrame, truth_dir: Path) -> dict | None:
     joined = cells.merge(truth, on=["pickup_hour", "pulocationid"], how="inner")
     if len(joined) != len(cells):
         return None
-    metrics = error_metrics(joined.assign(candidate="true_rate", predicted=joined.true_rate), ["candidate"])
-    return metrics.iloc[0][["mae", "rmse", "wape"]].to_dict()
+    return joined.assign(candidate="true_rate", predicted=joined.true_rate)

@@ -10,16 +10,50 @@ from flows.forecasting.backtest import ranked
 from flows.forecasting.tables import ACTUALS, WEATHER
 
 METRIC_COLUMNS = ["candidate", "mae", "rmse", "wape", "hours"]
+RATIO_COLUMNS = ["MAE / naive", "MAE / noise floor", "kind"]
+BASELINE = "seasonal_naive"
+ZONE_HEADERS = ["zone", "champion MAE", "naive MAE", "noise floor MAE", "champion / naive", "champion / floor"]
 
 
-def metrics_table(metrics: pd.DataFrame) -> tuple[list[str], list[list]]:
-    """Headers and rows of the metrics, best MAE first, rounded for reading; no index column."""
+def metrics_table(
+    metrics: pd.DataFrame, floor: dict | None = None, scenarios: tuple[str, ...] = ()
+) -> tuple[list[str], list[list]]:
+    """Headers and rows of the metrics, best MAE first, each against seasonal naive and the noise floor."""
     ordered = ranked(metrics)[METRIC_COLUMNS]
+    naive = _mae_of(metrics, BASELINE)
     rows = [
-        [row.candidate, round(float(row.mae), 3), round(float(row.rmse), 3), round(float(row.wape), 3), int(row.hours)]
+        [row.candidate, round(float(row.mae), 3), round(float(row.rmse), 3), round(float(row.wape), 3), int(row.hours),
+         _ratio(row.mae, naive), _ratio(row.mae, floor["mae"] if floor else None),
+         "scenario (not a forecast)" if row.candidate in scenarios else "forecast"]
         for row in ordered.itertuples(index=False)
-    ]
-    return METRIC_COLUMNS, rows
+    ]  # fmt: skip
+    return METRIC_COLUMNS + RATIO_COLUMNS, rows
+
+
+def zone_table(by_zone: pd.DataFrame, champion: str, floor_by_zone: pd.DataFrame | None) -> list[list]:
+    """Per zone, worst champion error first: the champion against seasonal naive and the noise floor."""
+    mae = by_zone.pivot_table(index="pulocationid", columns="candidate", values="mae")
+    floors = floor_by_zone.set_index("pulocationid").mae if floor_by_zone is not None else None
+    rows = []
+    for zone, row in mae.sort_values(champion, ascending=False).iterrows():
+        naive = row.get(BASELINE)
+        floor = floors.get(zone) if floors is not None else None
+        rows.append([int(zone), round(float(row[champion]), 2), _round(naive), _round(floor),
+                     _ratio(row[champion], naive), _ratio(row[champion], floor)])  # fmt: skip
+    return rows
+
+
+def _mae_of(metrics: pd.DataFrame, candidate: str) -> float | None:
+    found = metrics.loc[metrics.candidate == candidate, "mae"]
+    return float(found.iloc[0]) if len(found) else None
+
+
+def _round(value) -> float | str:
+    return "" if value is None or pd.isna(value) else round(float(value), 2)
+
+
+def _ratio(value, reference) -> float | str:
+    return "" if reference is None or pd.isna(reference) or not reference else round(float(value) / reference, 2)
 
 
 @dataclass(frozen=True)
