@@ -21,11 +21,13 @@ from taxi_core.tool_env import apply_tool_environment
 apply_tool_environment(load_settings())
 
 # isort: split
+import os
 import time
 
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
+from threadpoolctl import threadpool_limits
 
 from bridge.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, column_lineage, features, noise_floor, report, tables
@@ -122,9 +124,11 @@ class TrainForecastModelFlow(FlowSpec):
             f"{horizon} hours each, {len(self.zone_ids)} zones"
         )
         began = time.perf_counter()
-        self.backtest = backtest.rolling_origin_backtest(
-            frame, self.features, lambda: make_candidate(self.input), origins, horizon, on_origin=print
-        )
+        # The candidates' branches run at once: each takes its share of the cores, not all of them.
+        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // len(self.candidate_names))):
+            self.backtest = backtest.rolling_origin_backtest(
+                frame, self.features, lambda: make_candidate(self.input), origins, horizon, on_origin=print
+            )
         print(f"{self.input}: backtest done in {time.perf_counter() - began:.1f} s")
         self.next(self.evaluate)
 
