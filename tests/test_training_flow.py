@@ -39,10 +39,11 @@ def test_a_by_hand_run_succeeds_and_is_a_model_version(by_hand_run):
     data = by_hand_run.data
     assert by_hand_run.successful
     assert data.model_version == by_hand_run.pathspec
-    assert set(data.metrics.candidate) == {"seasonal_naive", "gbm"}
-    assert data.champion in {"seasonal_naive", "gbm"}
+    assert set(data.metrics.candidate) == {"seasonal_naive", "glm", "gbm"}
+    assert data.champion in {"seasonal_naive", "glm", "gbm"}
     assert data.training_window["end"] == str(data.settings.as_of)
     assert data.features and data.model_parameters["name"] == data.champion
+    assert data.model_parameters["weather"] == "none"
     for picture in (data.plot_path, data.backtest_plot_path):
         assert Path(picture).read_bytes().startswith(b"\x89PNG")
 
@@ -58,12 +59,12 @@ def test_forecasts_cover_every_zone_and_every_hour_of_the_horizon(by_hand_run):
     assert not rows.duplicated(["pickup_hour", "pulocationid"]).any()
 
 
-def test_the_learned_model_beats_seasonal_naive(by_hand_run):
+def test_the_learned_models_beat_seasonal_naive(by_hand_run):
     metrics = by_hand_run.data.metrics.set_index("candidate")
-    assert metrics.loc["gbm", "mae"] < metrics.loc["seasonal_naive", "mae"]
     floor = by_hand_run.data.noise_floor
     assert floor is not None, "the sample source's truth files are where the flow looks for them"
-    assert 0 < floor["mae"] < metrics.loc["gbm", "mae"]
+    for learned in ("glm", "gbm"):
+        assert 0 < floor["mae"] < metrics.loc[learned, "mae"] < metrics.loc["seasonal_naive", "mae"]
 
 
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
@@ -94,6 +95,8 @@ def test_a_dagster_launch_records_its_parent_and_with_weather_reads_raw_weather(
     }
     assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, WEATHER]
     assert "gbm_weather" in set(run.data.metrics.candidate)
+    # The perfect-weather scenario is measured, and never the champion.
+    assert run.data.scenarios == ("glm_perfect_weather",) and run.data.champion not in run.data.scenarios
     materialized = {e.asset_key for e in result.get_asset_materialization_events()}
     assert materialized == {AssetKey("forecast_model"), AssetKey(["nyc_taxi", "yellow_rides_hourly_forecast"])}
 
@@ -263,8 +266,9 @@ def _of_type(components, kind: str) -> list[dict]:
 
 def test_the_backtest_card_ranks_candidates_like_its_chart_and_fills_the_width(by_hand_run, tmp_path):
     components = _card(by_hand_run["evaluate"].task, "backtest", tmp_path)
-    [table] = _of_type(components, "table")
-    assert table["columns"] == ["candidate", "mae", "rmse", "wape", "hours"]
+    table, zones = _of_type(components, "table")
+    assert table["columns"] == ["candidate", "mae", "rmse", "wape", "hours", "MAE / naive", "MAE / noise floor", "kind"]
+    assert {row[0] for row in zones["data"]} == set(by_hand_run.data.zone_ids)
     maes = [row[1] for row in table["data"]]
     assert maes == sorted(maes) and table["data"][0][0] == by_hand_run.data.champion
     assert len(table["data"]) == len(by_hand_run.data.metrics)
