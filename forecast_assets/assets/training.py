@@ -106,6 +106,8 @@ def model_metadata(run) -> dict:
         "champion": data.champion,
         "backtest_mae": MetadataValue.float(float(metrics.loc[data.champion, "mae"])),
         "uses_weather": data.settings.use_weather,
+        # What the champion knew of the weather (older runs kept no such parameter).
+        "champion_weather": data.model_parameters.get("weather", "") if "model_parameters" in data else "",
         "training_window": f"{data.training_window['start']} .. {data.training_window['end']}",
         "features": ", ".join(data.features),
         "backtest": MetadataValue.table(
@@ -121,6 +123,8 @@ def model_metadata(run) -> dict:
         metadata["weather_snapshot_id"] = data.weather_snapshot_id
     if data.noise_floor:
         metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
+    if "scenarios" in data and data.scenarios:
+        metadata["scenarios_never_champion"] = ", ".join(data.scenarios)
     return metadata
 
 
