@@ -81,17 +81,15 @@ class PoissonGlm:
             alpha=self.params["alpha"], max_iter=self.params["max_iter"], solver=self.params["solver"]
         )
         self.model = make_pipeline(ColumnTransformer(parts), regression)
-        self.model.fit(rows[self._columns()], rows["total_rides"])
+        self.model.fit(rows[self.used_features()], rows["total_rides"])
         self.fill = {column: float(rows[column].median()) for column in weather}
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return self.model.predict(rows[self._columns()].fillna(self.fill))
+        return self.model.predict(rows[self.used_features()].fillna(self.fill))
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
         return ["pulocationid", "hour_of_week", "is_holiday", *_weather_columns(self.weather)]
-
-    _columns = used_features
 
 
 @dataclass
