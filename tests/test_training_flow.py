@@ -14,6 +14,7 @@ import pytest
 from dagster import AssetKey, AssetMaterialization, build_asset_check_context, instance_for_test
 from pyiceberg.expressions import EqualTo
 
+from flows.forecasting.models import CANDIDATES
 from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts, write_forecasts
 from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
 from forecast_assets.assets import forecast_checks
@@ -174,7 +175,8 @@ def test_dagster_logs_the_run_and_every_task_while_the_flow_runs(dagster_run, pi
             # Logged while the flow ran (steps before the end began), not when Dagster read the finished run.
             assert finished.timestamp < end_began
     assert entries[0].timestamp < run["start"].task.finished_at.timestamp()
-    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == 3
+    # With weather, every candidate trains: the forecasts and the perfect-weather scenario.
+    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == len(CANDIDATES)
     for candidate in run.data.settings.candidates:
         assert f"train: {candidate}: origin 7/7 " in "\n".join(messages)
     assert any(re.fullmatch(r"train: gbm_weather: origin 3/7 \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
