@@ -223,14 +223,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def keep_cluster_up(settings: Settings) -> int:
     """Start the profile's servers, write the environment that points commands at them, wait for Ctrl-C."""
-    with cluster_profile.running(settings) as cluster:
+    # Ctrl-C may come at any moment, even while the servers start: they are stopped all the same.
+    with contextlib.suppress(KeyboardInterrupt), cluster_profile.running(settings) as cluster:
         env_file = cluster.state_dir / "cluster.env"
         env_file.write_text("".join(f"{key}={value}\n" for key, value in cluster.environment.items()))
         print("\n".join(cluster.describe()))
         print(f"\nIn another shell:  set -a; . {env_file}; set +a; ./run dagster dev")
         print("Ctrl-C stops the servers.", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+        signal.pause()
     return 0
 
 

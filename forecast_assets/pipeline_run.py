@@ -143,11 +143,20 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
                 outcome.problems.append(f"check {evaluation.check_name} FAILED: {evaluation.description or ''}")
         elif event.event_type == DagsterEventType.STEP_FAILURE:
             error = event.step_failure_data.error
-            message = error.message.strip() if error else event.message or ""
-            outcome.problems.append(f"step {event.step_key} FAILED: {message[:2000]}")
+            message = _with_causes(error) if error else event.message or ""
+            outcome.problems.append(f"step {event.step_key} FAILED: {message[:4000]}")
         elif not outcome.problems:
             outcome.problems.append(f"run FAILED: {event.message}")
     return outcome
+
+
+def _with_causes(error) -> str:
+    """The error and what caused it: Dagster's wrapper says only which op failed, the cause says why."""
+    messages = []
+    while error is not None:
+        messages.append(error.message.strip())
+        error = error.cause
+    return "\n  caused by: ".join(messages)
 
 
 def _materialization_line(materialization) -> str:
