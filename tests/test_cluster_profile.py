@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from forecast_assets.assets.table_metadata import ROW_COUNT
+from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
 from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE
 from forecast_assets.local_cluster import profile
 from forecast_assets.local_cluster.services import port_is_free
@@ -234,6 +235,9 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
             for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
         ]
         overlaps = {step: _overlap(instance, run_ids[:2], step) for step in TABLE_STEPS}
+        branch_retries = sum(
+            LOST_COMMIT_RACE in entry.user_message for run_id in run_ids for entry in instance.all_logs(run_id)
+        )
 
     assert [outcome.success for outcome in outcomes] == [True, True, True], [o.problems for o in outcomes]
     assert most_at_once == 3, "the run queue did not run the three at once"
@@ -255,7 +259,7 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
         log for run_id in run_ids[:2] for log in (settings.state_dir / "dagster" / "storage" / run_id).rglob("*.err")
     ]
     assert spark_logs, "the ingestion runs left no stderr (where Iceberg logs its commit retries)"
-    retries = sum(log.read_text(errors="replace").count(ICEBERG_RETRY) for log in spark_logs)
+    iceberg_retries = sum(log.read_text(errors="replace").count(ICEBERG_RETRY) for log in spark_logs)
     snapshots = {name: _table(settings, name).snapshots() for name in ("raw_yellow", "raw_weather", TABLE_ACTUALS)}
     cherry_picks = {
         name: sum(CHERRY_PICK_SOURCE in (snapshot.summary.additional_properties or {}) for snapshot in history)
@@ -265,7 +269,9 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
         f"\nconcurrent runs: {most_at_once} at once; seconds the two ingestions wrote the same table at once "
         f"{ {step: round(seconds, 1) for step, seconds in overlaps.items()} }; snapshots "
         f"{ {name: len(history) for name, history in snapshots.items()} }; publications cherry-picked because the "
-        f"other month was published first {cherry_picks}; Iceberg commit retries {retries}; rows per month {expected}"
+        f"other month was published first {cherry_picks}; commits retried after another writer's commit: "
+        f"{iceberg_retries} data commits (by Iceberg), {branch_retries} branch operations (by the project); "
+        f"rows per month {expected}"
     )
 
     # The lineage bridge sees all three runs, and the Metaflow run the training run started.

@@ -4,6 +4,9 @@ A month is written to a branch that readers of ``main`` do not see, audited ther
 then made current on ``main`` (a fast-forward, or a cherry-pick when another month was published
 meanwhile). Each published snapshot records, in its summary, which partition it wrote and the
 identity of what it was built from, so an unchanged source is recognised and not written again.
+
+Several runs may publish to one table at once: each branch operation is retried when another writer
+commits first (see ``commits``), and a month is never applied twice.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from forecast_assets.lakehouse.commits import committed
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
 from taxi_core.months import MonthWindow
 
@@ -122,7 +126,11 @@ def stage_month(
 ) -> StagedMonth:
     """Replace the month on a fresh branch cut from ``main``; ``main`` does not change."""
     ensure_table(spark, spec)
-    spark.sql(f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}")
+    committed(
+        spec.identifier,
+        f"while cutting {branch}",
+        lambda: spark.sql(f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"),
+    )
     # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
     writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
     for key, value in properties.items():
@@ -135,25 +143,53 @@ def stage_month(
 
 
 def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
-    """Make the staged month current on ``main`` and drop its branch; returns ``main``'s new head."""
+    """Make the staged month current on ``main`` and drop its branch; returns the snapshot that did it."""
     table = staged.spec.identifier
+    published = committed(table, f"while publishing {staged.branch}", lambda: _make_current(spark, staged))
+    discard(spark, staged.spec, staged.branch)
+    summary = _snapshots(spark, staged.spec)[published][1]
+    write = staged.write
+    return WriteResult(published, write.rows_written, write.rows_replaced, int(summary.get("total-records", 0)))
+
+
+def _make_current(spark: SparkSession, staged: StagedMonth) -> int:
+    table, snapshot_id = staged.spec.identifier, staged.write.snapshot_id
+    # A retry after a lost race may find the month already published: it is not applied twice.
+    already = _published_as(spark, staged.spec, snapshot_id)
+    if already is not None:
+        return already
     try:
         spark.sql(f"CALL lakehouse.system.fast_forward('{table}', 'main', '{staged.branch}')").collect()
     except Exception as err:  # Iceberg raises a JVM ValidationException when main has moved on
         if "not an ancestor" not in str(err):
             raise
         # Another month was published since the branch was cut: apply just this month's change.
-        log.info("%s: %s; cherry-picking snapshot %s", table, MAIN_MOVED_ON, staged.write.snapshot_id)
-        spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {staged.write.snapshot_id})").collect()
-    discard(spark, staged.spec, staged.branch)
-    head = published_snapshot(spark, staged.spec)
-    summary = _snapshots(spark, staged.spec)[head][1]
-    write = staged.write
-    return WriteResult(head, write.rows_written, write.rows_replaced, int(summary.get("total-records", 0)))
+        log.info("%s: %s; cherry-picking snapshot %s", table, MAIN_MOVED_ON, snapshot_id)
+        spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {snapshot_id})").collect()
+    published = _published_as(spark, staged.spec, snapshot_id)
+    if published is None:
+        raise RuntimeError(f"{table}: snapshot {snapshot_id} of {staged.branch} was published but is not on main")
+    return published
+
+
+def _published_as(spark: SparkSession, spec: TableSpec, staged_snapshot_id: int) -> int | None:
+    """The ``main`` snapshot that published ``staged_snapshot_id``: itself, or its cherry-picked copy."""
+    snapshot_id = _branch_head(spark, spec, "main")
+    snapshots = _snapshots(spark, spec)  # read after the head, so it holds the head
+    while snapshot_id is not None and snapshot_id in snapshots:
+        parent_id, summary = snapshots[snapshot_id]
+        if staged_snapshot_id in (snapshot_id, int(summary.get(CHERRY_PICK_SOURCE, 0))):
+            return snapshot_id
+        snapshot_id = parent_id
+    return None
 
 
 def discard(spark: SparkSession, spec: TableSpec, branch: str) -> None:
-    spark.sql(f"ALTER TABLE {spec.identifier} DROP BRANCH IF EXISTS {branch}")
+    committed(
+        spec.identifier,
+        f"while dropping {branch}",
+        lambda: spark.sql(f"ALTER TABLE {spec.identifier} DROP BRANCH IF EXISTS {branch}"),
+    )
 
 
 def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow) -> list[str]:

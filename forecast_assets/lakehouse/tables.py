@@ -7,6 +7,7 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
+from forecast_assets.lakehouse.commits import committed
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
 from taxi_core.names import NAMESPACE
@@ -75,8 +76,21 @@ HOURLY_ACTUALS = TableSpec(
 
 
 def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
+    """Create the table if need be, with an empty first snapshot on ``main``.
+
+    Every staging branch is cut from ``main``. On a table without one, a branch would start from an
+    empty snapshot of its own that no other branch shares, and of two first months staged at once
+    only one could then be published.
+    """
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     spark.sql(spec.ddl())
+    main = spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'")
+    if not main.take(1):
+        committed(
+            spec.identifier,
+            "while creating main",
+            lambda: spark.sql(f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"),
+        )
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, month_start: datetime, month_end: datetime) -> DataFrame:
