@@ -135,8 +135,9 @@ def stage_month(
     writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
-    # Each row lies in the month's one partition, so this swaps exactly that partition.
-    writer.overwritePartitions()
+    # Each row lies in the month's one partition, so this swaps exactly that partition, and
+    # writing it again after Iceberg's own retries ran out does the same.
+    committed(spec.identifier, f"while writing {branch}", writer.overwritePartitions)
     head = _branch_head(spark, spec, branch)
     summary = _snapshots(spark, spec)[head][1]
     return StagedMonth(spec, window, branch, WriteResult.from_summary(head, summary))

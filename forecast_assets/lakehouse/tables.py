@@ -12,7 +12,13 @@ from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
 from taxi_core.names import NAMESPACE
 
-TABLE_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.parquet.compression-codec": "zstd",
+    # Iceberg's retries of a data commit another writer beat (4 by default, with waits from
+    # 0.1 s): several runs publishing to one table at once can use up 4.
+    "commit.retry.num-retries": "10",
+}
 
 
 @dataclass(frozen=True)
