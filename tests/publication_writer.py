@@ -11,10 +11,9 @@ import sys
 from dataclasses import replace
 from datetime import timedelta
 
+from forecast_assets.definitions import resources_for
 from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
-from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.lakehouse.tables import RAW_WEATHER
-from taxi_core.catalog import CatalogConfig
 from taxi_core.months import MonthWindow
 from taxi_core.settings import load_settings
 
@@ -26,17 +25,7 @@ def round_values(writer: int, round_number: int) -> list[float]:
 
 
 def main(table: str, month: str, writer: int, rounds: int) -> None:
-    from pyspark.sql import SparkSession  # a JVM only when run as a writer
-
-    settings = load_settings()
-    conf = spark_conf(
-        CatalogConfig.from_settings(settings), state_dir=settings.state_dir, master="local[1]", driver_memory="1g"
-    )
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = resources_for(load_settings())["spark"].session
     spec = replace(RAW_WEATHER, name=table)
     schema = ", ".join(f"{name} {kind}" for name, kind in spec.columns.items())
     window = MonthWindow.from_partition_key(f"{month}-01")

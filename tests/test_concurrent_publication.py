@@ -37,7 +37,9 @@ def catalog_env():
     postgres = LocalPostgres(home / "postgres", free_port())
     server = postgres.start(["iceberg"])
     try:
-        env = profile_environment(home) | {"TAXI_CATALOG": "postgres", "TAXI_CATALOG_URL": postgres.url("iceberg")}
+        catalog = {"TAXI_CATALOG": "postgres", "TAXI_CATALOG_URL": postgres.url("iceberg")}
+        # One core each: the writers race on the catalog, not for the machine's cores.
+        env = profile_environment(home) | catalog | {"TAXI_SPARK_MASTER": "local[1]"}
         yield env
     finally:
         postgres.stop(server)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -56,3 +59,8 @@ def committed(table: str, what: str, commit: Callable[[], T]) -> T:
         reraise=True,
     )
     return retrying(commit)
+
+
+def committed_sql(spark: SparkSession, table: str, what: str, statement: str) -> None:
+    """One Spark SQL statement that commits to ``table`` (a branch operation), retried as ``committed``."""
+    committed(table, what, lambda: spark.sql(statement))

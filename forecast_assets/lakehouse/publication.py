@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from forecast_assets.lakehouse.commits import committed
+from forecast_assets.lakehouse.commits import committed, committed_sql
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
 from taxi_core.months import MonthWindow
 
@@ -102,17 +102,27 @@ def published_snapshot(spark: SparkSession, spec: TableSpec) -> int | None:
     return _branch_head(spark, spec, "main")
 
 
-def published_month(spark: SparkSession, spec: TableSpec, partition_key: str) -> PublishedMonth | None:
-    """Walk ``main``'s ancestry back to the snapshot that last wrote the partition."""
-    snapshot_id = published_snapshot(spark, spec)
-    snapshots = _snapshots(spark, spec)
+def _main_history(spark: SparkSession, spec: TableSpec) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
+    """``main``'s snapshots, newest first: id, own summary, and the properties of what it wrote.
+
+    A cherry-picked snapshot's properties are those of the snapshot it copies.
+    """
+    snapshot_id = _branch_head(spark, spec, "main")
+    snapshots = _snapshots(spark, spec)  # read after the head, so it holds the head
     while snapshot_id is not None and snapshot_id in snapshots:
         parent_id, summary = snapshots[snapshot_id]
         source = summary.get(CHERRY_PICK_SOURCE)
         properties = snapshots[int(source)][1] if source and int(source) in snapshots else summary
+        yield snapshot_id, summary, properties
+        snapshot_id = parent_id
+
+
+def published_month(spark: SparkSession, spec: TableSpec, partition_key: str) -> PublishedMonth | None:
+    """Walk ``main``'s ancestry back to the snapshot that last wrote the partition."""
+    ensure_table(spark, spec)
+    for snapshot_id, _, properties in _main_history(spark, spec):
         if properties.get(PARTITION_PROPERTY) == partition_key:
             return PublishedMonth(snapshot_id, properties)
-        snapshot_id = parent_id
     return None
 
 
@@ -126,11 +136,8 @@ def stage_month(
 ) -> StagedMonth:
     """Replace the month on a fresh branch cut from ``main``; ``main`` does not change."""
     ensure_table(spark, spec)
-    committed(
-        spec.identifier,
-        f"while cutting {branch}",
-        lambda: spark.sql(f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"),
-    )
+    cut = f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"
+    committed_sql(spark, spec.identifier, f"while cutting {branch}", cut)
     # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
     writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
     for key, value in properties.items():
@@ -175,22 +182,15 @@ def _make_current(spark: SparkSession, staged: StagedMonth) -> int:
 
 def _published_as(spark: SparkSession, spec: TableSpec, staged_snapshot_id: int) -> int | None:
     """The ``main`` snapshot that published ``staged_snapshot_id``: itself, or its cherry-picked copy."""
-    snapshot_id = _branch_head(spark, spec, "main")
-    snapshots = _snapshots(spark, spec)  # read after the head, so it holds the head
-    while snapshot_id is not None and snapshot_id in snapshots:
-        parent_id, summary = snapshots[snapshot_id]
+    for snapshot_id, summary, _ in _main_history(spark, spec):
         if staged_snapshot_id in (snapshot_id, int(summary.get(CHERRY_PICK_SOURCE, 0))):
             return snapshot_id
-        snapshot_id = parent_id
     return None
 
 
 def discard(spark: SparkSession, spec: TableSpec, branch: str) -> None:
-    committed(
-        spec.identifier,
-        f"while dropping {branch}",
-        lambda: spark.sql(f"ALTER TABLE {spec.identifier} DROP BRANCH IF EXISTS {branch}"),
-    )
+    drop = f"ALTER TABLE {spec.identifier} DROP BRANCH IF EXISTS {branch}"
+    committed_sql(spark, spec.identifier, f"while dropping {branch}", drop)
 
 
 def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow) -> list[str]:

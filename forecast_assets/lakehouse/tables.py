@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from forecast_assets.lakehouse.commits import committed
+from forecast_assets.lakehouse.commits import committed_sql
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
 from taxi_core.names import NAMESPACE
@@ -92,11 +92,8 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     spark.sql(spec.ddl())
     main = spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'")
     if not main.take(1):
-        committed(
-            spec.identifier,
-            "while creating main",
-            lambda: spark.sql(f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"),
-        )
+        create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
+        committed_sql(spark, spec.identifier, "while creating main", create_main)
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, month_start: datetime, month_end: datetime) -> DataFrame:
