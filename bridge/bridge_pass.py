@@ -111,7 +111,8 @@ def run_pass(
 
 def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, renew) -> PassResult:
     result = PassResult()
-    for source in sources_for(bridge, instance, graph):
+    sources = sources_for(bridge, instance, graph)
+    for source in sources:
         added, types = queue_source(outbox, source)
         result.queued[source.name] = added
         result.event_types.update(types)
@@ -138,7 +139,9 @@ def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, rene
             )
         finally:
             sink.close()
-    result.reported = report_metaflow_outputs(instance, outbox, bridge)
+    dagster = next((source for source in sources if isinstance(source, DagsterSource)), None)
+    parents = (lambda key: dagster.parents(key)) if dagster else None  # the graph loads only to report a run
+    result.reported = report_metaflow_outputs(instance, outbox, bridge, parents)
     return result
 
 

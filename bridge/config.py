@@ -6,7 +6,7 @@ bridge reads no environment of its own (the OpenLineage client keeps its own con
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 DataHubKind = Literal["lite", "rest", "file", "off"]
 # Extra metadata for the materializations reported for a Metaflow run made outside Dagster, by asset.
 ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, object]]]
+# The checks a Metaflow run evaluated on what it wrote, by asset: (check name, passed, metadata) each.
+ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, object]]]]]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class LineageBridge:
     the JSON-lines file events go to. ``code_location`` is the Dagster code location (in
     ``workspace_file``) whose asset graph the command line loads, and the location of runs executed
     in-process. ``flows`` are the Metaflow flows to follow. ``report_metadata`` adds a project's
-    metadata to the materializations reported for flow runs made outside Dagster. An asset whose Dagster
+    metadata to the materializations reported for flow runs made outside Dagster; ``report_checks`` the
+    asset checks such a run evaluated on what it wrote (reported as check evaluations). An asset whose Dagster
     kinds include one of ``launcher_kinds`` is made by a run the step launches: that step is the run's
     parent in lineage, not a producer of the asset. ``how_to_fill_graph``
     is what the command line tells a user who reads an empty graph.
@@ -70,6 +73,7 @@ class LineageBridge:
     workspace_file: Path | None = None
     datahub: DataHubTarget = field(default_factory=lambda: DataHubTarget(kind="off"))
     report_metadata: ReportMetadata | None = None
+    report_checks: ReportChecks | None = None
     launcher_kinds: tuple[str, ...] = ("metaflow",)
     how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
     pass_seconds: float = 40.0

@@ -1,8 +1,14 @@
 """Plain records of Dagster runs: what the translator needs, read once from the instance.
 
-A :class:`DagsterRunRecords` holds one run's event-log records and, for every moment the translator
-asks about (a run or step starting or ending), the newest materialization of each upstream asset
-before that moment. Translating it needs no instance; it round-trips through JSON for golden tests.
+A :class:`DagsterRunRecords` holds one run's event-log records; for every moment the translator asks
+about (a run or step starting or ending), the newest materialization of each upstream asset of the
+run's partition before that moment; and the upstream materializations the run's own materializations
+name in Dagster's data provenance (``dagster/input_event_pointer/...``). Translating it needs no
+instance; it round-trips through JSON for golden tests.
+
+Moments are a run's own storage ids, but they are compared with upstream materializations by time:
+in Dagster's default SQLite storage each run has its own shard, whose storage ids say nothing about
+the order of records in another run.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ READ_TYPES = {
     *STEP_EVENTS,
     DagsterEventType.ASSET_MATERIALIZATION,
     DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+    DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
     DagsterEventType.ASSET_CHECK_EVALUATION,
     DagsterEventType.ASSET_OBSERVATION,
 }
@@ -40,6 +47,28 @@ def planned_by_step(records: list[EventLogRecord]) -> dict[str | None, list[Asse
         if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
             planned.setdefault(step_key(record), []).append(record.event_log_entry.dagster_event.asset_key)
     return planned
+
+
+def planned_checks_by_step(records: list[EventLogRecord]) -> dict[str | None, list[AssetKey]]:
+    """The assets each step plans to check."""
+    planned: dict[str | None, list[AssetKey]] = {}
+    for record in records:
+        if event_type(record) == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+            check = record.event_log_entry.dagster_event.event_specific_data
+            planned.setdefault(step_key(record), []).append(check.asset_key)
+    return planned
+
+
+PROVENANCE_POINTER = "dagster/input_event_pointer/"
+
+
+def provenance_pointers(tags: dict[str, str] | None) -> dict[AssetKey, int]:
+    """The upstream materialization (by storage id) Dagster recorded a materialization as computed from."""
+    return {
+        AssetKey.from_user_string(name[len(PROVENANCE_POINTER) :]): int(pointer)
+        for name, pointer in (tags or {}).items()
+        if name.startswith(PROVENANCE_POINTER) and pointer.isdigit()
+    }
 
 
 def upstream_moments(records: list[EventLogRecord]) -> dict[int, list[AssetKey]]:
@@ -85,6 +114,8 @@ class DagsterRunRecords:
     nominal_window: tuple[datetime, datetime] | None = None
     # Assets another tool makes (a Metaflow flow the step launches): that run reports their lineage.
     launched: list[AssetKey] = field(default_factory=list)
+    # Upstream materializations named by the provenance of this run's materializations, by storage id.
+    provenance: dict[int, EventLogRecord] = field(default_factory=dict)
 
     def upstream_at(self, moment: int, key: AssetKey) -> list[Upstream]:
         return self.upstream.get(moment, {}).get(key, [])
@@ -101,6 +132,9 @@ class DagsterRunRecords:
                 else None,
                 "records": [json.loads(serialize_value(record)) for record in self.records],
                 "launched": [json.loads(serialize_value(key)) for key in self.launched],
+                "provenance": {
+                    str(pointer): json.loads(serialize_value(record)) for pointer, record in self.provenance.items()
+                },
                 "upstream": [
                     {
                         "moment": moment,
@@ -147,4 +181,5 @@ class DagsterRunRecords:
             upstream,
             (datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])) if window else None,
             [load(key) for key in data.get("launched", [])],
+            {int(pointer): load(record) for pointer, record in data.get("provenance", {}).items()},
         )

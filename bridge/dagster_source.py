@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
+from time import time
 from typing import Any, Protocol
 
 from dagster import (
@@ -28,6 +29,7 @@ from bridge.dagster_records import (
     Upstream,
     event_type,
     planned_by_step,
+    provenance_pointers,
     upstream_moments,
 )
 from bridge.dagster_translate import Keyed, is_finished, run_ref, step_job, translate_run
@@ -84,8 +86,7 @@ class DagsterSource:
         """
         self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
         self.launcher_kinds = launcher_kinds
-        self._read_up_to = 0  # the newest storage id this source has read
-        self._windows: dict[tuple, tuple[int, list, bool]] = {}
+        self._windows: dict[tuple, tuple[float, list, bool]] = {}
         self.default_location = default_location
         self.untranslated: list[int] = []
 
@@ -106,14 +107,13 @@ class DagsterSource:
         run = run or self.instance.get_run_by_id(dagster_run_id)
         if run is None:
             return None
-        records = list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
-        self._read_up_to = max([self._read_up_to, *(r.storage_id for r in records)])
-        return run, records
+        return run, list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
 
     def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list) -> DagsterRunRecords:
         partition = run.tags.get("dagster/partition")
+        times = {record.storage_id: record.timestamp for record in records}
         upstream = {
-            moment: {key: self._upstream(key, partition, moment) for key in keys}
+            moment: {key: self._upstream(key, partition, times.get(moment, time())) for key in keys}
             for moment, keys in upstream_moments(records).items()
         }
         return DagsterRunRecords(
@@ -125,48 +125,66 @@ class DagsterSource:
             upstream,
             self._nominal_window(records, partition),
             [key for keys in planned_by_step(records).values() for key in keys if self._launched(key)],
+            self._provenance(records),
         )
+
+    def _provenance(self, records: list) -> dict[int, Any]:
+        """The upstream materializations the run's materializations were computed from, per Dagster."""
+        wanted: dict[AssetKey, set[int]] = {}
+        for record in records:
+            if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
+                tags = record.event_log_entry.dagster_event.step_materialization_data.materialization.tags
+                for parent, pointer in provenance_pointers(tags).items():
+                    wanted.setdefault(parent, set()).add(pointer)
+        found = {}
+        for parent, pointers in wanted.items():
+            result = self.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=parent, storage_ids=sorted(pointers)), limit=len(pointers)
+            )
+            found |= {record.storage_id: record for record in result.records}
+        return found
 
     def _launched(self, key: AssetKey) -> bool:
         tags = self.graph.get(key).tags if self.graph.has(key) else {}
         return any(f"dagster/kind/{kind}" in tags for kind in self.launcher_kinds)
 
-    def _upstream(self, key: AssetKey, partition: str | None, before_storage_id: int) -> list[Upstream]:
-        """Each parent of ``key`` at its newest materialization before ``before_storage_id``."""
+    def _upstream(self, key: AssetKey, partition: str | None, before: float) -> list[Upstream]:
+        """Each parent of ``key`` at its newest materialization before the time ``before``."""
         found = []
         for parent in self.parents(key):
             latest = None
             # The same partition first (a month's table reads that month's files), then any.
             for partitions in ([partition], None) if partition else (None,):
-                latest = self._latest_before(parent, partitions, before_storage_id)
+                latest = self._latest_before(parent, partitions, before)
                 if latest is not None:
                     break
             found.append(Upstream(parent, latest))
         return found
 
-    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: int):
-        """The newest materialization of ``parent`` (in ``partitions``) stored before ``before``.
+    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: float):
+        """The newest materialization of ``parent`` (in ``partitions``) stored before the time ``before``.
 
-        Answered from one window of the parent's newest materializations per pass, fetched once every
-        record this pass reads is read (so nothing stored before any of them can be missing from it);
-        a query older than the window asks the instance.
+        Answered from one window of the parent's newest materializations per pass, fetched after every
+        record this pass reads was read (so nothing stored before any of them can be missing from it);
+        a moment older than the window asks the instance.
         """
         key = (parent, tuple(partitions) if partitions else None)
         window = self._windows.get(key)
         if window is None or before > window[0]:
+            fetched_at = time()
             result = self.instance.fetch_materializations(
                 AssetRecordsFilter(asset_key=parent, asset_partitions=partitions), limit=UPSTREAM_WINDOW
             )
-            window = self._windows[key] = (self._read_up_to, result.records, len(result.records) < UPSTREAM_WINDOW)
-        horizon, records, whole_history = window
-        if before <= horizon:
+            window = self._windows[key] = (fetched_at, result.records, len(result.records) < UPSTREAM_WINDOW)
+        fetched_at, records, whole_history = window
+        if before <= fetched_at:
             for record in records:  # newest first
-                if record.storage_id < before:
+                if record.timestamp < before:
                     return record
             if whole_history:
                 return None
         result = self.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=parent, asset_partitions=partitions, before_storage_id=before), limit=1
+            AssetRecordsFilter(asset_key=parent, asset_partitions=partitions, before_timestamp=before), limit=1
         )
         return result.records[0] if result.records else None
 

@@ -1,10 +1,15 @@
 """Dagster runs as OpenLineage: a job for the run, one per step, checks as assertions. Pure: records in, events out.
 
 A run is a ``JOB``; each step a child job (``ASSET``, ``ASSET_CHECK`` or ``STEP``) with the run as
-parent and root. A step's inputs are its planned assets' parents at the versions they had when the
-step started; its outputs are what it materialized (or, until it completes, what it planned).
+parent and root. A step's outputs are what it materialized (or, until it completes, what it planned).
+Its inputs are its assets' parents at the versions it read them, from the best record there is:
+what the materialization itself says it read (``lineage/input_versions``), else the upstream
+materialization Dagster's data provenance points at, else the parent's newest materialization of the
+run's partition before the step started (the only answer before the step has materialized).
 A step that launches another tool's run (its assets are ``launched``) names no datasets: it is that
-run's parent, and that run says what it read and wrote.
+run's parent, and that run says what it read and wrote. A step that found its month unchanged names
+the table at the version it checked, as an output; a step that only executes an asset's checks is a
+job of its own (``<step>__checks``), so no job both reads and writes one table.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from bridge.dagster_records import (
     DagsterRunRecords,
     event_type,
     planned_by_step,
+    planned_checks_by_step,
+    provenance_pointers,
     step_as_of,
     step_key,
 )
@@ -48,7 +55,10 @@ STEP_STATES = {
 VERSION_KEYS = ("iceberg/snapshot_id", "model_version")
 STAGED_VERSION = "staged_snapshot_id"
 PUBLICATION = "publication"
-NOT_WRITTEN = {"unchanged", "held back"}  # found its month unchanged, or held it back after a failed audit
+UNCHANGED, HELD_BACK = "unchanged", "held back"  # found its month unchanged; held it back after a failed audit
+# What a materialization says it read: {parent asset key (``a/b``): the version read}. The truest record.
+INPUT_VERSIONS = "lineage/input_versions"
+CHECKS_SUFFIX = "__checks"
 
 Keyed = tuple[str, RunEvent]
 
@@ -89,6 +99,7 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.planned = planned_by_step(self.records.records)
+        self.planned_checks = planned_checks_by_step(self.records.records)
 
     @property
     def started_at(self) -> datetime:
@@ -105,7 +116,14 @@ class _Run:
         started = _time(starts[-1]) if starts else self.started_at
         identity = (SOURCE, self.records.run_id, step, str(len(starts)))
         lineage_job = dagster_job_name(self.records.job_name, self.records.location)
-        return JobRef(self.naming.job_namespace, job_name(lineage_job, step), run_id(started, *identity))
+        leaf = f"{step}{CHECKS_SUFFIX}" if self.checks_only(step) else step
+        return JobRef(self.naming.job_namespace, job_name(lineage_job, leaf), run_id(started, *identity))
+
+    def checks_only(self, step: str) -> bool:
+        """True when the step is an asset's own step (its op named for the asset) executing only its checks."""
+        if self.planned.get(step):
+            return False
+        return any("__".join(key.path) == step for key in self.planned_checks.get(step, []))
 
     def all_planned(self) -> list[AssetKey]:
         """Every asset the run's own steps make (not those a launched run makes)."""
@@ -152,17 +170,40 @@ class _Run:
             if origins
         )
 
-    def upstream(self, key: AssetKey, moment: int) -> list[DatasetRef]:
+    def upstream(self, key: AssetKey, moment: int, finished: bool = True) -> list[DatasetRef]:
+        """``key``'s parents at the versions it read them (see the module's docstring).
+
+        Before the step ``finished`` only the moment counts, so a START event is the same whenever it is read.
+        """
+        made = self.materialization_of(key) if finished else None
+        tags = made.tags if made is not None else None
+        declared = (_metadata(made) if made is not None else {}).get(INPUT_VERSIONS) or {}
+        pointers = provenance_pointers(tags)
         refs = []
         for parent in self.records.upstream_at(moment, key):
-            if parent.materialization is None:
-                refs.append(self.ref(parent.key))
-                continue
-            materialization = parent.materialization.asset_materialization
-            refs.append(self.ref(parent.key, _metadata(materialization), _data_version(materialization)))
+            read = self.records.provenance.get(pointers[parent.key]) if parent.key in pointers else None
+            read = read or parent.materialization
+            if read is None:
+                ref = self.ref(parent.key)
+            else:
+                entry = read.asset_materialization
+                ref = self.ref(parent.key, _metadata(entry), _data_version(entry))
+            if parent.key.to_user_string() in declared:
+                ref = replace(ref, version=str(declared[parent.key.to_user_string()]))
+            refs.append(ref)
         return refs
 
+    def materialization_of(self, key: AssetKey):
+        """The run's last materialization of ``key``, if it made one."""
+        for record in reversed(self.records.records):
+            if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
+                materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+                if materialization.asset_key == key:
+                    return materialization
+        return None
+
     def materialized(self, of: list[AssetKey], step: str | None = None) -> list[DatasetRef]:
+        """What the run (or ``step``) materialized: a table at the version it published, left unchanged, or staged."""
         refs = []
         for record in self.records.records:
             if event_type(record) != DagsterEventType.ASSET_MATERIALIZATION or (step and step_key(record) != step):
@@ -171,9 +212,14 @@ class _Run:
             if materialization.asset_key not in of:
                 continue
             metadata = _metadata(materialization)
-            if metadata.get(PUBLICATION) in NOT_WRITTEN:
-                continue
-            refs.append(self.ref(materialization.asset_key, metadata, _data_version(materialization), written=True))
+            ref = self.ref(materialization.asset_key, metadata, _data_version(materialization), written=True)
+            publication = metadata.get(PUBLICATION)
+            if publication == UNCHANGED:  # checked, not written: no rows, no column lineage of its own
+                ref = replace(ref, rows=None, columns_from=())
+            elif publication == HELD_BACK:  # written where readers cannot see it: the staged snapshot
+                staged = metadata.get(STAGED_VERSION)
+                ref = replace(ref, version=None if staged is None else str(staged), rows=None)
+            refs.append(ref)
         return refs
 
     def nominal(self) -> tuple[datetime | None, datetime | None]:
@@ -220,7 +266,8 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
 def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
     planned = run.all_planned()
     produced = {run.naming.asset(key.path) for key in planned}
-    upstream = {ref.name.key: ref for key in planned for ref in run.upstream(key, record.storage_id)}
+    finished = state != RunState.START
+    upstream = {ref.name.key: ref for key in planned for ref in run.upstream(key, record.storage_id, finished)}
     nominal_start, nominal_end = run.nominal()
     return EventSpec(
         state=state,
@@ -253,7 +300,7 @@ def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
 def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) -> EventSpec:
     moment = step_as_of(run.records.records, step, record.storage_id)
     planned = [] if run.launches(step) else run.planned.get(step, [])
-    inputs = [ref for key in planned for ref in run.upstream(key, moment)]
+    inputs = [ref for key in planned for ref in run.upstream(key, moment, state != RunState.START)]
     outputs = run.materialized(planned, step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
     # A table asset audits its own month in the same step; its checks travel with the output it
     # published, or, when it published nothing, with the dataset it audited, as an input. They are

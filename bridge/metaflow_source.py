@@ -110,7 +110,7 @@ def run_record(run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | N
         finished_at=_utc(run.finished_at) if run.finished_at else None,
         state=run_state(run).value,
         step_graph=_artifact(start, LINEAGE_STEP_GRAPH, {}) if start else {},
-        tasks=tasks,
+        tasks=sorted(tasks, key=lambda task: (task.created_at, task.pathspec)),  # the client lists the newest first
         root=dagster_run(parent["run_id"]) if parent else None,
         dagster_run_id=parent["run_id"] if parent else None,
         parent=dagster_step(parent["run_id"], parent["step_key"])

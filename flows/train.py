@@ -9,7 +9,8 @@ Steps:
     evaluate  MAE, RMSE and WAPE per candidate and zone against seasonal naive and the noise floor; choose the
               champion among the forecasts (a perfect-weather scenario never wins); card: tables and chart
     predict   refit the champion on all data; forecast the next horizon hours for every zone
-    write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast; card: plot of the busiest zones
+    write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast, check the rows written (the
+              table's Dagster checks); card: plot of the busiest zones
     end       summary
 """
 
@@ -30,7 +31,7 @@ from metaflow.cards import Image, Markdown, Table
 from threadpoolctl import threadpool_limits
 
 from bridge.metaflow_recorder import record_lineage, record_model
-from flows.forecasting import backtest, column_lineage, features, noise_floor, report, tables
+from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
@@ -221,6 +222,15 @@ class TrainForecastModelFlow(FlowSpec):
             f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {tables.FORECAST} at snapshot {self.forecast_snapshot_id}."
         )
         print(written)
+        # The table's checks, on the rows as the table holds them; a shell run reports them to Dagster.
+        version = checks.ForecastVersion(
+            current.run_id, pd.Timestamp(self.settings.as_of).tz_localize("UTC"), self.settings.horizon_hours,
+            len(self.zone_ids),
+        )  # fmt: skip
+        outcomes = checks.forecast_checks(tables.read_forecasts(catalog, current.run_id), version)
+        self.forecast_checks = [outcome.to_dict() for outcome in outcomes]
+        for outcome in outcomes:
+            print(f"check {outcome.name}: {'passed' if outcome.passed else 'FAILED'}")
         figure = plots.forecast_figure(self.actuals, self.backtest, self.forecast, self.champion)
         self.forecast_png = plots.png_bytes(figure)
         self.plot_path = str(

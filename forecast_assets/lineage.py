@@ -68,6 +68,14 @@ def _report_metadata(pathspec: str) -> Mapping:
     return {FORECAST_MODEL: model, FORECAST_TABLE: table}
 
 
+def _report_checks(pathspec: str) -> Mapping:
+    """The forecast table's checks as the flow run evaluated them on the rows it wrote (none for older runs)."""
+    # Dagster and Metaflow load only when a pass reports a run, never for the read commands.
+    from forecast_assets.assets.training import FORECAST_TABLE, training_run_checks
+
+    return {FORECAST_TABLE: training_run_checks(pathspec)}
+
+
 def taxi_bridge(settings: Settings) -> LineageBridge:
     return LineageBridge(
         naming=naming(settings),
@@ -77,6 +85,7 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         workspace_file=WORKSPACE_FILE,
         datahub=datahub_target(settings),
         report_metadata=_report_metadata,
+        report_checks=_report_checks,
         how_to_fill_graph="run `taxi demo`, or a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs",
         repair_command="taxi-lineage",
         pass_seconds=settings.lineage_pass_seconds,

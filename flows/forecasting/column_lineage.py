@@ -55,16 +55,20 @@ def feature_origins(feature: str) -> tuple[ColumnOrigin, ...]:
     raise UnknownFeature(msg)
 
 
+# The column the model learned to predict: a model is computed from its target as much as from its features.
+TARGET = "target"
+LEARNED_TARGET = (ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,)),)
+
+
 def model_lineage(features: list[str]) -> ColumnLineage:
-    """The model's inputs: each feature and the columns it is computed from."""
-    return {feature: feature_origins(feature) for feature in features}
+    """The model's inputs: the target it learned and each feature, with the columns they are computed from."""
+    return {TARGET: LEARNED_TARGET, **{feature: feature_origins(feature) for feature in features}}
 
 
 def forecast_lineage(features: list[str]) -> ColumnLineage:
     """The forecast table's columns: the forecast from every feature's columns (and the target it learned)."""
-    target = ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,))
     merged: dict[InputColumn, set[Transformation]] = defaultdict(set)
-    for origin in (target, *(o for feature in features for o in feature_origins(feature))):
+    for origin in (*LEARNED_TARGET, *(o for feature in features for o in feature_origins(feature))):
         merged[origin.input].update(origin.transformations)
     forecast = tuple(ColumnOrigin(column, tuple(sorted(kinds))) for column, kinds in sorted(merged.items()))
     return {

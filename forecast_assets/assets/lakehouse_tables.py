@@ -12,10 +12,12 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Failure,
+    MetadataValue,
     PartitionsDefinition,
     multi_asset,
 )
 
+from bridge.dagster_translate import INPUT_VERSIONS
 from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
@@ -24,6 +26,7 @@ from forecast_assets.lakehouse.publication import published_month, published_sna
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
+from forecast_assets.sources.stage import combined_fingerprint
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
 from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
@@ -62,6 +65,12 @@ def _identity(spec: TableSpec, **inputs: str) -> dict[str, str]:
     return {**inputs, CODE_VERSION_PROPERTY: CODE_VERSIONS[spec.name]}
 
 
+def _read(versions: dict[AssetKey, str | int | None]) -> dict:
+    """What the month is built from, at the versions read, for the lineage bridge (per-run truth)."""
+    read = {key.to_user_string(): str(version) for key, version in versions.items() if version is not None}
+    return {INPUT_VERSIONS: MetadataValue.json(read)}
+
+
 def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partition_key: str):
     record = staging.store().record(name)
     if record is None:
@@ -95,6 +104,7 @@ def raw_yellow(
             "source_file": source_file,
             "source_fingerprint": record.fingerprint,
             "source_rows": record.rows or 0,
+            **_read({AssetKey(TRIP_FILES): record.fingerprint}),
         },
     )
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
@@ -122,6 +132,7 @@ def raw_weather(
         metadata={
             "source_file": ", ".join(name.rsplit("/", 1)[-1] for name in names),
             "source_fingerprint": fingerprints,
+            **_read({AssetKey(WEATHER_FILES): combined_fingerprint([record.fingerprint for record in records])}),
         },
     )
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
@@ -166,6 +177,8 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
             "top_zones_requested": config.top_zones,
             "raw_yellow_snapshot_id": trips_snapshot,
             "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
+            # The raw month counted (the snapshot that last wrote it), not raw_yellow's head.
+            **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): trips_month.snapshot_id if trips_month else None}),
         },
     )
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)

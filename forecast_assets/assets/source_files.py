@@ -1,6 +1,5 @@
 """Source file assets: each month's TLC trip file and NOAA weather files, verified and staged."""
 
-import hashlib
 from pathlib import Path
 
 from dagster import (
@@ -17,7 +16,7 @@ from dagster import (
 from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
-from forecast_assets.sources.stage import StagedFile, stage_file
+from forecast_assets.sources.stage import StagedFile, combined_fingerprint, stage_file
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
 from taxi_core.months import MonthWindow
@@ -86,17 +85,17 @@ def weather_files(
         url = source.weather_url(element, month)
         verify = lambda path, url=url, element=element: verify_weather_file(path, url, element, month)  # noqa: E731
         staged_files.append(_stage(context, url, weather_staging_name(element, month), source, staging, verify))
-    combined = hashlib.sha256("".join(s.record.fingerprint for s in staged_files).encode()).hexdigest()
+    combined = combined_fingerprint([s.record.fingerprint for s in staged_files])
     metadata = {
         "partition": context.partition_key,
-        "source_fingerprint": f"sha256:{combined}",
+        "source_fingerprint": combined,
         "dagster/row_count": sum(s.record.rows or 0 for s in staged_files),
         "downloaded_files": sum(s.downloaded for s in staged_files),
     }
     for element, staged in zip(ELEMENTS, staged_files, strict=True):
         metadata[f"{element}_url"] = MetadataValue.url(staged.record.url)
         metadata[f"{element}_fingerprint"] = staged.record.fingerprint
-    return MaterializeResult(metadata=metadata, data_version=DataVersion(f"sha256:{combined}"))
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(combined))
 
 
 def source_file_assets(months: PartitionsDefinition) -> list[AssetsDefinition]:

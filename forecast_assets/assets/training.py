@@ -95,6 +95,16 @@ def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
     return model_metadata(run), forecast_table_metadata(run)
 
 
+def training_run_checks(pathspec: str) -> list[tuple[str, bool, dict]]:
+    """The forecast table's checks as the flow run ``pathspec`` evaluated them on the rows it wrote."""
+    from metaflow import Run, namespace  # Metaflow loads only where a flow run is read
+
+    namespace(None)
+    data = Run(pathspec).data
+    outcomes = data.forecast_checks if "forecast_checks" in data else []
+    return [(outcome["name"], bool(outcome["passed"]), dict(outcome["metadata"])) for outcome in outcomes]
+
+
 def model_metadata(run) -> dict:
     from flows.forecasting.backtest import ranked  # the flow's modules load with the flow, not with the definitions
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -10,6 +11,11 @@ from typing import Any
 
 from forecast_assets.sources.download import DEFAULT_RETRY, FetchRecord, Progress, RetryPolicy, fetch_if_changed
 from forecast_assets.sources.staging import Staging
+
+
+def combined_fingerprint(fingerprints: list[str]) -> str:
+    """One version for a set of staged files (a month's weather files), from their fingerprints in order."""
+    return f"sha256:{hashlib.sha256(''.join(fingerprints).encode()).hexdigest()}"
 
 
 @dataclass(frozen=True)

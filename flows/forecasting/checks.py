@@ -1,0 +1,95 @@
+"""The forecast table's checks, one property each, on the rows one model version wrote: pure pandas.
+
+The flow evaluates them on the rows it wrote (a run from the shell reports them to Dagster as asset
+check evaluations); Dagster's asset checks evaluate the same functions on the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+FORECAST_KEYS = ["pickup_hour", "pulocationid"]
+EVERY_ZONE_EVERY_HOUR = "forecast_every_zone_has_every_horizon_hour"
+NO_NEGATIVE_RIDES = "forecast_no_negative_rides"
+NO_DUPLICATE_KEYS = "forecast_no_duplicate_keys"
+
+
+@dataclass(frozen=True)
+class ForecastVersion:
+    """What the rows of one model version (a Metaflow run's) must cover."""
+
+    metaflow_run_id: str
+    start: pd.Timestamp
+    horizon_hours: int
+    zones: int
+
+    def hours(self) -> pd.DatetimeIndex:
+        return pd.date_range(self.start, periods=self.horizon_hours, freq="h")
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    passed: bool
+    metadata: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "passed": self.passed, "metadata": self.metadata}
+
+
+def horizon_coverage(rows: pd.DataFrame, version: ForecastVersion) -> CheckOutcome:
+    """The version's rows hold every forecast zone for every hour of the horizon, and no other hour."""
+    cells = rows[FORECAST_KEYS].drop_duplicates()
+    hours = pd.to_datetime(cells.pickup_hour)
+    hours = hours.dt.tz_localize("UTC") if hours.dt.tz is None else hours.dt.tz_convert("UTC")
+    inside = cells[hours.isin(version.hours()).to_numpy()]
+    zones = int(cells.pulocationid.nunique())
+    missing_zones = max(version.zones - zones, 0)
+    missing = missing_zones * version.horizon_hours + zones * version.horizon_hours - len(inside)
+    outside = len(cells) - len(inside)
+    return CheckOutcome(
+        EVERY_ZONE_EVERY_HOUR,
+        passed=zones == version.zones and missing == 0 and outside == 0,
+        metadata={
+            "zones": zones,
+            "expected_zones": version.zones,
+            "horizon_hours": version.horizon_hours,
+            "zone_hours_missing": int(missing),
+            "zone_hours_outside_horizon": int(outside),
+            "metaflow_run_id": version.metaflow_run_id,
+        },
+    )
+
+
+def non_negative_forecasts(rows: pd.DataFrame) -> CheckOutcome:
+    """Every forecast of the version is a number of rides, zero or more."""
+    rides = rows.forecasted_total_rides
+    negative, missing = int((rides < 0).sum()), int(rides.isna().sum())
+    return CheckOutcome(
+        NO_NEGATIVE_RIDES,
+        passed=negative == 0 and missing == 0 and len(rows) > 0,
+        metadata={
+            "rows": len(rows),
+            "negative_forecasts": negative,
+            "missing_forecasts": missing,
+            "smallest_forecast": float(rides.min()) if rides.notna().any() else 0.0,
+        },
+    )
+
+
+def unique_forecast_keys(rows: pd.DataFrame) -> CheckOutcome:
+    """At most one row of the version per pickup_hour and pulocationid."""
+    repeated = rows[rows.duplicated(FORECAST_KEYS, keep=False)]
+    keys = len(repeated[FORECAST_KEYS].drop_duplicates())
+    return CheckOutcome(
+        NO_DUPLICATE_KEYS,
+        passed=keys == 0,
+        metadata={"duplicate_keys": keys, "rows_with_duplicate_keys": len(repeated)},
+    )
+
+
+def forecast_checks(rows: pd.DataFrame, version: ForecastVersion) -> list[CheckOutcome]:
+    """Every check of the forecast table, on one version's rows."""
+    return [horizon_coverage(rows, version), non_negative_forecasts(rows), unique_forecast_keys(rows)]
