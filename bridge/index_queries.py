@@ -89,17 +89,19 @@ def writer(connection: sqlite3.Connection, dataset: str, version: str) -> Run | 
 
     A step that recorded its reads (a Dagster asset step) is the most exact; a step that read nothing
     itself (a Metaflow step fed by artifacts) stands for its run, whose event names the run's reads.
+    Of runs that name the same version as output (a later run found it unchanged), the first wrote it.
     """
     rows = connection.execute(
         """SELECT runs.run_id, runs.parent_run_id,
                   (SELECT count(*) FROM io AS reads WHERE reads.run_id = runs.run_id AND reads.direction = 'input')
            FROM io JOIN runs USING (run_id)
-           WHERE io.dataset = ? AND io.version = ? AND io.direction = 'output' AND runs.status = 'COMPLETE'""",
+           WHERE io.dataset = ? AND io.version = ? AND io.direction = 'output' AND runs.status = 'COMPLETE'
+           ORDER BY runs.finished, runs.run_id""",
         (dataset, version),
     ).fetchall()
     if not rows:
         return None
-    run_id, _, _ = max(rows, key=lambda r: (r[2] > 0, r[1] is not None, r[0]))
+    run_id, _, _ = max(rows, key=lambda r: (r[2] > 0, r[1] is not None))  # the first of the best
     return _run(connection, run_id)
 
 

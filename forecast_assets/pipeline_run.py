@@ -65,9 +65,10 @@ def launch(
     job_name: str,
     tags: dict[str, str] | None = None,
     run_config: dict | None = None,
+    asset_selection: list | None = None,
 ) -> str:
-    """Create a run of ``job_name`` with the code location's origin and start it; returns its run id."""
-    run_id = _create_run(instance, workspace, job_name, tags, run_config)
+    """Create a run of ``job_name`` (of ``asset_selection`` only, as the UI's Materialize) and start it."""
+    run_id = _create_run(instance, workspace, job_name, tags, run_config, asset_selection)
     instance.launch_run(run_id, workspace)
     return run_id
 
@@ -91,11 +92,16 @@ def _create_run(
     job_name: str,
     tags: dict[str, str] | None,
     run_config: dict | None,
+    asset_selection: list | None = None,
 ) -> str:
     location = workspace.get_code_location(LOCATION_NAME)
     repository = location.get_repository(REPOSITORY_NAME)
     selector = JobSubsetSelector(
-        location_name=location.name, repository_name=repository.name, job_name=job_name, op_selection=None
+        location_name=location.name,
+        repository_name=repository.name,
+        job_name=job_name,
+        op_selection=None,
+        asset_selection=asset_selection,
     )
     job = location.get_job(selector)
     run_config = QUIET | (run_config or {})
@@ -116,7 +122,7 @@ def _create_run(
         parent_job_snapshot=job.parent_job_snapshot,
         remote_job_origin=job.get_remote_origin(),
         job_code_origin=job.get_python_origin(),
-        asset_selection=None,
+        asset_selection=frozenset(asset_selection) if asset_selection else None,
         asset_check_selection=None,
         asset_graph=repository.asset_graph,
     )

@@ -1,0 +1,64 @@
+"""The lineage against what really happened: every version of every table, the model and the forecast.
+
+The scenario (``tests/truth/scenario.py``) runs the real pipeline in a state folder of its own, in a
+process of its own, and records the truth (staged files' sha256, Iceberg snapshots, Metaflow
+artifacts) apart from the lineage's claims; the oracle (``tests/truth/oracle.py``) compares them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from taxi_core.settings import PROJECT_ROOT
+from tests.truth.oracle import ACTUALS, FORECAST, RAW_WEATHER, RAW_YELLOW, expected_inputs, table, verdicts
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("truth")
+    out, state = folder / "record.json", folder / "state"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
+    command = [sys.executable, "-m", "tests.truth.scenario", str(out), str(state)]
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+def test_the_scenario_made_the_history_it_claims(record):
+    outcomes = {run["what"]: run["success"] for run in record["runs"]}
+    assert outcomes["republished file that fails its audit"] is False
+    assert all(success for what, success in outcomes.items() if "fails its audit" not in what)
+    assert [run["use_weather"] for run in record["flow_runs"]] == [False, True]
+    expected = expected_inputs(record)
+    # Every table version, both model versions and both forecasts have a truth to be checked against.
+    for dataset in (RAW_YELLOW, RAW_WEATHER, ACTUALS, FORECAST):
+        assert sum(1 for name, _ in expected if name == dataset) >= 2, dataset
+
+
+def test_every_claim_of_every_view_equals_the_truth(record):
+    found = verdicts(record)
+    print("\n" + table(found))
+    wrong = [v for v in found if not v.right]
+    assert wrong == []
+    views = {v.where.split()[0] for v in found}
+    assert {"event", "show", "model", "diff", "DataHub"} <= views
+    checked = {(v.dataset, v.version) for v in found}
+    # Each month's raw_yellow on main is checked: the months ingested latest first, rewritten, republished.
+    assert {str(s) for s in record["snapshots"][RAW_YELLOW]["main"]} <= {version for _, version in checked}
+
+
+def test_december_and_january_raw_yellow_name_two_different_files(record):
+    expected = expected_inputs(record)
+    months = {}
+    for (dataset, version), inputs in expected.items():
+        if dataset == RAW_YELLOW:
+            snapshot = record["snapshots"][RAW_YELLOW]["snapshots"][version]["summary"]
+            months.setdefault(snapshot.get("dagster.partition", "")[:7], set()).update(inputs.values())
+    assert months["2024-12"].isdisjoint(months["2025-01"])

@@ -1,0 +1,197 @@
+"""The scenario's history: the runs, what each really did (files, snapshots, artifacts), and the lineage's claims."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dagster import AssetKey, DagsterInstance
+
+from forecast_assets import pipeline_run
+from forecast_assets.definitions import build_definitions
+from forecast_assets.lineage import naming, taxi_bridge
+from forecast_assets.lineage_cli import main as lineage_command
+from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
+from forecast_assets.sources.sample_source import TRIP_DIR
+from forecast_assets.sources.tlc_format import trip_file_name
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.names import FLOW_NAME
+from taxi_core.settings import Settings
+from tests.truth.scenario import FORECAST, MONTHS, TABLES, capture, run_flow, sha256
+
+REWRITE_RAW_YELLOW = {"ops": {"nyc_taxi__raw_yellow": {"config": {"rewrite_unchanged": True}}}}
+
+
+@dataclass
+class History:
+    settings: Settings
+    state: Path
+    runs: list[dict] = field(default_factory=list)  # each Dagster run: id, what it was, the files staged after it
+
+    def play(self) -> None:
+        with DagsterInstance.get() as instance:
+            self.instance = instance
+            job = build_definitions(self.settings).resolve_job_def("monthly_ingestion")
+
+            def ingest(month: str, what: str, run_config: dict | None = None) -> None:
+                result = job.execute_in_process(
+                    partition_key=f"{month}-01", instance=instance, run_config=run_config, raise_on_error=False
+                )
+                self._ran(result.run_id, month, what, result.success)
+
+            for month in MONTHS:
+                ingest(month, "first ingestion")
+            ingest("2024-11", "unchanged re-run")
+            ingest("2024-11", "forced rewrite of raw_yellow", REWRITE_RAW_YELLOW)
+            self._change_trips("2024-12", early=True)
+            ingest("2024-12", "republished file that fails its audit")
+            self._change_trips("2024-12", early=False)
+            ingest("2024-12", "republished file with changed rows")
+            with pipeline_run.code_location(instance) as workspace:
+                actuals = AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"])
+                run_id = pipeline_run.launch(
+                    instance, workspace, "__ASSET_JOB", tags={"dagster/partition": "2025-01-01"}, asset_selection=[actuals]
+                )
+                outcome = pipeline_run.wait_for(instance, run_id)
+                self._ran(run_id, "2025-01", "UI launch of the actuals (unchanged)", outcome.success)
+            run_flow()
+            run_flow("--use_weather", "true")
+            lineage_command([])
+
+    def _ran(self, run_id: str, month: str, what: str, success: bool) -> None:
+        staging = Path(self.settings.staging_location) if "://" not in self.settings.staging_location else None
+        files = {}
+        for each in sorted(MONTHS):
+            trips = staging / "taxi" / trip_file_name(each)
+            weather = [staging / "weather" / weather_file_path(element, each) for element in ELEMENTS]
+            if trips.exists():
+                files.setdefault(each, {})["taxi"] = sha256(trips)
+            if all(path.exists() for path in weather):
+                # A month's weather version: the sha256 of its four files' fingerprints, in element order.
+                joined = "".join(sha256(path) for path in weather)
+                files.setdefault(each, {})["weather"] = "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+        self.runs.append({"run_id": run_id, "month": month, "what": what, "success": success, "files": files})
+
+    def _change_trips(self, month: str, early: bool) -> None:
+        """Republish the month's sample file: a tenth of the pickups a year early (fails its audit), or rows dropped."""
+        path = self.state / "sample_source" / TRIP_DIR / trip_file_name(month)
+        trips = pq.read_table(path)
+        rows = np.random.default_rng(11).random(trips.num_rows) < 0.1
+        if early:
+            for column in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
+                values = trips.column(column).to_numpy()
+                shifted = np.where(rows, values - np.timedelta64(365, "D"), values)
+                trips = trips.set_column(trips.schema.get_field_index(column), column, pa.array(shifted, trips.schema.field(column).type))
+        else:
+            trips = trips.filter(pa.array(~rows))
+        pq.write_table(trips, path)
+
+    def record(self) -> dict:
+        return {
+            "runs": self.runs,
+            "snapshots": self._snapshots(),
+            "flow_runs": self._flow_runs(),
+            "labels": self._labels(),
+            "events": self._events(),
+            "answers": self._answers(),
+            "datahub_runs": self._datahub_runs(),
+        }
+
+    def _snapshots(self) -> dict:
+        catalog = open_catalog(CatalogConfig.from_settings(self.settings))
+        found = {}
+        for name in [*TABLES, FORECAST]:
+            table = catalog.load_table(name)
+            main, current = [], table.current_snapshot()
+            by_id = {s.snapshot_id: s for s in table.snapshots()}
+            while current is not None:
+                main.append(current.snapshot_id)
+                current = by_id.get(current.parent_snapshot_id)
+            found[name] = {
+                "main": main[::-1],
+                "snapshots": {
+                    str(s.snapshot_id): {
+                        "parent": s.parent_snapshot_id,
+                        "at": s.timestamp_ms,
+                        "summary": dict(s.summary.additional_properties) if s.summary else {},
+                    }
+                    for s in table.snapshots()
+                },
+            }
+        return found
+
+    def _flow_runs(self) -> list[dict]:
+        from metaflow import Flow, namespace
+
+        namespace(None)
+        return [
+            {
+                "pathspec": run.pathspec,
+                "model_version": run.data.model_version,
+                "actuals_snapshot_id": str(run.data.actuals_snapshot_id),
+                "weather_snapshot_id": None if run.data.weather_snapshot_id is None else str(run.data.weather_snapshot_id),
+                "forecast_snapshot_id": str(run.data.forecast_snapshot_id),
+                "use_weather": bool(run.data.settings.use_weather),
+                "features": list(run.data.used_features),
+            }
+            for run in Flow(FLOW_NAME)
+            if run.successful
+        ]
+
+    def _labels(self) -> dict:
+        """Each asset's name in the lineage (a table's catalog name, else its location), and in DataHub."""
+        from bridge.datahub_metadata import dataset_urn_name
+
+        policy = naming(self.settings)
+        labels = {}
+        for key in ["taxi_trip_files", "weather_files", "forecast_model", *TABLES, FORECAST]:
+            name = policy.asset(key.split("."))
+            labels[key] = {"lineage": name.catalog_name or name.name, "datahub": dataset_urn_name(policy.datahub_urn(name))}
+        return labels
+
+    def _events(self) -> list[dict]:
+        path = taxi_bridge(self.settings).events_file
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def _answers(self) -> dict:
+        """The lineage command's answers, as a person or a script asks for them."""
+        bridge = taxi_bridge(self.settings)
+        from bridge import cli
+
+        def ask(*words: str):
+            """The command's JSON answer; ``None`` where it answered with a usage error (a version it never saw)."""
+            printed = capture(cli.main, list(words), bridge)
+            return json.loads(printed) if printed.strip() else None
+
+        answers = {"model": ask("model", "--json"), "versions": {}, "columns": {}, "diffs": {}}
+        for table, records in self._snapshots().items():
+            for version in records["snapshots"]:
+                answers["versions"][f"{table}@{version}"] = ask("show", table, "--version", version, "--json")
+        for version in self._snapshots()["nyc_taxi.raw_yellow"]["main"]:
+            column = "nyc_taxi.raw_yellow.pulocationid"
+            answers["columns"][str(version)] = ask("show", column, "--version", str(version), "--json")
+        main = [str(v) for v in self._snapshots()["nyc_taxi.raw_yellow"]["main"]]
+        for before, after in zip(main, main[1:], strict=False):
+            pair = f"nyc_taxi.raw_yellow@{before} nyc_taxi.raw_yellow@{after}"
+            answers["diffs"][pair] = ask("diff", f"nyc_taxi.raw_yellow@{before}", f"nyc_taxi.raw_yellow@{after}", "--json")
+        return answers
+
+    def _datahub_runs(self) -> list[dict]:
+        from bridge.lite import open_lite
+
+        lite = open_lite(taxi_bridge(self.settings).datahub.lite_path, read_only=True)
+        try:
+            runs = []
+            for urn in lite.list_ids():
+                if urn.startswith("urn:li:dataProcessInstance:"):
+                    found = lite.get(urn, aspects=["dataProcessInstanceProperties"]) or {}
+                    properties = found.get("dataProcessInstanceProperties") or {}
+                    runs.append({"urn": urn, "name": properties.get("name"), "versions": properties.get("customProperties", {})})
+            return runs
+        finally:
+            lite.close()
