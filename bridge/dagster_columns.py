@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 DAGSTER_COLUMN_LINEAGE = "dagster/column_lineage"
 COLUMN_TRANSFORMATIONS = "lineage/column_transformations"
+# The open-source UI shows dagster/column_lineage only as JSON: this table is what a person reads there.
+COLUMN_TABLE = "lineage/columns"
 
 
 def column_lineage_metadata(lineage: ColumnLineage) -> dict:
@@ -37,7 +39,18 @@ def column_lineage_metadata(lineage: ColumnLineage) -> dict:
     return {
         DAGSTER_COLUMN_LINEAGE: TableColumnLineage(deps_by_column=deps),
         COLUMN_TRANSFORMATIONS: MetadataValue.json(lineage_to_json(lineage)),
+        COLUMN_TABLE: MetadataValue.md(column_lineage_markdown(lineage)),
     }
+
+
+def column_lineage_markdown(lineage: ColumnLineage) -> str:
+    """Each column and the input columns it comes from, with how, as a Markdown table."""
+    lines = ["| column | comes from | how |", "|---|---|---|"]
+    for column, origins in lineage.items():
+        for origin in origins:
+            how = ", ".join(f"{t.type} {t.subtype}".strip() for t in origin.transformations) or "-"
+            lines.append(f"| {column} | {origin.input.source} `{origin.input.column}` | {how} |")
+    return "\n".join(lines)
 
 
 def derived_column_lineage(

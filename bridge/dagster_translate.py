@@ -182,6 +182,10 @@ class _Run:
         refs = []
         for parent in self.records.upstream_at(moment, key):
             read = self.records.provenance.get(pointers[parent.key]) if parent.key in pointers else None
+            # Dagster's pointer names the parent's newest materialization, of any partition: only one of
+            # the run's own partition is what a monthly step read.
+            if read is not None and self.records.partition and read.partition_key not in (None, self.records.partition):
+                read = None
             read = read or parent.materialization
             if read is None:
                 ref = self.ref(parent.key)

@@ -55,7 +55,11 @@ class History:
             with pipeline_run.code_location(instance) as workspace:
                 actuals = AssetKey(["nyc_taxi", "yellow_rides_hourly_actuals"])
                 run_id = pipeline_run.launch(
-                    instance, workspace, "__ASSET_JOB", tags={"dagster/partition": "2025-01-01"}, asset_selection=[actuals]
+                    instance,
+                    workspace,
+                    "__ASSET_JOB",
+                    tags={"dagster/partition": "2025-01-01"},
+                    asset_selection=[actuals],
                 )
                 outcome = pipeline_run.wait_for(instance, run_id)
                 self._ran(run_id, "2025-01", "UI launch of the actuals (unchanged)", outcome.success)
@@ -86,7 +90,9 @@ class History:
             for column in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
                 values = trips.column(column).to_numpy()
                 shifted = np.where(rows, values - np.timedelta64(365, "D"), values)
-                trips = trips.set_column(trips.schema.get_field_index(column), column, pa.array(shifted, trips.schema.field(column).type))
+                trips = trips.set_column(
+                    trips.schema.get_field_index(column), column, pa.array(shifted, trips.schema.field(column).type)
+                )
         else:
             trips = trips.filter(pa.array(~rows))
         pq.write_table(trips, path)
@@ -134,7 +140,9 @@ class History:
                 "pathspec": run.pathspec,
                 "model_version": run.data.model_version,
                 "actuals_snapshot_id": str(run.data.actuals_snapshot_id),
-                "weather_snapshot_id": None if run.data.weather_snapshot_id is None else str(run.data.weather_snapshot_id),
+                "weather_snapshot_id": None
+                if run.data.weather_snapshot_id is None
+                else str(run.data.weather_snapshot_id),
                 "forecast_snapshot_id": str(run.data.forecast_snapshot_id),
                 "use_weather": bool(run.data.settings.use_weather),
                 "features": list(run.data.used_features),
@@ -151,7 +159,10 @@ class History:
         labels = {}
         for key in ["taxi_trip_files", "weather_files", "forecast_model", *TABLES, FORECAST]:
             name = policy.asset(key.split("."))
-            labels[key] = {"lineage": name.catalog_name or name.name, "datahub": dataset_urn_name(policy.datahub_urn(name))}
+            labels[key] = {
+                "lineage": name.catalog_name or name.name,
+                "datahub": dataset_urn_name(policy.datahub_urn(name)),
+            }
         return labels
 
     def _events(self) -> list[dict]:
@@ -178,7 +189,9 @@ class History:
         main = [str(v) for v in self._snapshots()["nyc_taxi.raw_yellow"]["main"]]
         for before, after in zip(main, main[1:], strict=False):
             pair = f"nyc_taxi.raw_yellow@{before} nyc_taxi.raw_yellow@{after}"
-            answers["diffs"][pair] = ask("diff", f"nyc_taxi.raw_yellow@{before}", f"nyc_taxi.raw_yellow@{after}", "--json")
+            answers["diffs"][pair] = ask(
+                "diff", f"nyc_taxi.raw_yellow@{before}", f"nyc_taxi.raw_yellow@{after}", "--json"
+            )
         return answers
 
     def _datahub_runs(self) -> list[dict]:
@@ -191,7 +204,9 @@ class History:
                 if urn.startswith("urn:li:dataProcessInstance:"):
                     found = lite.get(urn, aspects=["dataProcessInstanceProperties"]) or {}
                     properties = found.get("dataProcessInstanceProperties") or {}
-                    runs.append({"urn": urn, "name": properties.get("name"), "versions": properties.get("customProperties", {})})
+                    runs.append(
+                        {"urn": urn, "name": properties.get("name"), "versions": properties.get("customProperties", {})}
+                    )
             return runs
         finally:
             lite.close()

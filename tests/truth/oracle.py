@@ -116,7 +116,9 @@ def event_verdicts(record: dict, expected: dict) -> list[Verdict]:
             truth = flows.get(flow_runs.get(event["run"]["runId"]) or flow_runs.get(parent, ""), {})
             for name, version in {**inputs, **outputs}.items():
                 right = truth.get(name) == version
-                verdicts.append(Verdict(f"event {job}", name, str(version), right, f"the run's artifacts say {truth.get(name)}"))
+                verdicts.append(
+                    Verdict(f"event {job}", name, str(version), right, f"the run's artifacts say {truth.get(name)}")
+                )
             continue
         if "." not in job:
             continue  # a Dagster run: its steps say what each read
