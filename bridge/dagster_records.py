@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from dagster import AssetKey, DagsterEventType, EventLogRecord, deserialize_value, serialize_value
+from dagster._core.definitions.data_version import INPUT_EVENT_POINTER_TAG_PREFIX
 
 RUN_TERMINAL = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED}
 STEP_EVENTS = {DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
@@ -59,15 +60,12 @@ def planned_checks_by_step(records: list[EventLogRecord]) -> dict[str | None, li
     return planned
 
 
-PROVENANCE_POINTER = "dagster/input_event_pointer/"
-
-
 def provenance_pointers(tags: dict[str, str] | None) -> dict[AssetKey, int]:
     """The upstream materialization (by storage id) Dagster recorded a materialization as computed from."""
     return {
-        AssetKey.from_user_string(name[len(PROVENANCE_POINTER) :]): int(pointer)
+        AssetKey.from_user_string(name[len(INPUT_EVENT_POINTER_TAG_PREFIX) :]): int(pointer)
         for name, pointer in (tags or {}).items()
-        if name.startswith(PROVENANCE_POINTER) and pointer.isdigit()
+        if name.startswith(INPUT_EVENT_POINTER_TAG_PREFIX) and pointer.isdigit()
     }
 
 

@@ -26,7 +26,11 @@ from dagster import (
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG, INPUT_DATA_VERSION_TAG_PREFIX
+from dagster._core.definitions.data_version import (
+    DATA_VERSION_TAG,
+    INPUT_DATA_VERSION_TAG_PREFIX,
+    INPUT_EVENT_POINTER_TAG_PREFIX,
+)
 
 from bridge.config import LineageBridge
 from bridge.metaflow_source import flow_runs, run_folders, run_record
@@ -35,7 +39,6 @@ from bridge.outbox import Outbox
 log = logging.getLogger(__name__)
 
 CURSOR = "dagster-reports"
-INPUT_EVENT_POINTER = "dagster/input_event_pointer/"
 Parents = Callable[[AssetKey], list[AssetKey]]
 
 
@@ -119,7 +122,7 @@ def _report(instance: DagsterInstance, bridge: LineageBridge, record, parents: P
             for parent in upstream:
                 pointer, parent_version = reported[parent]
                 tags[f"{INPUT_DATA_VERSION_TAG_PREFIX}{parent.to_user_string()}"] = parent_version
-                tags[f"{INPUT_EVENT_POINTER}{parent.to_user_string()}"] = str(pointer)
+                tags[f"{INPUT_EVENT_POINTER_TAG_PREFIX}{parent.to_user_string()}"] = str(pointer)
         instance.report_runless_asset_event(
             AssetMaterialization(key, metadata={**metadata, **extra.get(key, {})}, tags=tags)
         )

@@ -98,13 +98,14 @@ class History:
         pq.write_table(trips, path)
 
     def record(self) -> dict:
+        snapshots = self._snapshots()
         return {
             "runs": self.runs,
-            "snapshots": self._snapshots(),
+            "snapshots": snapshots,
             "flow_runs": self._flow_runs(),
             "labels": self._labels(),
             "events": self._events(),
-            "answers": self._answers(),
+            "answers": self._answers(snapshots),
             "datahub_runs": self._datahub_runs(),
         }
 
@@ -169,7 +170,7 @@ class History:
         path = taxi_bridge(self.settings).events_file
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    def _answers(self) -> dict:
+    def _answers(self, snapshots: dict) -> dict:
         """The lineage command's answers, as a person or a script asks for them."""
         bridge = taxi_bridge(self.settings)
         from bridge import cli
@@ -180,13 +181,13 @@ class History:
             return json.loads(printed) if printed.strip() else None
 
         answers = {"model": ask("model", "--json"), "versions": {}, "columns": {}, "diffs": {}}
-        for table, records in self._snapshots().items():
+        for table, records in snapshots.items():
             for version in records["snapshots"]:
                 answers["versions"][f"{table}@{version}"] = ask("show", table, "--version", version, "--json")
-        for version in self._snapshots()["nyc_taxi.raw_yellow"]["main"]:
+        for version in snapshots["nyc_taxi.raw_yellow"]["main"]:
             column = "nyc_taxi.raw_yellow.pulocationid"
             answers["columns"][str(version)] = ask("show", column, "--version", str(version), "--json")
-        main = [str(v) for v in self._snapshots()["nyc_taxi.raw_yellow"]["main"]]
+        main = [str(v) for v in snapshots["nyc_taxi.raw_yellow"]["main"]]
         for before, after in zip(main, main[1:], strict=False):
             pair = f"nyc_taxi.raw_yellow@{before} nyc_taxi.raw_yellow@{after}"
             answers["diffs"][pair] = ask(
