@@ -50,8 +50,11 @@ def test_every_claim_of_every_view_equals_the_truth(record):
     views = {v.where.split()[0] for v in found}
     assert {"event", "show", "model", "diff", "DataHub"} <= views
     checked = {(v.dataset, v.version) for v in found}
-    # Each month's raw_yellow on main is checked: the months ingested latest first, rewritten, republished.
-    assert {str(s) for s in record["snapshots"][RAW_YELLOW]["main"]} <= {version for _, version in checked}
+    # Each month's raw_yellow on main (not the empty snapshot that created the table) is checked:
+    # the months ingested latest first, rewritten, republished.
+    raw = record["snapshots"][RAW_YELLOW]
+    months = {str(s) for s in raw["main"] if raw["snapshots"][str(s)]["summary"].get("dagster.partition")}
+    assert len(months) >= 4 and months <= {version for _, version in checked}
 
 
 def test_december_and_january_raw_yellow_name_two_different_files(record):

@@ -148,7 +148,7 @@ class History:
                 "use_weather": bool(run.data.settings.use_weather),
                 "features": list(run.data.used_features),
             }
-            for run in Flow(FLOW_NAME)
+            for run in sorted(Flow(FLOW_NAME), key=lambda run: run.created_at)  # the client lists the newest first
             if run.successful
         ]
 
