@@ -10,6 +10,7 @@ from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
 
+from forecast_assets.lakehouse.commits import open_catalog_once
 from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.noaa_format import weather_file_path
@@ -72,8 +73,10 @@ class SparkResource(ConfigurableResource):
         if self._session is None:
             if on_loopback(self.master):
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            self._session = spark_session_from_config(self.spark_config())
-            self._session.sparkContext.setLogLevel("ERROR")
+            session = spark_session_from_config(self.spark_config())
+            session.sparkContext.setLogLevel("ERROR")
+            open_catalog_once(session)
+            self._session = session
         return self._session
 
 

@@ -2,13 +2,14 @@
 
 Iceberg retries its data commits when another writer commits first, but not its branch operations
 (create, fast-forward, drop): those raise ``CommitFailedException`` and leave the table as it was,
-so they are retried here, from the table's current state.
+so they are retried here, from the table's current state. Opening a new JDBC catalog races too:
+each process that opens it first creates or upgrades the catalog's own tables.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
@@ -21,18 +22,32 @@ log = logging.getLogger(__name__)
 COMMIT_CONFLICT = "org.apache.iceberg.exceptions.CommitFailedException"
 LOST_COMMIT_RACE = "another writer committed to the table first"
 COMMIT_ATTEMPTS = 8
+CATALOG_SCHEMA_FAILURE = "org.apache.iceberg.jdbc.UncheckedSQLException"
+CATALOG_SCHEMA_RACE = "another process was creating the catalog's own tables"
+CATALOG_OPEN_ATTEMPTS = 5
 
 T = TypeVar("T")
 
 
-def lost_commit_race(error: BaseException) -> bool:
-    """Iceberg refused a commit because the table changed under it: nothing was written, try again."""
+def _java_causes(error: BaseException) -> Iterator[tuple[str, str]]:
+    """Class name and message of each Java throwable behind a PySpark error, outermost first."""
     throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
     while throwable is not None:
-        if throwable.getClass().getName() == COMMIT_CONFLICT:
-            return True
+        yield throwable.getClass().getName(), str(throwable.getMessage() or "")
         throwable = throwable.getCause()
-    return False
+
+
+def lost_commit_race(error: BaseException) -> bool:
+    """Iceberg refused a commit because the table changed under it: nothing was written, try again."""
+    return any(name == COMMIT_CONFLICT for name, _ in _java_causes(error))
+
+
+def lost_catalog_schema_race(error: BaseException) -> bool:
+    """Two processes opened a new JDBC catalog at once and both created or upgraded its tables.
+
+    The loser's catalog is not kept by Spark, so opening it again finds the tables in place.
+    """
+    return any(name == CATALOG_SCHEMA_FAILURE and "SQL schema" in message for name, message in _java_causes(error))
 
 
 def committed(table: str, what: str, commit: Callable[[], T]) -> T:
@@ -59,6 +74,18 @@ def committed(table: str, what: str, commit: Callable[[], T]) -> T:
         reraise=True,
     )
     return retrying(commit)
+
+
+def open_catalog_once(spark: SparkSession) -> None:
+    """Open the session's default catalog now, again if it lost the race to create its own tables."""
+    retrying = Retrying(
+        stop=stop_after_attempt(CATALOG_OPEN_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=0.2, max=2),
+        retry=retry_if_exception(lost_catalog_schema_race),
+        before_sleep=lambda state: log.warning("Iceberg catalog: %s; opening it again", CATALOG_SCHEMA_RACE),
+        reraise=True,
+    )
+    retrying(lambda: spark.sql("SHOW NAMESPACES").collect())
 
 
 def committed_sql(spark: SparkSession, table: str, what: str, statement: str) -> None:
