@@ -25,6 +25,7 @@ from bridge.datahub_sink import LiteDamaged, datahub_sink
 from bridge.delivery import OpenLineageSink, make_client
 from bridge.drain import DrainResult, drain
 from bridge.failures import redact
+from bridge.health import HEALTHY, record_pass, verdict
 from bridge.lineage_index import LineageIndex
 from bridge.metaflow_source import MetaflowSource
 from bridge.outbox import Outbox
@@ -44,7 +45,6 @@ class PassResult:
     delivery: DrainResult | None = None
     datahub: DrainResult | None = None
     datahub_aspects: int = 0
-    already_delivered: int = 0  # events of a rebuilt outbox the OpenLineage target already had
     reported: list[str] = field(default_factory=list)
     indexed: int = 0
     problems: list[str] = field(default_factory=list)
@@ -55,9 +55,18 @@ class PassResult:
         return [sink for sink in (self.delivery, self.datahub) if sink is not None]
 
     @property
+    def health(self) -> int:
+        """The verdict on lineage after this pass, as an exit code (:mod:`bridge.health`)."""
+        return verdict(
+            damaged=bool(self.problems),
+            failing=any(sink.failing or sink.held for sink in self.sinks),
+            parked=any(sink.dead_letters for sink in self.sinks),
+        )
+
+    @property
     def failing(self) -> bool:
-        """This pass met a failure: an event waits on one, an event was parked, or state is damaged."""
-        return bool(self.problems) or any(sink.failing or sink.parked for sink in self.sinks)
+        """Lineage is not healthy: a sink waits on its target, an event is held or parked, or state is damaged."""
+        return self.health != HEALTHY
 
 
 def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]) -> list:
@@ -122,13 +131,13 @@ def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, rene
         result.indexed = LineageIndex(bridge.index_path, outbox).catch_up()
     except sqlite3.Error as err:  # the index is derived: readers rebuild it, delivery must go on
         log.warning("Lineage index %s not updated: %s (delete it to rebuild)", bridge.index_path, err)
-    openlineage = OpenLineageSink(outbox, client or make_client(bridge.events_file), bridge.delivered_ledger)
+    client = client or make_client(bridge.events_file)
+    openlineage = OpenLineageSink(outbox, client, bridge.lineage_dir, bridge.answer_seconds)
     try:
         result.delivery = drain(outbox, openlineage, deadline, renew)
     finally:
         openlineage.close()
-    result.already_delivered = openlineage.already_there
-    sink = datahub_sink(bridge.datahub, outbox, bridge.naming)
+    sink = datahub_sink(bridge.datahub, outbox, bridge.naming, bridge.lineage_dir)
     if sink is not None:
         try:
             result.datahub = drain(outbox, sink, deadline, renew)
@@ -142,6 +151,7 @@ def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, rene
     dagster = next((source for source in sources if isinstance(source, DagsterSource)), None)
     parents = (lambda key: dagster.parents(key)) if dagster else None  # the graph loads only to report a run
     result.reported = report_metaflow_outputs(instance, outbox, bridge, parents)
+    record_pass(outbox, [sink.sink for sink in result.sinks], result.problems)
     return result
 
 
@@ -149,9 +159,11 @@ def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
     line = f"queued {sum(result.queued.values())} new events {dict(result.event_types)}"
     for sink in result.sinks:
-        line += f"; {sink.sink}: {sink.counts()}"
+        line += f"; {sink.target}: {sink.counts()}"
         if sink.waiting_on:
             line += f" (failing: {sink.waiting_on})"
+        elif sink.held_on:
+            line += f" (an event failed: {sink.held_on})"
         elif sink.out_of_time:
             line += " (out of time, the rest goes next pass)"
     if result.reported:

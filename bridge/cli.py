@@ -4,8 +4,10 @@ A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the
 location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
 
     pass [--wait S]            one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    status [--json]            is lineage healthy, how far behind is each sink (answers from the outbox)
     watch [--interval S]       a pass every S seconds: a finished step is in the graph within seconds
-    dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again
+    dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again;
+                               discard ID... | --all gives up on them
     rebuild datahub|outbox     refill DataHub from the outbox, or a damaged outbox from the sources
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
     show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
@@ -15,6 +17,10 @@ location from ``workspace.yaml`` (for the asset graph) and opens the Dagster ins
     picture [--format mermaid] [--version V]  the graph as an SVG (Graphviz) or Mermaid text; V highlighted
 
 Read commands answer from a lineage index (index.sqlite beside the outbox), updated by every pass.
+
+Exit codes of pass and status: 0 healthy; 1 damaged state (the message names the repair); 2 usage
+error; 3 a sink is failing (its target is away or refuses the credentials, or an event is held on
+an error); 4 dead letters wait for a person.
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ from bridge.operator_commands import (
     UsageError,
     damaged_outbox,
     dead_letters,
+    discard,
     lineage_pass,
+    lineage_status,
     open_outbox,
     rebuild,
     retry,
@@ -345,6 +353,11 @@ def parser(prog: str) -> argparse.ArgumentParser:
     retry_parser = commands.add_parser("retry", help="queue dead letters again for the next pass")
     retry_parser.add_argument("ids", nargs="*", type=int, help="dead letters by #ID")
     retry_parser.add_argument("--all", action="store_true", help="every parked dead letter")
+    discard_parser = commands.add_parser("discard", help="give up on dead letters for good")
+    discard_parser.add_argument("ids", nargs="*", type=int, help="dead letters by #ID")
+    discard_parser.add_argument("--all", action="store_true", help="every dead letter")
+    status_parser = commands.add_parser("status", help="is lineage healthy; how far behind each sink is")
+    status_parser.add_argument("--json", action="store_true", help="as JSON, for scripts and health checks")
     rebuild_parser = commands.add_parser("rebuild", help="refill DataHub, or rebuild a damaged outbox")
     rebuild_parser.add_argument("what", choices=("datahub", "outbox"))
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
@@ -397,6 +410,10 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
             return dead_letters(bridge, args.json)
         if args.command == "retry":
             return retry(bridge, args.ids, args.all)
+        if args.command == "discard":
+            return discard(bridge, args.ids, args.all)
+        if args.command == "status":
+            return lineage_status(bridge, args.json)
         if args.command == "rebuild":
             return rebuild(bridge, args.what, lambda: lineage_pass(bridge, wait=bridge.pass_seconds))
         return lineage_pass(bridge, getattr(args, "wait", 10.0))

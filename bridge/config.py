@@ -41,11 +41,6 @@ class DataHubTarget:
         if self.kind == "file" and self.file is None:
             raise ValueError("A DataHub metadata file needs its path")
 
-    @property
-    def sink(self) -> str:
-        """Each target keeps its own position in the outbox, so switching targets sends the new one everything."""
-        return f"datahub-{self.kind}"
-
 
 @dataclass(frozen=True)
 class LineageBridge:
@@ -61,7 +56,9 @@ class LineageBridge:
     parent in lineage, not a producer of the asset. ``how_to_fill_graph``
     is what the command line tells a user who reads an empty graph.
     ``pass_seconds`` bounds a pass (well inside Dagster's 60 s sensor tick); what is left waits, in order,
-    for the next. ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
+    for the next. ``answer_seconds`` is how long a request already sent to an HTTP target is waited on (at
+    least the client's configured timeout): giving up sooner could send the event twice.
+    ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
     the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.watch`),
     which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
     """
@@ -77,6 +74,7 @@ class LineageBridge:
     launcher_kinds: tuple[str, ...] = ("metaflow",)
     how_to_fill_graph: str = "run a lineage pass after Dagster or Metaflow runs"
     pass_seconds: float = 40.0
+    answer_seconds: float = 60.0
     watch_command: tuple[str, ...] = ()
     repair_command: str = "the bridge's command line"
 
@@ -87,10 +85,6 @@ class LineageBridge:
     @property
     def index_path(self) -> Path:
         return self.lineage_dir / "index.sqlite"
-
-    @property
-    def delivered_ledger(self) -> Path:
-        return self.lineage_dir / "openlineage_delivered.keys"
 
     @property
     def events_file(self) -> Path:

@@ -106,10 +106,13 @@ class _JobEdges:
 class LiteSink:
     """DataHub Lite, written through the SDK's Lite, a batch of events per SQLite transaction."""
 
-    name = "datahub-lite"
+    credentials_setting = "nothing: DataHub Lite is a local file"
 
-    def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
+    def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
+        self.target = f"DataHub Lite {shown_as or path}"
+        self.name = f"datahub-lite {shown_as or path}"
+        outbox.adopt("datahub-lite", self.name)
         self.lite = None
         self._position: int | None = None
         self._edges: _JobEdges | None = None
@@ -164,7 +167,7 @@ class LiteSink:
             self.lite.sqlite_client.execute("BEGIN IMMEDIATE")
         return self.lite
 
-    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         mcps = _translated(event, self.naming)
         connection = self._open().sqlite_client
         connection.execute("SAVEPOINT event")
@@ -178,6 +181,7 @@ class LiteSink:
             raise
         connection.execute("RELEASE event")
         self.aspects += len(mcps)
+        return True
 
     @staticmethod
     def _older_than_held(connection, mcp) -> bool:
@@ -264,9 +268,12 @@ def set_aside(path: Path) -> Path | None:
 class RestSink:
     """A GMS through the SDK's REST emitter; the place is kept in the outbox, per server."""
 
+    credentials_setting = "the GMS token (DATAHUB_GMS_TOKEN)"
+
     def __init__(self, server: str, token: str | None, outbox: Outbox, naming: Naming) -> None:
         self.server, self.token, self.outbox, self.naming = server, token, outbox, naming
         self.name = f"datahub-rest {redact(server)}"
+        self.target = f"DataHub GMS {redact(server)}"
         self.edges = _JobEdges(outbox, self.name, fresh=self.position() == 0)
         self.emitter = None
         self.aspects = 0
@@ -274,7 +281,7 @@ class RestSink:
     def position(self) -> int:
         return self.outbox.sink_offset(self.name)
 
-    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         mcps = [self.edges.merged(mcp) for mcp in _translated(event, self.naming)]
         if self.emitter is None:
             # DataHub loads only when there is something to write (as in _translated).
@@ -285,6 +292,7 @@ class RestSink:
             )
         self.emitter.emit_mcps(mcps)
         self.aspects += len(mcps)
+        return True
 
     def advance(self, seq: int) -> None:
         self.outbox.set_sink_offset(self.name, seq)
@@ -301,10 +309,13 @@ class RestSink:
 class FileSink:
     """Metadata change proposals appended to a JSON file in DataHub's metadata-file format."""
 
-    name = "datahub-file"
+    credentials_setting = "nothing: a metadata file is local"
 
-    def __init__(self, path: Path, outbox: Outbox, naming: Naming) -> None:
+    def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
+        self.target = f"DataHub metadata file {shown_as or path}"
+        self.name = f"datahub-file {shown_as or path}"
+        outbox.adopt("datahub-file", self.name)
         self.records: list | None = None
         self._position = outbox.sink_offset(self.name) if path.exists() else 0
         self.edges = _JobEdges(outbox, self.name, fresh=self._position == 0)
@@ -313,12 +324,13 @@ class FileSink:
     def position(self) -> int:
         return self._position
 
-    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         mcps = _translated(event, self.naming)
         if self.records is None:
             self.records = json.loads(self.path.read_text()) if self.path.exists() and self._position else []
         self.records += [self.edges.merged(mcp).to_obj() for mcp in mcps]
         self.aspects += len(mcps)
+        return True
 
     def advance(self, seq: int) -> None:
         self._position = seq
@@ -337,12 +349,14 @@ class FileSink:
         """Nothing is held open."""
 
 
-def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming):
-    """The sink for ``target``, or ``None`` when DataHub is off."""
+def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None):
+    """The sink for ``target``, or ``None`` when DataHub is off; a file in ``lineage_dir`` is named relative to it."""
     if target.kind == "off":
         return None
     if target.kind == "rest":
         return RestSink(target.gms_url, target.gms_token, outbox, naming)
+    path = target.file if target.kind == "file" else target.lite_path
+    shown_as = str(path.relative_to(lineage_dir)) if lineage_dir and path.is_relative_to(lineage_dir) else None
     if target.kind == "file":
-        return FileSink(target.file, outbox, naming)
-    return LiteSink(target.lite_path, outbox, naming)
+        return FileSink(path, outbox, naming, shown_as)
+    return LiteSink(path, outbox, naming, shown_as)

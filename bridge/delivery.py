@@ -7,12 +7,15 @@ no transport, events go to a JSON-lines file in the lineage folder instead of th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urljoin, urlsplit
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
@@ -20,15 +23,17 @@ from openlineage.client.transport.console import ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpTransport
 from requests.adapters import HTTPAdapter
+from requests.exceptions import ReadTimeout
 from urllib3.util import Retry
 
 from bridge.drain import DrainResult, drain
-from bridge.failures import Unsendable, redact
+from bridge.failures import NoAnswer, Unsendable, redact
 from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
 from bridge.raw_send import RawSend, raw_sender
 
-# The longest a pass waits on one HTTP request, whatever the client's configured timeout.
-MAX_SEND_SECONDS = 10.0
+# How long a sent request is waited on for its answer, unless the client's configured timeout is longer.
+DEFAULT_ANSWER_SECONDS = 60.0
+LEGACY_LEDGER = "openlineage_delivered.keys"
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +68,6 @@ def _without_console_fallback_warning() -> Iterator[None]:
         logger.removeFilter(not_the_fallback)
 
 
-def describe(client: OpenLineageClient) -> str:
-    config = getattr(client.transport, "config", None)
-    target = getattr(config, "log_file_path", None) or getattr(config, "url", None) or ""
-    return redact(f"{client.transport.kind} {target}".strip())
-
-
 def run_event_from_json(payload: str) -> RunEvent:
     """A queued event as the client's typed ``RunEvent``; facets stay as they were serialized."""
     event = json.loads(payload)
@@ -100,24 +99,41 @@ def run_event_from_json(payload: str) -> RunEvent:
 
 
 class OpenLineageSink:
-    """The OpenLineage client's transport as a sink: its place is kept in the outbox, moved per event.
+    """The OpenLineage client's transport as a sink, one per target: its place is kept in the outbox, per event.
 
-    HTTP transports are bounded here: no retries inside the transport (an event is sent once per
-    attempt, and attempts are counted by :mod:`bridge.drain`), and no wait longer than the pass has left.
+    A new or changed target (another URL, endpoint or file) starts from the first event, so it gets the
+    whole history in order. HTTP requests are bounded: no retries inside the transport (an event is sent
+    once per attempt, and attempts are judged by :mod:`bridge.drain`); connecting waits as long as the
+    client's configured timeout or what the pass has left, but once sent, a request is waited on for
+    ``answer_seconds`` (at least the configured timeout): a slow target is not sent an event again while
+    it is still taking the first one in. Each request carries an ``Idempotency-Key`` header, the same for
+    every attempt at one event, so a target can drop a repeat.
     """
 
-    name = OPENLINEAGE_SINK
-
-    def __init__(self, outbox: Outbox, client: OpenLineageClient, ledger: Path | None = None) -> None:
-        """``ledger``: a file of the keys of every event delivered, kept apart from the outbox, so an outbox
-        rebuilt from the sources does not send the target what it already has."""
-        self.outbox, self.client, self.ledger = outbox, client, ledger
-        self.known = _keys(ledger) if ledger is not None and outbox.rebuilt else frozenset()
-        self.already_there = 0
+    def __init__(
+        self,
+        outbox: Outbox,
+        client: OpenLineageClient,
+        lineage_dir: Path | None = None,
+        answer_seconds: float = DEFAULT_ANSWER_SECONDS,
+    ) -> None:
+        """``lineage_dir``: where each target's ledger of delivered keys is kept, apart from the outbox, so an
+        outbox rebuilt from the sources does not send a target what it already has."""
+        self.outbox, self.client = outbox, client
+        self.target = target_of(client, lineage_dir)
+        self.name = f"{OPENLINEAGE_SINK} {self.target}"
+        self.credentials_setting = credentials_setting(client.transport)
+        self.answer_seconds = answer_seconds
+        outbox.adopt(OPENLINEAGE_SINK, self.name)
+        self.ledger = _ledger_path(lineage_dir, self.target) if lineage_dir is not None else None
+        if self.ledger is not None and (lineage_dir / LEGACY_LEDGER).exists() and not self.ledger.exists():
+            self.ledger.parent.mkdir(parents=True, exist_ok=True)
+            (lineage_dir / LEGACY_LEDGER).replace(self.ledger)  # kept for one target before ledgers were per target
+        self.known = _keys(self.ledger) if self.ledger is not None and outbox.rebuilt else frozenset()
         self._ledger = None
         self._raw: RawSend | None | bool = False  # decided on the first event: see bridge.raw_send
         self.http = list(_http_transports(client.transport))
-        self.configured_timeouts = [transport.timeout for transport in self.http]
+        self.configured = [(transport.timeout, dict(transport.config.custom_headers)) for transport in self.http]
         for transport in self.http:
             transport.config.adapter = HTTPAdapter(max_retries=Retry(0, read=False))
             transport.session = None  # a new session, mounted with the adapter above on first use
@@ -125,22 +141,36 @@ class OpenLineageSink:
     def position(self) -> int:
         return self.outbox.sink_offset(self.name)
 
-    def send(self, event: QueuedEvent, seconds_left: float) -> None:
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         document = _parsed(event)
         if event.key in self.known:
-            self.already_there += 1
+            return False
+        answer = 0.0
+        for transport, (timeout, headers) in zip(self.http, self.configured, strict=True):
+            answer = max(timeout, self.answer_seconds)
+            transport.timeout = (max(0.1, min(timeout, seconds_left)), answer)
+            transport.config.custom_headers = headers | {"Idempotency-Key": idempotency_key(event.key)}
+        try:
+            if self._raw is False:
+                self._raw = raw_sender(self.client, _typed(event), event.payload)
+            if self._raw is None or not self._raw(event.payload, document):
+                self.client.emit(_typed(event))
+        except ReadTimeout as err:
+            msg = f"no answer from {self.target} within {answer:.0f} s: it may have the event; sent again later"
+            raise NoAnswer(msg, answer) from err
+        self._note_delivered(event.key)
+        return True
+
+    def _note_delivered(self, key: str) -> None:
+        if self.ledger is None:
             return
-        for transport, configured in zip(self.http, self.configured_timeouts, strict=True):
-            transport.timeout = max(0.1, min(configured, MAX_SEND_SECONDS, seconds_left))
-        if self._raw is False:
-            self._raw = raw_sender(self.client, _typed(event), event.payload)
-        if self._raw is None or not self._raw(event.payload, document):
-            self.client.emit(_typed(event))
-        if self.ledger is not None:
-            if self._ledger is None:
-                self.ledger.parent.mkdir(parents=True, exist_ok=True)
-                self._ledger = self.ledger.open("a")
-            self._ledger.write(event.key + "\n")
+        if self._ledger is None:
+            self.ledger.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.ledger.exists()
+            self._ledger = self.ledger.open("a")
+            if new:
+                self._ledger.write(f"# {self.target}\n")
+        self._ledger.write(key + "\n")
 
     def advance(self, seq: int) -> None:
         self.outbox.set_sink_offset(self.name, seq)
@@ -156,6 +186,56 @@ class OpenLineageSink:
             self._ledger = None
         if self._raw:
             self._raw.close()
+        for transport, (timeout, headers) in zip(self.http, self.configured, strict=True):
+            transport.timeout, transport.config.custom_headers = timeout, headers
+            transport.close()
+
+
+def idempotency_key(event_key: str) -> str:
+    """The ``Idempotency-Key`` header's value for an event (a quoted string, as the IETF draft has it)."""
+    return f'"{uuid.uuid5(uuid.NAMESPACE_URL, event_key)}"'
+
+
+def target_of(client: OpenLineageClient, lineage_dir: Path | None = None) -> str:
+    """Where ``client`` sends events, for a person and as the target's identity: no credentials, and a file
+    inside ``lineage_dir`` named relative to it (it moves with the folder)."""
+    return redact(_target(client.transport, lineage_dir))
+
+
+def _target(transport, lineage_dir: Path | None) -> str:
+    inner = getattr(transport, "transports", None)
+    if inner is not None:
+        return f"{transport.kind} [" + ", ".join(_target(each, lineage_dir) for each in inner) + "]"
+    if isinstance(transport, HttpTransport):
+        return f"http {urljoin(transport.url, transport.endpoint)}"
+    config = getattr(transport, "config", None)
+    path = getattr(config, "log_file_path", None)
+    if path is not None:
+        if lineage_dir is not None and Path(path).is_relative_to(lineage_dir):
+            path = Path(path).relative_to(lineage_dir)
+        return f"{transport.kind} {path}"
+    where = next((str(getattr(config, a)) for a in ("url", "topic", "endpoint") if getattr(config, a, None)), "")
+    return f"{transport.kind} {where}".strip()
+
+
+def credentials_setting(transport) -> str:
+    """Where this transport's credentials are set, for a message about refused credentials."""
+    http = next(iter(_http_transports(transport)), None)
+    if http is None:
+        return "the transport's credentials in the OpenLineage client's configuration"
+    if urlsplit(http.url).username:
+        return "the user and password in the transport's URL (OPENLINEAGE_URL, or transport.url in openlineage.yml)"
+    if http.config.auth.get_bearer():
+        return "transport.auth in openlineage.yml (or OPENLINEAGE__TRANSPORT__AUTH__*, OPENLINEAGE_API_KEY)"
+    return (
+        "the transport's credentials: none are configured (set OPENLINEAGE_API_KEY, transport.auth in "
+        "openlineage.yml, or user:password in OPENLINEAGE_URL)"
+    )
+
+
+def _ledger_path(lineage_dir: Path, target: str) -> Path:
+    digest = hashlib.sha256(target.encode()).hexdigest()[:16]
+    return lineage_dir / "delivered" / f"openlineage-{digest}.keys"
 
 
 def _parsed(event: QueuedEvent) -> dict:
@@ -179,7 +259,8 @@ def _typed(event: QueuedEvent) -> RunEvent:
 def _keys(ledger: Path) -> frozenset[str]:
     if not ledger.exists():
         return frozenset()
-    return frozenset(line.strip() for line in ledger.read_text(errors="replace").splitlines() if line.strip())
+    lines = ledger.read_text(errors="replace").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
 def _http_transports(transport) -> Iterator[HttpTransport]:
@@ -191,4 +272,8 @@ def _http_transports(transport) -> Iterator[HttpTransport]:
 
 def deliver(outbox: Outbox, client: OpenLineageClient, deadline: float | None = None) -> DrainResult:
     """Send queued events through ``client`` in order until done, waiting on a failure, or ``deadline``."""
-    return drain(outbox, OpenLineageSink(outbox, client), deadline or time.monotonic() + 3600)
+    sink = OpenLineageSink(outbox, client)
+    try:
+        return drain(outbox, sink, deadline or time.monotonic() + 3600)
+    finally:
+        sink.close()

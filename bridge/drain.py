@@ -1,40 +1,51 @@
-"""Deliver queued events to one sink in order, within a deadline: waits with backoff, dead letters.
+"""Deliver queued events to one sink within a deadline: in order per run, never held behind one bad event.
 
 The loop is the same for every sink (the OpenLineage transport, DataHub Lite, a GMS, a metadata
 file); a sink only knows how to send one event, where its place is, and how to make it durable.
+What a failure means is :func:`bridge.failures.classify`'s judgement:
 
-- An event that fails for a reason that may pass (the backend is away) stops the sink: it and
-  everything behind it wait, in order; the next pass tries again, then passes back off (1 s, 2 s,
-  ... up to 2 minutes) while it keeps failing.
-- An event the backend refused, or that cannot be translated, is tried again on a few passes,
-  then parked as a dead letter with its error; the events behind it go on.
+- **Order.** A sink gets the events of one run in the order they were queued (a run's START before
+  its COMPLETE). Runs may overtake one another while one of them waits.
+- A target that is **away**, or refuses our **credentials**, stops the sink: every event waits, in
+  order. The next pass tries once, then passes leave the target alone longer each time (1 s, 2 s,
+  ... up to 2 minutes).
+- An event the target **refused**, or that cannot be translated, is parked at once as a dead letter
+  with its reason; the events behind it go on.
+- An event the target failed on **this time** (a 500) is held out of line: it backs off on its own,
+  the later events of its run wait behind it, every other run goes on. After ``EVENT_ATTEMPTS`` it is
+  parked too.
 - Dead letters queued again (``retry``) are sent first, out of order, once each.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bridge.failures import classify
-from bridge.outbox import Outbox, QueuedEvent
+from bridge.outbox import Failing, Outbox, QueuedEvent
 
-MAX_ATTEMPTS = 3
+EVENT_ATTEMPTS = 8
 FIRST_BACKOFF_SECONDS = 1.0
 LONGEST_BACKOFF_SECONDS = 120.0
 BATCH = 500
 
+Outcome = Literal["done", "held", "stop"]
+
 
 class Sink(Protocol):
-    name: str
+    name: str  # the sink's key in the outbox: one per target
+    target: str  # the target, for a person (no credentials)
+    credentials_setting: str  # where a user sets this target's credentials
 
     def position(self) -> int:
-        """The last event this sink has (sent or parked)."""
+        """The last event this sink has (sent, parked or held out of line)."""
 
-    def send(self, event: QueuedEvent, seconds_left: float) -> None:
-        """Send one event, raising on failure; ``seconds_left`` bounds any wait on a backend."""
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
+        """Send one event, raising on failure; ``False`` when the target already had it and nothing was sent."""
 
     def advance(self, seq: int) -> None:
         """The sink's place is now past ``seq``; durable at once or at :meth:`flush`."""
@@ -42,25 +53,38 @@ class Sink(Protocol):
     def flush(self) -> None:
         """Make what was sent and the place durable together."""
 
+    def close(self) -> None:
+        """Let go of connections and files."""
+
 
 @dataclass
 class DrainResult:
     sink: str
+    target: str = ""
     sent: int = 0
+    already_there: int = 0  # events the target had already (a rebuilt outbox): confirmed, not sent
     redelivered: int = 0
     parked: int = 0
+    held: int = 0  # events held out of line, included in ``pending``
     pending: int = 0
     dead_letters: int = 0
-    waiting_on: str | None = None  # the error the first waiting event failed with
+    waiting_on: str | None = None  # why the whole sink waits
+    held_on: str | None = None  # the last error an event was held out of line for
     out_of_time: bool = False
 
     @property
     def failing(self) -> bool:
-        return self.waiting_on is not None
+        """The target failed in this pass: the sink waits, or an event is held on an error."""
+        return self.waiting_on is not None or self.held_on is not None
 
     def counts(self) -> str:
         """What the sink got and what waits, for a pass's summary and the command line."""
-        said = f"sent {self.sent}, {self.pending} waiting"
+        said = f"sent {self.sent}"
+        if self.already_there:
+            said += f", {self.already_there} already there (not sent again)"
+        said += f", {self.pending} waiting"
+        if self.held:
+            said += f" ({self.held} held out of line)"
         if self.redelivered:
             said += f", {self.redelivered} dead letters delivered"
         if self.dead_letters:
@@ -69,85 +93,162 @@ class DrainResult:
 
 
 def backoff(attempts: int) -> float:
-    """How long a backend that failed ``attempts`` times in a row is left alone: the next pass may try once at once."""
+    """How long a target that failed ``attempts`` times in a row is left alone: the next pass may try once at once."""
     return 0.0 if attempts <= 1 else min(FIRST_BACKOFF_SECONDS * 2 ** (attempts - 2), LONGEST_BACKOFF_SECONDS)
 
 
 def drain(outbox: Outbox, sink: Sink, deadline: float, renew: Callable[[], None] = lambda: None) -> DrainResult:
-    """Send what ``sink`` has not had, in order, until done, waiting on a failure, or ``deadline`` (monotonic)."""
-    result = DrainResult(sink.name)
-    if _redeliver(outbox, sink, deadline, result):
-        position = sink.position()
-        failing = {f.seq: f for f in outbox.failing_now(sink.name)}
+    """Send what ``sink`` has not had until done, waiting on its target, or ``deadline`` (monotonic)."""
+    return _Drain(outbox, sink, deadline, renew).run()
+
+
+class _Drain:
+    def __init__(self, outbox: Outbox, sink: Sink, deadline: float, renew: Callable[[], None]) -> None:
+        self.outbox, self.sink, self.deadline, self.renew = outbox, sink, deadline, renew
+        self.result = DrainResult(sink.name, sink.target)
+        self.blocked: dict[str, int] = {}  # run id -> the held event its later events wait behind
+        self.target_failing = outbox.sink_wait(sink.name) is not None
+
+    def run(self) -> DrainResult:
+        wait = self.outbox.sink_wait(self.sink.name)
+        if wait is not None and wait.retry_after > time.time():
+            self.result.waiting_on = wait.error
+        elif self._redeliver():
+            position = self.sink.position()
+            self.outbox.forget_failures(self.sink.name, after=position)  # its place went back: resent in order
+            held = self.outbox.failing_now(self.sink.name)
+            if self._retry_held(held):
+                self._new_events(position)
+        return self._finish()
+
+    def _seconds_left(self) -> float:
+        seconds_left = self.deadline - time.monotonic()
+        if seconds_left <= 0:
+            self.result.out_of_time = True
+        return seconds_left
+
+    def _attempt(self, event: QueuedEvent, earlier: Failing | None) -> Outcome:
+        """Send ``event`` once and judge the outcome: done (sent or parked), held out of line, or stop the sink."""
+        sink, outbox, result = self.sink, self.outbox, self.result
+        try:
+            sent = sink.send(event, self._seconds_left())
+        except Exception as err:  # every failure is judged: wait, hold, or park
+            failure = classify(err, sink.credentials_setting)
+            attempts = (earlier.attempts if earlier else 0) + 1
+            if failure.permanent or (failure.kind == "this event" and attempts >= EVENT_ATTEMPTS):
+                outbox.park(sink.name, event, failure.reason, attempts, move_offset=False)
+                result.parked += 1
+                return "done"
+            if failure.whole_sink:
+                outbox.note_sink_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
+                result.waiting_on = failure.reason
+                return "stop"
+            outbox.note_failure(sink.name, event.seq, attempts, failure.reason, time.time() + backoff(attempts))
+            result.held_on = failure.reason
+            return "held"
+        if sent:
+            result.sent += 1
+        else:
+            result.already_there += 1
+        if earlier is not None:
+            outbox.clear_failure(sink.name, event.seq)
+        if self.target_failing:
+            outbox.clear_sink_failure(sink.name)
+            self.target_failing = False
+        return "done"
+
+    def _redeliver(self) -> bool:
+        """Send the dead letters queued again; ``False`` when the target is away (the sink waits for the next pass)."""
+        outbox, sink, result = self.outbox, self.sink, self.result
+        for letter in outbox.dead_letters(sink.name, requeued=True):
+            event = outbox.event(letter.seq)
+            if event is None:  # its outbox was rebuilt without it: nothing left to send
+                outbox.resolve(letter.id)
+                continue
+            if self._seconds_left() <= 0:
+                return False
+            try:
+                sink.send(event, self._seconds_left())
+                sink.flush()
+            except Exception as err:  # refused again: parked again; away: stays queued
+                failure = classify(err, sink.credentials_setting)
+                if failure.whole_sink:
+                    outbox.note_sink_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
+                    result.waiting_on = failure.reason
+                    return False
+                outbox.repark(letter.id, failure.reason)
+                result.parked += 1
+                continue
+            outbox.resolve(letter.id)
+            result.redelivered += 1
+        return True
+
+    def _retry_held(self, held: list[Failing]) -> bool:
+        """Try the events held out of line, oldest first; ``False`` when the sink must stop."""
+        for earlier in held:
+            event = self.outbox.event(earlier.seq)
+            if event is None:
+                self.outbox.clear_failure(self.sink.name, earlier.seq)
+                continue
+            run = _run_of(event)
+            if run in self.blocked:
+                continue
+            if earlier.retry_after > time.time():
+                self.blocked[run] = earlier.seq
+                continue
+            if self._seconds_left() <= 0:
+                return False
+            outcome = self._attempt(event, earlier)
+            if outcome == "stop":
+                return False
+            if outcome == "held":
+                self.blocked[run] = event.seq
+        if held:
+            self.sink.flush()
+        return True
+
+    def _new_events(self, position: int) -> None:
+        outbox, sink = self.outbox, self.sink
         parked = {letter.seq for letter in outbox.dead_letters(sink.name)}
         while events := outbox.events_after(position, BATCH):
             stop = False
             for event in events:
-                seconds_left = deadline - time.monotonic()
-                if seconds_left <= 0:
-                    result.out_of_time = stop = True
-                    break
-                if event.seq in parked:  # parked by a pass that died before moving the sink's place
-                    sink.advance(event.seq)
-                    position = event.seq
-                    continue
-                earlier = failing.get(event.seq)
-                if earlier is not None and earlier.retry_after > time.time():
-                    result.waiting_on = earlier.error
+                if self._seconds_left() <= 0:
                     stop = True
                     break
-                try:
-                    sink.send(event, seconds_left)
-                except Exception as err:  # every failure is judged: wait in order, or park
-                    failure = classify(err)
-                    attempts = (earlier.attempts if earlier else 0) + 1
-                    if failure.permanent and attempts >= MAX_ATTEMPTS:
-                        outbox.park(sink.name, event, failure.reason, attempts, move_offset=False)
-                        result.parked += 1
+                if event.seq not in parked:  # else parked by a pass that died before moving the sink's place
+                    run = _run_of(event) if self.blocked else None
+                    if run in self.blocked:
+                        behind = f"waiting behind event {self.blocked[run]} of its run"
+                        outbox.note_failure(sink.name, event.seq, 0, behind, 0.0)
                     else:
-                        # A refused event is tried once per pass; an unreachable backend is left alone longer each time.
-                        retry_after = time.time() + (0.0 if failure.permanent else backoff(attempts))
-                        outbox.note_failure(sink.name, event.seq, attempts, failure.reason, retry_after)
-                        result.waiting_on = failure.reason
-                        stop = True
-                        break
-                else:
-                    result.sent += 1
-                    if earlier is not None:
-                        outbox.clear_failure(sink.name, event.seq)
+                        outcome = self._attempt(event, None)
+                        if outcome == "stop":
+                            stop = True
+                            break
+                        if outcome == "held":
+                            self.blocked[_run_of(event)] = event.seq
                 sink.advance(event.seq)
                 position = event.seq
             sink.flush()
-            renew()
+            self.renew()
             if stop:
                 break
-    result.pending = outbox.pending_count(sink.name, sink.position())
-    result.dead_letters = len(outbox.dead_letters(sink.name, requeued=False))
-    return result
+
+    def _finish(self) -> DrainResult:
+        outbox, sink, result = self.outbox, self.sink, self.result
+        position = sink.position()
+        result.held = len(outbox.failing_now(sink.name))
+        result.pending = outbox.pending_count(sink.name, position)
+        result.dead_letters = len(outbox.dead_letters(sink.name, requeued=False))
+        counts = {"position": position, "pending": result.pending, "held": result.held, "parked": result.dead_letters}
+        delivered = bool(result.sent or result.already_there or result.redelivered)
+        outbox.record_sink_state(sink.name, sink.target, counts, delivered)
+        return result
 
 
-def _redeliver(outbox: Outbox, sink: Sink, deadline: float, result: DrainResult) -> bool:
-    """Send the dead letters queued again; ``False`` when the backend is away (the sink waits for the next pass)."""
-    for letter in outbox.dead_letters(sink.name, requeued=True):
-        event = outbox.event(letter.seq)
-        seconds_left = deadline - time.monotonic()
-        if event is None:  # its outbox was rebuilt without it: nothing left to send
-            outbox.resolve(letter.id)
-            continue
-        if seconds_left <= 0:
-            result.out_of_time = True
-            return False
-        try:
-            sink.send(event, seconds_left)
-            sink.flush()
-        except Exception as err:  # refused again: parked again; away: stays queued
-            failure = classify(err)
-            if not failure.permanent:
-                result.waiting_on = failure.reason
-                return False
-            outbox.repark(letter.id, failure.reason)
-            result.parked += 1
-            continue
-        outbox.resolve(letter.id)
-        result.redelivered += 1
-    return True
+def _run_of(event: QueuedEvent) -> str:
+    try:
+        return json.loads(event.payload)["run"]["runId"]
+    except (ValueError, KeyError, TypeError):
+        return f"unreadable event {event.seq}"

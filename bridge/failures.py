@@ -1,16 +1,28 @@
-"""What a sink's failure means: wait and retry in order, or give up on that one event; and errors fit to print.
+"""What a sink's failure means, and errors fit to print.
 
-Retryable: the backend is away or busy (connection refused, timeouts, HTTP 5xx, 408, 429, a locked
-or unreadable store). Permanent: the backend read the event and refused it (any other 4xx), or the
-event could not be serialised or translated. Anything unknown is retryable: waiting loses nothing.
+Four kinds, each with its own treatment in :mod:`bridge.drain`:
+
+- ``refused``: the target read the event and refused it (a 4xx other than those below), or the event
+  cannot be serialised or translated. Sending it again cannot help: it is parked at once.
+- ``credentials``: the target refused who we are (401, 403). Every event would get the same answer,
+  so the whole sink waits, and the reason names the setting to fix.
+- ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429,
+  502-504, a locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing.
+- ``this event``: the target failed on this one event but may not next time (500 and other 5xx,
+  408, 425). The event waits and backs off on its own; the rest of the queue goes on.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-RETRYABLE_STATUS = frozenset({408, 425, 429})
+FailureKind = Literal["refused", "credentials", "away", "this event"]
+
+CREDENTIAL_STATUS = frozenset({401, 403})
+AWAY_STATUS = frozenset({429, 502, 503, 504})
+RETRY_EVENT_STATUS = frozenset({408, 425})
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
@@ -18,10 +30,31 @@ class Unsendable(Exception):
     """The event cannot be serialised or translated for this sink: sending it again cannot help."""
 
 
+class NoAnswer(Exception):
+    """The request was sent and no answer came within ``waited`` seconds: the target may have the event, or not.
+
+    The target may still be taking it in: it is not sent again for at least as long.
+    """
+
+    def __init__(self, message: str, waited: float) -> None:
+        super().__init__(message)
+        self.waited = waited
+
+
 @dataclass(frozen=True)
 class Failure:
-    permanent: bool
+    kind: FailureKind
     reason: str
+    wait_at_least: float = 0.0  # seconds before the next attempt, whatever the backoff
+
+    @property
+    def permanent(self) -> bool:
+        return self.kind == "refused"
+
+    @property
+    def whole_sink(self) -> bool:
+        """Every event would fail the same way now: the sink waits, in order."""
+        return self.kind in ("credentials", "away")
 
 
 def redact(text: str) -> str:
@@ -45,13 +78,22 @@ def http_status(err: BaseException | None) -> int | None:
     return None
 
 
-def classify(err: BaseException) -> Failure:
+def classify(err: BaseException, credentials_setting: str = "the target's credentials") -> Failure:
+    """What ``err`` from a sink means; ``credentials_setting`` is where a user sets the sink's credentials."""
     reason = redact(f"{type(err).__name__}: {err}".strip())
     if isinstance(err, Unsendable):
-        return Failure(permanent=True, reason=redact(str(err)))
+        return Failure("refused", redact(str(err)))
+    if isinstance(err, NoAnswer):
+        return Failure("away", redact(str(err)), wait_at_least=err.waited)
     status = http_status(err)
-    if status is not None and 400 <= status < 500 and status not in RETRYABLE_STATUS:
-        return Failure(permanent=True, reason=f"HTTP {status}: {reason}")
-    if status is not None:
-        return Failure(permanent=False, reason=f"HTTP {status}: {reason}")
-    return Failure(permanent=False, reason=reason)
+    if status in CREDENTIAL_STATUS:
+        return Failure("credentials", f"HTTP {status}: the target refused the credentials; check {credentials_setting}")
+    if status is None:
+        return Failure("away", reason)
+    if status in AWAY_STATUS:
+        return Failure("away", f"HTTP {status}: {reason}")
+    if status in RETRY_EVENT_STATUS or status >= 500:
+        return Failure("this event", f"HTTP {status}: {reason}")
+    if 400 <= status < 500:
+        return Failure("refused", f"HTTP {status}: {reason}")
+    return Failure("away", f"HTTP {status}: {reason}")

@@ -1,8 +1,10 @@
-"""The command line's delivery commands: a pass, the dead letters, queueing them again, rebuilding a sink.
+"""The command line's delivery commands: a pass, health, the dead letters, queueing them again, rebuilding a sink.
 
 pass [--wait S]             one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+status [--json]             is lineage healthy, and how far behind is each sink (from the outbox alone)
 dead-letters [--json]       the events a sink gave up on, with their error, job, run and attempts
 retry ID... | --all         queue dead letters again; the next pass sends them first
+discard ID... | --all       give up on dead letters for good
 rebuild datahub             set the DataHub Lite file aside (or forget a GMS's or file's place) and refill it
 rebuild outbox              set a damaged outbox aside and queue every run again, without sending the
                             OpenLineage target what it already has or reporting Metaflow runs twice
@@ -17,6 +19,7 @@ from collections.abc import Callable
 
 from bridge.config import LineageBridge
 from bridge.failures import redact
+from bridge.health import HEALTHY, VERDICTS, status
 from bridge.outbox import Outbox, OutboxDamaged
 
 
@@ -44,7 +47,7 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
 
     from bridge.bridge_pass import run_pass
     from bridge.code_location import CodeLocationNotFound, find_location, load_asset_graph
-    from bridge.delivery import describe, make_client
+    from bridge.delivery import make_client
     from bridge.pass_lease import PassRunning
 
     def graph():
@@ -70,16 +73,17 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     print(f"Lineage pass: {new} new events ({dict(result.event_types)}) in {result.seconds:.1f} s")
     print(f"  per source: {result.queued}")
     for sink in result.sinks:
-        target = describe(client) if sink is result.delivery else sink.sink
-        line = f"  {target}: {sink.counts()}"
+        line = f"  {sink.target}: {sink.counts()}"
         if sink is result.datahub:
             line += f" ({result.datahub_aspects} aspects)"
         if sink.dead_letters:
             line += f"; see `{bridge.repair_command} dead-letters`"
         print(line)
         if sink.waiting_on:
-            print(f"    failing: {sink.waiting_on} (the event and those behind it are retried on a later pass)")
-        elif sink.out_of_time:
+            print(f"    failing: {sink.waiting_on} (every event waits, in order, for a later pass)")
+        if sink.held_on:
+            print(f"    an event failed: {sink.held_on} (it and the rest of its run wait; other runs go on)")
+        if sink.out_of_time:
             print(f"    out of time after {bridge.pass_seconds:.0f} s; the rest goes on the next pass")
     if result.reported:
         print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
@@ -87,7 +91,10 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
     for problem in result.problems:
         print(f"  {problem}")
-    return 1 if result.problems else 0
+    if result.health != HEALTHY:
+        verdict = f"{VERDICTS[result.health]} (exit {result.health})"
+        print(f"Lineage is not healthy: {verdict}; see `{bridge.repair_command} status`")
+    return result.health
 
 
 def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bool) -> int:
@@ -98,7 +105,7 @@ def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bo
 
     from bridge.bridge_pass import run_pass, summary
     from bridge.code_location import load_asset_graph
-    from bridge.delivery import describe, make_client
+    from bridge.delivery import make_client, target_of
     from bridge.watch import watch
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
@@ -117,7 +124,8 @@ def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bo
         return news
 
     with DagsterInstance.get() as instance:
-        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {describe(client)}. Ctrl-C stops.")
+        target = target_of(client, bridge.lineage_dir)
+        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
         try:
             passes = watch(bridge, one_pass, interval, while_sensor_ticks)
         except KeyboardInterrupt:
@@ -137,9 +145,10 @@ def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
         print("No dead letters: every sink has every event it was sent, or is still trying.")
         return 0
     for letter in letters:
+        attempts = f"{letter.attempts} attempt{'s' if letter.attempts != 1 else ''}"
         print(
             f"#{letter.id}  {letter.sink}  event {letter.seq}: {letter.event_type} {letter.job}  run {letter.run_id}\n"
-            f"    {letter.attempts} attempts, parked {letter.parked_at} UTC: {redact(letter.error)}"
+            f"    {attempts}, parked {letter.parked_at} UTC: {redact(letter.error)}"
         )
     if queued:
         print(f"{len(queued)} queued again for the next pass: {', '.join(f'#{letter.id}' for letter in queued)}")
@@ -149,17 +158,75 @@ def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
 
 
 def retry(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
+    outbox = _dead_letters_named(bridge, ids, everything, "queue again")
+    count = outbox.requeue(None if everything else ids)
+    print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
+    return 0
+
+
+def discard(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
+    outbox = _dead_letters_named(bridge, ids, everything, "give up on")
+    count = outbox.discard(None if everything else ids)
+    print(f"Gave up on {count} dead letters: they stay in the outbox and are never sent.")
+    return 0
+
+
+def _dead_letters_named(bridge: LineageBridge, ids: list[int], everything: bool, doing: str) -> Outbox:
     if not ids and not everything:
-        raise UsageError("name the dead letters to queue again (their #ID) or --all")
+        raise UsageError(f"name the dead letters to {doing} (their #ID) or --all")
     outbox = open_outbox(bridge)
     known = {letter.id for letter in outbox.dead_letters()}
     unknown = sorted(set(ids) - known)
     if unknown:
         names = ", ".join(f"#{i}" for i in unknown)
         raise UsageError(f"no dead letter {names}; see `{bridge.repair_command} dead-letters`")
-    count = outbox.requeue(None if everything else ids)
-    print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
-    return 0
+    return outbox
+
+
+def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
+    """Lineage's health as the latest pass left it; the exit code is the verdict (:mod:`bridge.health`)."""
+    if not bridge.outbox_path.exists():
+        raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
+    outbox = open_outbox(bridge)
+    try:
+        found = status(outbox)
+    finally:
+        outbox.close()
+    if as_json:
+        print(json.dumps(found.as_json(), indent=2))
+        return found.code
+    now = time.time()
+    ago = f"{_duration(now - found.last_pass)} ago" if found.last_pass else "never"
+    print(f"Lineage: {VERDICTS[found.code]} (exit {found.code}); {found.queued} events queued; last pass {ago}")
+    for sink in found.sinks:
+        line = f"  {sink.target}: "
+        line += f"{sink.pending} behind" if sink.pending else "up to date"
+        if sink.oldest_pending:
+            line += f" (oldest from {sink.oldest_pending})"
+        if sink.held:
+            line += f", {sink.held} held out of line"
+        if sink.parked:
+            line += f", {sink.parked} dead letters"
+        if sink.last_delivery:
+            line += f"; last delivery {_duration(now - sink.last_delivery)} ago"
+        print(line)
+        if sink.failing_for:
+            print(f"    failing for {sink.failing_for} passes: {sink.error}; next try in {_duration(sink.retry_in)}")
+    for problem in found.problems:
+        print(f"  {problem}")
+    if found.earlier_targets:
+        print(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")
+    if any(sink.parked for sink in found.sinks):
+        print(f"  see `{bridge.repair_command} dead-letters`, then `retry` or `discard` them")
+    return found.code
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
@@ -179,8 +246,9 @@ def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> 
                 aside = set_aside(target.lite_path)
                 print(f"Set {target.lite_path} aside as {aside}" if aside else f"No file at {target.lite_path}")
             else:
-                sink = datahub_sink(target, outbox, bridge.naming)
+                sink = datahub_sink(target, outbox, bridge.naming, bridge.lineage_dir)
                 outbox.set_sink_offset(sink.name, 0)
+                outbox.forget_failures(sink.name)
                 print(f"{sink.name} is refilled from the first queued event")
     except PassRunning as running:
         raise UsageError(f"{running}; try again when it has finished") from running

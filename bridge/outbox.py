@@ -1,9 +1,11 @@
 """The durable outbox: translated events, the source cursors and each sink's place, committed in SQLite.
 
 A pass inserts its events and moves its cursor in one transaction, so an interrupted pass leaves
-neither; a replay inserts nothing new (events are keyed by identity). Each sink reads events in
-order past its own position; an event a sink keeps failing is noted (attempts, error, when to try
-again) and, once given up on, parked as a dead letter so the events behind it go on.
+neither; a replay inserts nothing new (events are keyed by identity). Each sink (one per target:
+a new target starts from the first event) reads events in order past its own position; an event
+held out of line (it failed on its own, or waits behind one of its run) is noted with its attempts,
+error and when to try again; an event given up on is parked as a dead letter. A sink whose whole
+target is away notes that once, with its backoff; each pass records every sink's state for ``status``.
 
 Writes that move a sink or park an event are fenced by the pass lease (:mod:`bridge.pass_lease`):
 a pass that lost its lease cannot move anything.
@@ -13,8 +15,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +45,16 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     error TEXT NOT NULL, attempts INTEGER NOT NULL, parked_at TEXT NOT NULL, requeued INTEGER NOT NULL DEFAULT 0,
     UNIQUE (sink, seq)
 );
+CREATE TABLE IF NOT EXISTS sinks (
+    sink TEXT PRIMARY KEY, target TEXT NOT NULL DEFAULT '', failures INTEGER NOT NULL DEFAULT 0, error TEXT,
+    retry_after REAL NOT NULL DEFAULT 0, checked_at REAL, delivered_at REAL, position INTEGER,
+    pending INTEGER, held INTEGER, parked INTEGER
+);
 """
 
-# The OpenLineage transport's place: before per-sink places it was the first undelivered event.
+# The OpenLineage transport's place before places were kept per target; the first target adopts it.
 OPENLINEAGE_SINK = "openlineage"
+SINK_TABLES = ("sink_offsets", "failing", "dead_letters", "job_edges", "sinks")
 
 
 class OutboxDamaged(RuntimeError):
@@ -81,6 +90,32 @@ class Failing:
     attempts: int
     error: str
     retry_after: float
+
+
+@dataclass(frozen=True)
+class SinkWait:
+    """A whole target failing: how many passes in a row, the last error, and when to try again."""
+
+    failures: int
+    error: str
+    retry_after: float
+
+
+@dataclass(frozen=True)
+class SinkState:
+    """A sink as its last pass left it, for ``status``."""
+
+    sink: str
+    target: str
+    failures: int
+    error: str | None
+    retry_after: float
+    checked_at: float | None
+    delivered_at: float | None
+    position: int | None
+    pending: int | None
+    held: int | None
+    parked: int | None
 
 
 @dataclass(frozen=True)
@@ -204,10 +239,85 @@ class Outbox:
         )
 
     def pending_count(self, sink: str, position: int | None = None) -> int:
+        """Events ``sink`` has not had: those past its place, and those it holds out of line."""
         after = self.sink_offset(sink) if position is None else position
-        return self.connection.execute("SELECT count(*) FROM events WHERE seq > ?", (after,)).fetchone()[0]
+        return self.connection.execute(
+            "SELECT (SELECT count(*) FROM events WHERE seq > ?) + "
+            "(SELECT count(*) FROM failing WHERE sink = ? AND seq <= ?)",
+            (after, sink, after),
+        ).fetchone()[0]
 
-    # Failing events and dead letters
+    def oldest_pending_time(self, sink: str, position: int) -> str | None:
+        """The event time of the oldest event ``sink`` has not had (held, or first past its place)."""
+        row = self.connection.execute(
+            "SELECT json_extract(payload, '$.eventTime') FROM events WHERE seq = (SELECT min(seq) FROM "
+            "(SELECT seq FROM failing WHERE sink = ? AND seq <= ? UNION SELECT min(seq) FROM events WHERE seq > ?))",
+            (sink, position, position),
+        ).fetchone()
+        return row[0] if row else None
+
+    def adopt(self, legacy: str, sink: str) -> None:
+        """``sink`` takes over what ``legacy`` (a name from before places were kept per target) kept, once."""
+        held = " UNION ALL ".join(f"SELECT 1 FROM {table} WHERE sink = ?" for table in SINK_TABLES)
+        if not self.connection.execute(f"SELECT EXISTS ({held})", (legacy,) * len(SINK_TABLES)).fetchone()[0]:
+            return
+        with self._transaction():
+            if self.connection.execute("SELECT 1 FROM sink_offsets WHERE sink = ?", (sink,)).fetchone():
+                return
+            for table in SINK_TABLES:
+                self.connection.execute(f"UPDATE OR IGNORE {table} SET sink = ? WHERE sink = ?", (sink, legacy))
+
+    # A whole target failing, and each sink's state
+
+    def sink_wait(self, sink: str) -> SinkWait | None:
+        row = self.connection.execute(
+            "SELECT failures, error, retry_after FROM sinks WHERE sink = ? AND failures > 0", (sink,)
+        ).fetchone()
+        return SinkWait(*row) if row else None
+
+    def note_sink_failure(
+        self, sink: str, error: str, backoff: Callable[[int], float], at_least: float = 0.0
+    ) -> SinkWait:
+        """One more failure of ``sink``'s whole target; it is left alone for ``backoff(failures)`` seconds, or
+        ``at_least``."""
+        with self._transaction():
+            self._check_fence()
+            failures = (
+                1
+                + (self.connection.execute("SELECT failures FROM sinks WHERE sink = ?", (sink,)).fetchone() or (0,))[0]
+            )
+            retry_after = time.time() + max(backoff(failures), at_least)
+            self.connection.execute(
+                "INSERT INTO sinks (sink, failures, error, retry_after) VALUES (?, ?, ?, ?) ON CONFLICT(sink) DO "
+                "UPDATE SET failures = excluded.failures, error = excluded.error, retry_after = excluded.retry_after",
+                (sink, failures, error, retry_after),
+            )
+        return SinkWait(failures, error, retry_after)
+
+    def clear_sink_failure(self, sink: str) -> None:
+        self.connection.execute("UPDATE sinks SET failures = 0, error = NULL, retry_after = 0 WHERE sink = ?", (sink,))
+
+    def record_sink_state(self, sink: str, target: str, counts: dict[str, int], delivered: bool) -> None:
+        """What ``sink`` holds after a pass (``position``, ``pending``, ``held``, ``parked``); ``delivered``: it sent
+        or confirmed something in this pass."""
+        now = time.time()
+        self.connection.execute(
+            "INSERT INTO sinks (sink, target, checked_at, delivered_at, position, pending, held, parked) "
+            "VALUES (:sink, :target, :now, :delivered_at, :position, :pending, :held, :parked) "
+            "ON CONFLICT(sink) DO UPDATE SET target = excluded.target, checked_at = excluded.checked_at, "
+            "delivered_at = coalesce(excluded.delivered_at, delivered_at), position = excluded.position, "
+            "pending = excluded.pending, held = excluded.held, parked = excluded.parked",
+            {"sink": sink, "target": target, "now": now, "delivered_at": now if delivered else None, **counts},
+        )
+
+    def sink_states(self) -> list[SinkState]:
+        rows = self.connection.execute(
+            "SELECT sink, target, failures, error, retry_after, checked_at, delivered_at, position, pending, held, "
+            "parked FROM sinks ORDER BY checked_at DESC, sink"
+        ).fetchall()
+        return [SinkState(*row) for row in rows]
+
+    # Events held out of line, and dead letters
 
     def failing(self, sink: str, seq: int) -> Failing | None:
         row = self.connection.execute(
@@ -233,6 +343,10 @@ class Outbox:
 
     def clear_failure(self, sink: str, seq: int) -> None:
         self.connection.execute("DELETE FROM failing WHERE sink = ? AND seq = ?", (sink, seq))
+
+    def forget_failures(self, sink: str, after: int = 0) -> None:
+        """Forget ``sink``'s held events past ``after``: its place went back (a new, emptied or replaced target)."""
+        self.connection.execute("DELETE FROM failing WHERE sink = ? AND seq > ?", (sink, after))
 
     def park(self, sink: str, event: QueuedEvent, error: str, attempts: int, move_offset: bool) -> None:
         """Park ``event`` for ``sink`` with its error; when ``move_offset``, the sink's place moves past it too."""
@@ -266,6 +380,14 @@ class Outbox:
                 return self.connection.execute("UPDATE dead_letters SET requeued = 1 WHERE requeued = 0").rowcount
             marks = ",".join("?" * len(ids))
             return self.connection.execute(f"UPDATE dead_letters SET requeued = 1 WHERE id IN ({marks})", ids).rowcount
+
+    def discard(self, ids: list[int] | None = None) -> int:
+        """Give up on dead letters for good (all when ``ids`` is None): they stay in the outbox, never sent."""
+        with self._transaction():
+            if ids is None:
+                return self.connection.execute("DELETE FROM dead_letters").rowcount
+            marks = ",".join("?" * len(ids))
+            return self.connection.execute(f"DELETE FROM dead_letters WHERE id IN ({marks})", ids).rowcount
 
     def resolve(self, letter_id: int) -> None:
         with self._transaction():

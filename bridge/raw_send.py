@@ -1,24 +1,26 @@
-"""Send a queued event's JSON as the OpenLineage client would, without building and serialising it again.
+"""Send a queued event's JSON as the OpenLineage client would, without building the typed event again.
 
 ``client.emit`` turns the typed event back into JSON (``Serde.to_json``), which costs about a
 millisecond for an event with schema and column lineage facets. What ``emit`` adds to an event is
 the client's configuration, the same for every event: tags, environment variables, source-code
 location facets. So, on the first event, the client's own enrichment is applied and the facets it
 added are taken; when nothing else changed (and there are no filters or dataset reduction), every
-later event is sent as its queued JSON plus those facets, through the same local file, or through
-the HTTP transport's own session, URL, auth, headers, compression, TLS settings and timeout. An
-event that already has one of those facets (the client would merge them), any other transport,
+later event is its queued JSON plus those facets, handed to the transport itself:
+
+- the HTTP transport's own ``emit``, given the event as a dictionary (which its ``Serde`` serialises
+  to the same bytes): its URL and endpoint, credentials (``user:password@`` in the URL, an API key or
+  token provider, a ``.netrc``), custom headers, compression, TLS verification, CA bundle and client
+  certificate, proxies and redirects all apply exactly as they do to ``client.emit``;
+- a local file transport's file, appended to as the file transport does, kept open for the pass.
+
+An event that already has one of those facets (the client would merge them), any other transport,
 and any other configuration go through ``client.emit``.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import ssl
 from collections.abc import Callable
-from urllib.parse import urljoin, urlsplit
-from urllib.request import getproxies, proxy_bypass
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
@@ -40,9 +42,9 @@ def raw_sender(client: OpenLineageClient, typed: RunEvent, payload: str) -> RawS
         path = str(transport.config.log_file_path)
         if not transport.config.append or "://" in path or transport.config.debug_mode:
             return None
-        send: _FileAppender | _HttpPoster = _FileAppender(path)
+        send: _FileAppender | _TransportEmit = _FileAppender(path)
     elif type(transport) is HttpTransport:
-        send = _HttpPoster(transport)
+        send = _TransportEmit(transport)
     else:
         return None
     enriched = client.update_event_tags_facets(client.add_environment_facets(typed))
@@ -62,9 +64,9 @@ def _added_facets(original: dict, enriched: dict) -> dict:
 
 
 class _Enriched:
-    """Adds the client's facets to each event's JSON, then sends it."""
+    """Adds the client's facets to each event, then sends it."""
 
-    def __init__(self, send, added: dict[str, dict]) -> None:
+    def __init__(self, send: _FileAppender | _TransportEmit, added: dict[str, dict]) -> None:
         self.send, self.added = send, added
 
     def __call__(self, payload: str, event: dict) -> bool:
@@ -74,8 +76,8 @@ class _Enriched:
                 if present.keys() & facets.keys():
                     return False  # the client would merge its facet with the event's: let it
                 present.update(facets)
-            payload = json.dumps(event)
-        self.send(payload)
+            payload = ""
+        self.send(payload, event)
         return True
 
     def close(self) -> None:
@@ -88,10 +90,10 @@ class _FileAppender:
     def __init__(self, path: str) -> None:
         self.path, self.handle = path, None
 
-    def __call__(self, payload: str) -> None:
+    def __call__(self, payload: str, event: dict) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
-        self.handle.write(payload + "\n")
+        self.handle.write((payload or Serde.to_json(event)) + "\n")
         self.handle.flush()
 
     def close(self) -> None:
@@ -100,87 +102,14 @@ class _FileAppender:
             self.handle = None
 
 
-class HttpRefused(Exception):
-    """The backend answered with an error status."""
-
-    def __init__(self, status: int, reason: str, url: str) -> None:
-        super().__init__(f"{status} {reason} for {url}")
-        self.status = status
-
-
-class _HttpPoster:
-    """What ``HttpTransport.emit`` does after serialising: the same request (URL, auth and custom headers,
-    compression, timeout, TLS verification), on one kept-alive connection.
-
-    ``requests`` costs about a millisecond per call; ``http.client`` a tenth of that. A client
-    certificate, or a proxy in the environment for this URL, keeps the transport's own session.
-    """
+class _TransportEmit:
+    """The HTTP transport's own ``emit``, given the event as a dictionary."""
 
     def __init__(self, transport: HttpTransport) -> None:
         self.transport = transport
-        self.url = urljoin(transport.url, transport.endpoint)
-        parts = urlsplit(self.url)
-        self.https, self.host, self.port = parts.scheme == "https", parts.hostname, parts.port
-        self.path = parts.path + (f"?{parts.query}" if parts.query else "")
-        self.own_session = transport.cert is not None or bool(getproxies()) and not proxy_bypass(parts.hostname)
-        self.connection: http.client.HTTPConnection | None = None
 
-    def __call__(self, payload: str) -> None:
-        transport = self.transport
-        body, headers = transport._prepare_request(payload)
-        if self.own_session:
-            self._through_session(body, headers)
-            return
-        data = body.encode() if isinstance(body, str) else body
-        reused = self.connection is not None
-        try:
-            response = self._post(data, headers)
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-            self.close()
-            if not reused:
-                raise
-            response = self._post(data, headers)  # the server had closed the idle connection: nothing was read
-        except BaseException:
-            self.close()
-            raise
-        if response.status >= 400:
-            raise HttpRefused(response.status, response.reason, self.url)
-
-    def _post(self, data: bytes, headers: dict) -> http.client.HTTPResponse:
-        if self.connection is None:
-            self.connection = self._connect()
-        self.connection.timeout = self.transport.timeout
-        if self.connection.sock is not None:
-            self.connection.sock.settimeout(self.transport.timeout)
-        self.connection.request("POST", self.path, body=data, headers=headers)
-        response = self.connection.getresponse()
-        response.read()
-        if response.will_close:
-            self.close()
-        return response
-
-    def _connect(self) -> http.client.HTTPConnection:
-        if not self.https:
-            return http.client.HTTPConnection(self.host, self.port, timeout=self.transport.timeout)
-        verify = self.transport.verify
-        context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
-        if verify is False:
-            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-        return http.client.HTTPSConnection(self.host, self.port, timeout=self.transport.timeout, context=context)
-
-    def _through_session(self, body, headers: dict) -> None:
-        transport = self.transport
-        request = {"url": self.url, "data": body, "headers": headers, "timeout": transport.timeout}
-        request["verify"] = transport.verify
-        if transport.cert is not None:
-            request |= {"cert": transport.cert, "allow_redirects": False}
-        response = transport.session.post(**request)
-        response.close()
-        if transport.cert is not None and response.is_redirect:
-            raise RuntimeError("Refusing to follow a redirect while a client certificate is configured")
-        response.raise_for_status()
+    def __call__(self, payload: str, event: dict) -> None:
+        self.transport.emit(event)  # type: ignore[arg-type] -- Serde.to_json takes a dictionary as it is
 
     def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
+        """The transport's session is the sink's to close."""

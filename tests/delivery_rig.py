@@ -54,11 +54,11 @@ def rig_bridge(folder: Path, pass_seconds: float = 40.0, lite: bool = True) -> L
     )
 
 
-def http_client(url: str):
+def http_client(url: str, timeout: float = 5.0):
     from openlineage.client import OpenLineageClient
     from openlineage.client.transport.http import HttpConfig, HttpTransport
 
-    return OpenLineageClient(transport=HttpTransport(HttpConfig(url=url)))
+    return OpenLineageClient(transport=HttpTransport(HttpConfig(url=url, timeout=timeout)))
 
 
 def one_pass(bridge: LineageBridge, client, wait: float = 0.0):

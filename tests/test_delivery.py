@@ -7,7 +7,7 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
 
-from bridge.delivery import deliver, describe, make_client, run_event_from_json
+from bridge.delivery import deliver, make_client, run_event_from_json, target_of
 from bridge.outbox import Outbox
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
@@ -33,7 +33,8 @@ def test_without_a_configured_transport_events_go_to_the_lineage_folders_file(tm
     monkeypatch.setenv("HOME", str(tmp_path))
     outbox, events = _queued(tmp_path)
     client = make_client(tmp_path / "lineage" / "events.jsonl")
-    assert describe(client) == f"file {tmp_path / 'lineage' / 'events.jsonl'}"
+    assert target_of(client) == f"file {tmp_path / 'lineage' / 'events.jsonl'}"
+    assert target_of(client, tmp_path / "lineage") == "file events.jsonl"  # it moves with the lineage folder
     result = deliver(outbox, client)
     assert not result.failing and result.sent == len(events) and result.pending == 0
     assert len((tmp_path / "lineage" / "events.jsonl").read_text().splitlines()) == len(events)

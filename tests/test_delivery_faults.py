@@ -16,7 +16,7 @@ import pytest
 
 from bridge import cli
 from bridge.datahub_sink import LiteSink
-from bridge.drain import MAX_ATTEMPTS, drain
+from bridge.drain import drain
 from bridge.outbox import Outbox
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
 from tests.loopback_lineage import LineageServer, identity
@@ -104,39 +104,45 @@ def one_pass_skipped(folder: Path, url: str) -> str:
     return str(running.value)
 
 
-def test_a_hanging_receiver_gets_each_event_once_per_attempt_and_the_pass_keeps_its_budget(folder):
+def test_a_hanging_receiver_is_waited_on_once_then_left_alone_and_the_pass_starts_nothing_after(folder):
+    from dataclasses import replace
+
     fill(folder)
+    bridge = replace(rig_bridge(folder, pass_seconds=3, lite=False), answer_seconds=2)
     with LineageServer(hold=30) as server:
         started = time.monotonic()
-        result = one_pass(rig_bridge(folder, pass_seconds=3, lite=False), http_client(server.url))
+        result = one_pass(bridge, http_client(server.url, timeout=1))
         seconds = time.monotonic() - started
-    assert seconds < 3 + 2, f"the pass took {seconds:.1f} s on a 3 s budget"
-    assert result.delivery.sent == 0 and "Timeout" in result.delivery.waiting_on
-    assert list(server.attempts.values()) == [1]  # sent once: no retries inside the transport
+        again = one_pass(bridge, http_client(server.url, timeout=1))  # within its backoff: the target is not tried
+    assert seconds < 2 + 2, f"the pass took {seconds:.1f} s waiting 2 s on an answer"
+    assert result.delivery.sent == 0 and "no answer from http http://127.0.0.1" in result.delivery.waiting_on
+    assert "within 2 s" in result.delivery.waiting_on
+    assert list(server.attempts.values()) == [1]  # sent once: no retries inside the transport, none by the next pass
+    assert again.delivery.waiting_on == result.delivery.waiting_on and again.health == 3
     outbox = Outbox(folder / "outbox.sqlite")
-    assert [(f.seq, f.attempts) for f in outbox.failing_now("openlineage")] == [(1, 1)]
+    assert outbox.sink_wait(result.delivery.sink).failures == 1 and outbox.failing_now(result.delivery.sink) == []
 
 
-def test_a_refused_event_becomes_a_dead_letter_and_retry_delivers_it(folder, capsys):
+def test_a_refused_event_is_parked_at_once_the_rest_goes_on_and_retry_delivers_it(folder, capsys):
     queued = fill(folder)
     bridge = rig_bridge(folder, lite=False)
     refused = next(e for e in queued if (e["job"]["name"], e["eventType"]) == REFUSED)
     with LineageServer(refuse=lambda event: identity(event) == identity(refused)) as server:
-        results = [one_pass(bridge, http_client(server.url)) for _ in range(MAX_ATTEMPTS)]
-    assert [r.delivery.failing for r in results] == [True] * (MAX_ATTEMPTS - 1) + [False]
-    assert "HTTP 400" in results[0].delivery.waiting_on
-    assert results[-1].delivery.parked == 1 and results[-1].delivery.pending == 0
+        result = one_pass(bridge, http_client(server.url))
+    assert result.delivery.parked == 1 and result.delivery.pending == 0 and result.delivery.waiting_on is None
+    assert result.health == 4  # dead letters wait for a person
     assert len(server.received) == len(queued) - 1 and server.duplicates() == 0
-    assert len(server.refused) == MAX_ATTEMPTS  # tried once per pass, then parked
+    assert len(server.refused) == 1  # one definite rejection is enough
 
     assert cli.main(["dead-letters"], bridge) == 0
     listed = capsys.readouterr().out
-    assert "#1  openlineage" in listed and "START" in listed and "TrainForecastModelFlow.evaluate" in listed
-    assert f"{MAX_ATTEMPTS} attempts" in listed and "HTTP 400" in listed
+    assert "#1  openlineage http http://127.0.0.1" in listed and "START" in listed
+    assert "TrainForecastModelFlow.evaluate" in listed and "1 attempt," in listed and "HTTP 400" in listed
     assert cli.main(["retry", "--all"], bridge) == 0
-    with LineageServer() as fixed:
+    with LineageServer(port=server.server.server_address[1]) as fixed:  # the same target, fixed
         again = one_pass(bridge, http_client(fixed.url))
     assert again.delivery.redelivered == 1 and [e["eventType"] for e in fixed.received] == ["START"]
+    assert again.health == 0
     assert cli.main(["dead-letters"], bridge) == 0
     assert "No dead letters" in capsys.readouterr().out
 
@@ -245,13 +251,15 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
     sensor = lineage_sensor(bridge)
     with DagsterInstance.ephemeral() as instance:
         context = build_sensor_context(instance=instance, repository_def=definitions(tmp_path).get_repository_def())
-        failing = "openlineage: sent 0, .* waiting .*failing: .*Connection refused"
+        failing = (
+            "http http://\\*\\*\\*@127.0.0.1:[0-9]+/api/v1/lineage: sent 0, .* waiting .*failing: .*Connection refused"
+        )
         with pytest.raises(LineageFailing, match=failing) as tick:
             sensor(context)
     assert "secret" not in str(tick.value)
-    from bridge.delivery import describe, make_client
+    from bridge.delivery import make_client, target_of
 
-    assert describe(make_client(tmp_path / "unused.jsonl")) == f"http http://***@127.0.0.1:{port}"
+    assert target_of(make_client(tmp_path / "unused.jsonl")) == f"http http://***@127.0.0.1:{port}/api/v1/lineage"
 
 
 @pytest.mark.parametrize(

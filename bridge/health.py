@@ -1,0 +1,102 @@
+"""Is lineage healthy? One verdict, the same for a pass, the sensor's tick and ``status``, as an exit code.
+
+    0  healthy: every sink has every queued event, or is sending them
+    1  the bridge's own state is damaged (the outbox, DataHub Lite): the message names the repair
+    3  a sink is failing: its target is away or refuses the credentials, or an event is held on an error
+    4  events are parked as dead letters, waiting for a person (``dead-letters``, ``retry``, ``discard``)
+
+(2 is a usage error, as for any command line.) The worst applies: 1, then 3, then 4.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+
+from bridge.outbox import Outbox, SinkState
+
+HEALTHY, DAMAGED, FAILING, PARKED = 0, 1, 3, 4
+VERDICTS = {HEALTHY: "healthy", DAMAGED: "damaged", FAILING: "failing", PARKED: "dead letters waiting"}
+LAST_PASS = "last_pass"
+
+
+def verdict(damaged: bool, failing: bool, parked: bool) -> int:
+    if damaged:
+        return DAMAGED
+    if failing:
+        return FAILING
+    return PARKED if parked else HEALTHY
+
+
+def record_pass(outbox: Outbox, sinks: list[str], problems: list[str]) -> None:
+    """What ``status`` reads: the sinks the latest pass delivered to, and what it found damaged."""
+    value = json.dumps({"at": time.time(), "sinks": sinks, "problems": problems})
+    outbox.connection.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (LAST_PASS, value),
+    )
+
+
+@dataclass(frozen=True)
+class SinkHealth:
+    sink: str
+    target: str
+    pending: int
+    held: int
+    parked: int
+    oldest_pending: str | None  # the event time of the oldest event the sink has not had
+    failing_for: int  # passes in a row its whole target failed
+    error: str | None
+    retry_in: float  # seconds until it is tried again
+    last_delivery: float | None  # when it last sent or confirmed an event (epoch seconds)
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_for > 0 or self.held > 0
+
+
+@dataclass(frozen=True)
+class Status:
+    code: int
+    queued: int
+    last_pass: float | None
+    problems: list[str]
+    sinks: list[SinkHealth]
+    earlier_targets: list[str]  # sinks of targets no longer configured at the latest pass
+
+    def as_json(self) -> dict:
+        return {"health": VERDICTS[self.code], "exit_code": self.code, **asdict(self)}
+
+
+def status(outbox: Outbox) -> Status:
+    """Lineage's health as the latest pass left it, read from the outbox alone (no Dagster, no client)."""
+    row = outbox.connection.execute("SELECT value FROM meta WHERE key = ?", (LAST_PASS,)).fetchone()
+    last = json.loads(row[0]) if row else {"at": None, "sinks": [], "problems": []}
+    states = {state.sink: state for state in outbox.sink_states()}
+    current = [_health(outbox, states[name]) for name in last["sinks"] if name in states]
+    code = verdict(
+        damaged=bool(last["problems"]),
+        failing=any(sink.failing for sink in current),
+        parked=any(sink.parked for sink in current),
+    )
+    queued = outbox.last_seq()
+    earlier = [state.target or state.sink for name, state in states.items() if name not in last["sinks"]]
+    return Status(code, queued, last["at"], last["problems"], current, earlier)
+
+
+def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
+    position = state.position or 0
+    pending = outbox.pending_count(state.sink, position)
+    return SinkHealth(
+        sink=state.sink,
+        target=state.target or state.sink,
+        pending=pending,
+        held=state.held or 0,
+        parked=state.parked or 0,
+        oldest_pending=outbox.oldest_pending_time(state.sink, position) if pending else None,
+        failing_for=state.failures,
+        error=state.error,
+        retry_in=max(0.0, state.retry_after - time.time()),
+        last_delivery=state.delivered_at,
+    )
