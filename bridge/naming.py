@@ -1,9 +1,11 @@
 """How things are named for lineage: datasets, jobs and run ids, for both tools, by a configured policy.
 
-Datasets follow the OpenLineage naming spec: a table is named by its storage location (``file`` +
-absolute path, ``s3://bucket`` + key) or, in the AWS Glue catalog, by ``arn:aws:glue:{region}:{account}``
-+ ``table/{db}/{table}``; it carries a ``symlinks`` facet to its catalog identifier (``db.table``),
-which is also its DataHub name. Other datasets (staged files, models) are named by the location a
+Datasets follow the OpenLineage naming spec (``spec/Naming.md``: the namespace is the datasource as
+``scheme:[//authority]``, the name the path within it): a table is named by its storage location
+(``s3://bucket`` + key; ``file`` + absolute path, or ``file://{host}`` + path for a ``file://host/path``
+location, which names a local store without naming the folder it sits in) or, in the AWS Glue
+catalog, by ``arn:aws:glue:{region}:{account}`` + ``table/{db}/{table}``; it carries a ``symlinks``
+facet to its catalog identifier (``db.table``), which is also its DataHub name. Other datasets (staged files, models) are named by the location a
 project gives them. Jobs are ``{parent}.{leaf}`` with no dot in the leaf (run ids: :mod:`bridge.run_ids`).
 """
 
@@ -134,7 +136,8 @@ class Naming:
         if dataset.namespace.startswith("s3://"):
             bucket = dataset.namespace.removeprefix("s3://")
             return f"urn:li:dataset:(urn:li:dataPlatform:s3,{bucket}{dataset.name},{self.datahub_env})"
-        return f"urn:li:dataset:(urn:li:dataPlatform:file,{dataset.name},{self.datahub_env})"
+        host = dataset.namespace.removeprefix("file").removeprefix("://")
+        return f"urn:li:dataset:(urn:li:dataPlatform:file,{host}{dataset.name},{self.datahub_env})"
 
 
 def dataset_urn_name(urn: str) -> str:
@@ -149,9 +152,10 @@ def dataset_urn_platform(urn: str) -> str:
 
 
 def location_dataset(uri: str) -> tuple[str, str]:
-    """OpenLineage namespace and name of a storage location: ``file`` + absolute path, or scheme://authority + path."""
+    """OpenLineage namespace and name of a storage location: ``file`` + absolute path for a local path or
+    ``file:///path``, or ``scheme://authority`` + path (``file://host/path`` included)."""
     parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
+    if parsed.scheme == "" or parsed.scheme == "file" and not parsed.netloc:
         return "file", parsed.path if parsed.scheme else os.path.abspath(uri)
     return f"{parsed.scheme}://{parsed.netloc}", parsed.path or "/"
 

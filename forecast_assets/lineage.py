@@ -5,9 +5,11 @@ Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands buil
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from bridge.config import DataHubTarget, LineageBridge
 from bridge.naming import GlueTables, IcebergTables, Naming
@@ -29,23 +31,42 @@ TITLE = "NYC taxi demand: lineage across Dagster and Metaflow"
 
 
 def naming(settings: Settings) -> Naming:
-    """Tables by their Iceberg location and identifier; staged files by folder; the model in Metaflow's datastore."""
+    """Tables by their Iceberg location and identifier; staged files by folder; the model in Metaflow's datastore.
+
+    What lives in the state folder is named inside it (``file://{store}/warehouse/...``): no home folder
+    in any name, and the same names after the folder moves.
+    """
     catalog = CatalogConfig.from_settings(settings)
     if catalog.kind == "glue":
         tables = GlueTables(region=settings.aws_region, account=settings.aws_account_id)
     else:
-        tables = IcebergTables(warehouse=catalog.warehouse, catalog_uri=catalog.uri_for_lineage)
-    staging = settings.staging_location.rstrip("/")
+        catalog_uri = catalog.uri_for_lineage
+        if catalog.kind == "sql":
+            catalog_uri = "iceberg+sqlite:" + portable_location(settings, catalog.sqlite_path).removeprefix("file:")
+        tables = IcebergTables(warehouse=portable_location(settings, catalog.warehouse), catalog_uri=catalog_uri)
+    staging = portable_location(settings, settings.staging_location).rstrip("/")
+    metaflow = portable_location(settings, settings.metaflow_root).rstrip("/")
     return Naming(
         tables=tables,
         table_namespaces=(NAMESPACE,),
         locations={
             TRIP_FILES: f"{staging}/{TRIP_FOLDER}",
             WEATHER_FILES: f"{staging}/{WEATHER_FOLDER}",
-            MODEL_NAME: f"{settings.metaflow_root.rstrip('/')}/{FLOW_NAME}/{MODEL_NAME}",
+            MODEL_NAME: f"{metaflow}/{FLOW_NAME}/{MODEL_NAME}",
         },
         job_namespace=settings.lineage_namespace,
     )
+
+
+def portable_location(settings: Settings, location: str) -> str:
+    """A local path (or ``file:`` URI) inside the state folder as ``file://{store}/{path inside it}``; else as given."""
+    parsed = urlsplit(location)
+    if parsed.scheme not in ("", "file") or parsed.netloc:
+        return location
+    path = Path(os.path.abspath(parsed.path if parsed.scheme else location))
+    if not path.is_relative_to(settings.state_dir):
+        return location
+    return f"file://{settings.lineage_local_store}/{path.relative_to(settings.state_dir).as_posix()}"
 
 
 def datahub_target(settings: Settings) -> DataHubTarget:

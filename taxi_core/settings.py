@@ -102,6 +102,15 @@ class Settings(BaseSettings):
     datahub_gms_token: SecretStr | None = Field(None, validation_alias=_env("DATAHUB_GMS_TOKEN"))
     datahub_file: str = Field("", validation_alias=_env("TAXI_DATAHUB_FILE"))
     lineage_namespace: str = Field("taxi-demand", validation_alias=_env("OPENLINEAGE_NAMESPACE"))
+    lineage_local_store: str = Field(
+        "taxi-state",
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$",
+        validation_alias=_env("TAXI_LINEAGE_LOCAL_STORE"),
+        description=(
+            "The host name lineage gives the state folder: a file under it is file://NAME/path-inside-it, "
+            "so names carry no home folder and survive moving the folder."
+        ),
+    )
     # Inside Dagster's 60 s sensor tick limit, with room for the tick's own work.
     lineage_pass_seconds: float = Field(40.0, gt=0, le=55, validation_alias=_env("TAXI_LINEAGE_PASS_SECONDS"))
     metaflow_datastore: str = Field("local", validation_alias=_env("METAFLOW_DEFAULT_DATASTORE"))

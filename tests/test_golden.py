@@ -16,23 +16,15 @@ from bridge.dagster_records import DagsterRunRecords
 from bridge.dagster_translate import translate_run
 from bridge.datahub_metadata import metadata_for
 from bridge.metaflow_translate import FlowRunRecord, translate_flow_run
-from bridge.naming import IcebergTables, Naming
+from forecast_assets.lineage import naming as project_naming
+from taxi_core.settings import Settings
 from tests.openlineage_schema import validation_errors
 
 GOLDEN = Path(__file__).parent / "golden"
 RECORDS = sorted((GOLDEN / "records").glob("*.json"))
 UPDATE = os.environ.get("GOLDEN_UPDATE") == "1"
-# The project's naming, with the state folder at /state as the records were written.
-NAMING = Naming(
-    tables=IcebergTables("/state/warehouse", catalog_uri="iceberg+sqlite:///state/catalog.sqlite"),
-    table_namespaces=("nyc_taxi",),
-    locations={
-        "taxi_trip_files": "/state/staging/taxi",
-        "weather_files": "/state/staging/weather",
-        "forecast_model": "/state/metaflow/TrainForecastModelFlow/forecast_model",
-    },
-    job_namespace="taxi-demand",
-)
+# The project's naming, with the state folder at /state as the records were written, in default settings.
+NAMING = project_naming(Settings.model_construct().model_copy(update={"state_dir": Path("/state")}))
 
 
 def _translate(path: Path) -> list[dict]:
