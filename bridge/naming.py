@@ -5,8 +5,9 @@ Datasets follow the OpenLineage naming spec (``spec/Naming.md``: the namespace i
 (``s3://bucket`` + key; ``file`` + absolute path, or ``file://{host}`` + path for a ``file://host/path``
 location, which names a local store without naming the folder it sits in) or, in the AWS Glue
 catalog, by ``arn:aws:glue:{region}:{account}`` + ``table/{db}/{table}``; it carries a ``symlinks``
-facet to its catalog identifier (``db.table``), which is also its DataHub name. Other datasets (staged files, models) are named by the location a
-project gives them. Jobs are ``{parent}.{leaf}`` with no dot in the leaf (run ids: :mod:`bridge.run_ids`).
+facet to its catalog identifier (``db.table``), which is also its DataHub name. Other datasets
+(staged files, models) are named by the location a project gives them. Jobs are ``{parent}.{leaf}``
+with no dot in the leaf (run ids: :mod:`bridge.run_ids`).
 """
 
 from __future__ import annotations
