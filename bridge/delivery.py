@@ -207,7 +207,9 @@ def _target(transport, lineage_dir: Path | None) -> str:
     if inner is not None:
         return f"{transport.kind} [" + ", ".join(_target(each, lineage_dir) for each in inner) + "]"
     if isinstance(transport, HttpTransport):
-        return f"http {urljoin(transport.url, transport.endpoint)}"
+        url = urlsplit(urljoin(transport.url, transport.endpoint))
+        # The credentials are not the target: changing them keeps its place.
+        return f"http {url._replace(netloc=url.netloc.rpartition('@')[2]).geturl()}"
     config = getattr(transport, "config", None)
     path = getattr(config, "log_file_path", None)
     if path is not None:

@@ -4,8 +4,9 @@ Four kinds, each with its own treatment in :mod:`bridge.drain`:
 
 - ``refused``: the target read the event and refused it (a 4xx other than those below), or the event
   cannot be serialised or translated. Sending it again cannot help: it is parked at once.
-- ``credentials``: the target refused who we are (401, 403). Every event would get the same answer,
-  so the whole sink waits, and the reason names the setting to fix.
+- ``credentials``: the target refused who we are (401, 403), or we do not trust who it is (its TLS
+  certificate). Every event would get the same answer, so the whole sink waits, and the reason names
+  the setting to fix.
 - ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429,
   502-504, a locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing.
 - ``this event``: the target failed on this one event but may not next time (500 and other 5xx,
@@ -15,6 +16,7 @@ Four kinds, each with its own treatment in :mod:`bridge.drain`:
 from __future__ import annotations
 
 import re
+import ssl
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +25,10 @@ FailureKind = Literal["refused", "credentials", "away", "this event"]
 CREDENTIAL_STATUS = frozenset({401, 403})
 AWAY_STATUS = frozenset({429, 502, 503, 504})
 RETRY_EVENT_STATUS = frozenset({408, 425})
+TLS_SETTINGS = (
+    "the target's TLS certificate is not trusted: give its CA bundle (sslContext.caCertPath in openlineage.yml, "
+    "REQUESTS_CA_BUNDLE, or DataHub's ca_certificate_path)"
+)
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
@@ -78,6 +84,15 @@ def http_status(err: BaseException | None) -> int | None:
     return None
 
 
+def _untrusted_certificate(err: BaseException | None) -> bool:
+    seen = 0
+    while err is not None and seen < 10:
+        if isinstance(err, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(err):
+            return True
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return False
+
+
 def classify(err: BaseException, credentials_setting: str = "the target's credentials") -> Failure:
     """What ``err`` from a sink means; ``credentials_setting`` is where a user sets the sink's credentials."""
     reason = redact(f"{type(err).__name__}: {err}".strip())
@@ -85,6 +100,8 @@ def classify(err: BaseException, credentials_setting: str = "the target's creden
         return Failure("refused", redact(str(err)))
     if isinstance(err, NoAnswer):
         return Failure("away", redact(str(err)), wait_at_least=err.waited)
+    if _untrusted_certificate(err):
+        return Failure("credentials", f"{reason}; {TLS_SETTINGS}")
     status = http_status(err)
     if status in CREDENTIAL_STATUS:
         return Failure("credentials", f"HTTP {status}: the target refused the credentials; check {credentials_setting}")

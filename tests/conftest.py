@@ -88,3 +88,21 @@ def dagster_run(pipeline, by_hand_run):
     result = job.execute_in_process(instance=pipeline.instance, run_config=config, raise_on_error=False)
     assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
     return result, Run(pipeline.latest_metadata("forecast_model")["model_version"].value)
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A lineage folder of its own, in a state folder of its own."""
+    monkeypatch.setenv("TAXI_STATE_DIR", str(tmp_path / "state"))
+    lineage = tmp_path / "lineage"
+    lineage.mkdir()
+    return lineage
+
+
+@pytest.fixture
+def openlineage_env(monkeypatch):
+    """The client turns OPENLINEAGE_URL into OPENLINEAGE__TRANSPORT__* variables of the process: undo them too."""
+    before = {key for key in os.environ if key.startswith("OPENLINEAGE")}
+    yield monkeypatch
+    for key in {key for key in os.environ if key.startswith("OPENLINEAGE")} - before:
+        del os.environ[key]

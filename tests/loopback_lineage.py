@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
+import ssl
 import threading
 import time
 from collections import Counter
@@ -24,15 +26,26 @@ def identity(event: dict) -> tuple[str, str, str, str]:
 
 
 class LineageServer(BackgroundServer):
-    """Accepts every event (201), over keep-alive connections.
+    """Accepts every event (201), over keep-alive connections, and records each request's headers.
 
-    ``refuse(event)`` names events answered with 400 instead; ``hold`` seconds is how long each request
-    is held before the answer (a slow or hanging backend); ``release()`` ends every hold at once.
+    ``refuse(event)`` names events answered with 400; ``fail(event, attempt)`` those answered with 500 on
+    that attempt (1, 2, ...); ``authorization`` is the ``Authorization`` header required (401 without
+    it); ``hold`` seconds is how long each request is held before the answer (a slow or hanging
+    backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
     """
 
-    def __init__(self, port: int = 0, refuse: Callable[[dict], bool] = lambda event: False, hold: float = 0.0):
+    def __init__(
+        self,
+        port: int = 0,
+        refuse: Callable[[dict], bool] = lambda event: False,
+        hold: float = 0.0,
+        fail: Callable[[dict, int], bool] = lambda event, attempt: False,
+        authorization: str | None = None,
+        tls: ssl.SSLContext | None = None,
+    ):
         self.port, self.received, self.refused, self.attempts = port, [], [], Counter()
-        self.refuse, self.hold, self.released = refuse, hold, threading.Event()
+        self.refuse, self.hold, self.fail, self.released = refuse, hold, fail, threading.Event()
+        self.headers: list[dict[str, str]] = []
         self.arrived = threading.Condition()
         server = self
 
@@ -40,17 +53,30 @@ class LineageServer(BackgroundServer):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):  # noqa: N802
-                event = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                event = json.loads(body)
                 with server.arrived:
+                    server.headers.append(dict(self.headers.items()))
                     server.attempts[identity(event)] += 1
+                    attempt = server.attempts[identity(event)]
                     server.arrived.notify_all()
+                if authorization is not None and self.headers.get("Authorization") != authorization:
+                    self._answer(401)
+                    return
                 if server.hold:
                     server.released.wait(server.hold)
                 refused = server.refuse(event)
+                failed = not refused and server.fail(event, attempt)
                 with server.arrived:
-                    (server.refused if refused else server.received).append(event)
+                    if not failed:
+                        (server.refused if refused else server.received).append(event)
                     server.arrived.notify_all()
-                self.send_response(400 if refused else 201)
+                self._answer(400 if refused else 500 if failed else 201)
+
+            def _answer(self, status: int) -> None:
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -58,6 +84,13 @@ class LineageServer(BackgroundServer):
                 pass
 
         super().__init__(Handler, port)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if isinstance(self.server.socket, ssl.SSLSocket) else "http"
+        return f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
 
     def wait_for(self, count: int, timeout: float = 60.0) -> bool:
         """Wait until ``count`` events were accepted; ``False`` if they were not within ``timeout`` seconds."""
