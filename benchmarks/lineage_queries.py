@@ -7,7 +7,8 @@ and, for each ``--scale``, copies them that many times as new runs writing new v
 jobs and datasets: a project after many months). For each it prints: building the index from
 scratch, and each question asked in-process, on the index and on the baseline (parse every queued
 event and rebuild the same answer, which is what the command did without an index). Last, the whole
-``taxi-lineage show`` command in a fresh process, imports included, on the demo's own outbox.
+``taxi-lineage show`` and ``taxi-lineage status`` commands in a fresh process, imports included, on
+the demo's own outbox, beside a bare Python start in the same run (the floor).
 """
 
 from __future__ import annotations
@@ -92,9 +93,10 @@ def _scale_rows(events: list[dict], scale: int, repeat: int) -> list[tuple]:
     return [(scale, queued, "index build from scratch", build_ms, None)] + [(scale, queued, *row) for row in timed]
 
 
-def _command_seconds(outbox_path: Path, repeat: int) -> float:
+def _command_seconds(outbox_path: Path, repeat: int, arguments: list[str] | None) -> float:
+    """Median seconds of the command with ``arguments`` in a fresh process; ``None``: Python doing nothing."""
     state = outbox_path.parent.parent
-    script = f"from forecast_assets.lineage_cli import main; main(['show', {FORECAST!r}])"
+    script = "pass" if arguments is None else f"from forecast_assets.lineage_cli import main; main({arguments!r})"
     timings = []
     for _ in range(repeat):
         started = time.perf_counter()
@@ -122,8 +124,11 @@ def main() -> int:
             baseline = f"{baseline_ms:12.1f}" if baseline_ms is not None else f"{'-':>12}"
             print(f"{copies:>6} {queued:>7}  {question:<42} {index_ms:9.1f} {baseline}")
     if args.outbox.exists():
-        seconds = _command_seconds(args.outbox.resolve(), 3)
-        print(f"\ntaxi-lineage show {FORECAST} in a fresh process, imports included: {seconds:.2f} s (median of 3)")
+        print("\nin a fresh process, imports included (median of 3):")
+        for arguments in (["show", FORECAST], ["status"], None):
+            seconds = _command_seconds(args.outbox.resolve(), 3, arguments)
+            said = f"taxi-lineage {' '.join(arguments)}" if arguments else "python -c pass (the floor)"
+            print(f"  {said:<60} {seconds:.2f} s")
     return 0
 
 

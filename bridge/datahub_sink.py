@@ -110,7 +110,7 @@ class LiteSink:
 
     def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
-        self.target = f"DataHub Lite {shown_as or path}"
+        self.target = f"DataHub Lite {path}"
         self.name = f"datahub-lite {shown_as or path}"
         outbox.adopt("datahub-lite", self.name)
         self.lite = None
@@ -313,7 +313,7 @@ class FileSink:
 
     def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
         self.path, self.outbox, self.naming = path, outbox, naming
-        self.target = f"DataHub metadata file {shown_as or path}"
+        self.target = f"DataHub metadata file {path}"
         self.name = f"datahub-file {shown_as or path}"
         outbox.adopt("datahub-file", self.name)
         self.records: list | None = None
@@ -350,7 +350,7 @@ class FileSink:
 
 
 def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None):
-    """The sink for ``target``, or ``None`` when DataHub is off; a file in ``lineage_dir`` is named relative to it."""
+    """The sink for ``target``, or ``None`` when DataHub is off; a file in ``lineage_dir`` is known by its path there."""
     if target.kind == "off":
         return None
     if target.kind == "rest":

@@ -120,12 +120,13 @@ class OpenLineageSink:
         """``lineage_dir``: where each target's ledger of delivered keys is kept, apart from the outbox, so an
         outbox rebuilt from the sources does not send a target what it already has."""
         self.outbox, self.client = outbox, client
-        self.target = target_of(client, lineage_dir)
-        self.name = f"{OPENLINEAGE_SINK} {self.target}"
+        self.target = target_of(client)
+        # A file in the lineage folder is named inside it: moving the folder keeps the target's place.
+        self.name = f"{OPENLINEAGE_SINK} {target_of(client, lineage_dir)}"
         self.credentials_setting = credentials_setting(client.transport)
         self.answer_seconds = answer_seconds
         outbox.adopt(OPENLINEAGE_SINK, self.name)
-        self.ledger = _ledger_path(lineage_dir, self.target) if lineage_dir is not None else None
+        self.ledger = _ledger_path(lineage_dir, self.name) if lineage_dir is not None else None
         if self.ledger is not None and (lineage_dir / LEGACY_LEDGER).exists() and not self.ledger.exists():
             self.ledger.parent.mkdir(parents=True, exist_ok=True)
             (lineage_dir / LEGACY_LEDGER).replace(self.ledger)  # kept for one target before ledgers were per target
@@ -197,8 +198,7 @@ def idempotency_key(event_key: str) -> str:
 
 
 def target_of(client: OpenLineageClient, lineage_dir: Path | None = None) -> str:
-    """Where ``client`` sends events, for a person and as the target's identity: no credentials, and a file
-    inside ``lineage_dir`` named relative to it (it moves with the folder)."""
+    """Where ``client`` sends events, without credentials; a file inside ``lineage_dir`` named relative to it."""
     return redact(_target(client.transport, lineage_dir))
 
 
