@@ -350,7 +350,7 @@ class FileSink:
 
 
 def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None):
-    """The sink for ``target``, or ``None`` when DataHub is off; a file in ``lineage_dir`` is known by its path there."""
+    """The sink for ``target`` (``None`` when DataHub is off); a file in ``lineage_dir`` is known by its path there."""
     if target.kind == "off":
         return None
     if target.kind == "rest":
