@@ -348,6 +348,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
     watch_parser = commands.add_parser("watch", help="a pass every half second: lineage within seconds")
     watch_parser.add_argument("--interval", type=float, default=0.5, help="seconds between passes (default 0.5)")
     watch_parser.add_argument("--while-sensor-ticks", action="store_true", help="stop when the sensor stops ticking")
+    watch_parser.add_argument(
+        "--started-by", type=int, metavar="PID", help="stop when this process (the one that started the watcher) ends"
+    )
     letters_parser = commands.add_parser("dead-letters", help="events a sink gave up on, with their errors")
     letters_parser.add_argument("--json", action="store_true", help="as JSON, for scripts")
     retry_parser = commands.add_parser("retry", help="queue dead letters again for the next pass")
@@ -405,7 +408,7 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
             out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
             return picture(bridge, out, title, args.format, args.version)
         if args.command == "watch":
-            return watch_lineage(bridge, args.interval, args.while_sensor_ticks)
+            return watch_lineage(bridge, args.interval, args.while_sensor_ticks, args.started_by)
         if args.command == "dead-letters":
             return dead_letters(bridge, args.json)
         if args.command == "retry":

@@ -100,3 +100,38 @@ def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
         retry_in=max(0.0, state.retry_after - time.time()),
         last_delivery=state.delivered_at,
     )
+
+
+def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
+    """``found`` for a person: the verdict, then one line per target (and why it fails), then what to do."""
+    ago = f"{duration(now - found.last_pass)} ago" if found.last_pass else "never"
+    lines = [f"Lineage: {VERDICTS[found.code]} (exit {found.code}); {found.queued} events queued; last pass {ago}"]
+    for sink in found.sinks:
+        line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else "up to date")
+        if sink.oldest_pending:
+            line += f" (oldest from {sink.oldest_pending})"
+        if sink.held:
+            line += f", {sink.held} held out of line"
+        if sink.parked:
+            line += f", {sink.parked} dead letters"
+        if sink.last_delivery:
+            line += f"; last delivery {duration(now - sink.last_delivery)} ago"
+        lines.append(line)
+        if sink.failing_for:
+            lines.append(
+                f"    failing for {sink.failing_for} passes: {sink.error}; next try in {duration(sink.retry_in)}"
+            )
+    lines += [f"  {problem}" for problem in found.problems]
+    if found.earlier_targets:
+        lines.append(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")
+    if any(sink.parked for sink in found.sinks):
+        lines.append(f"  see `{repair_command} dead-letters`, then `retry` or `discard` them")
+    return lines
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

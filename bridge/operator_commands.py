@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from bridge.config import LineageBridge
 from bridge.failures import redact
-from bridge.health import HEALTHY, VERDICTS, status
+from bridge.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox import Outbox, OutboxDamaged
 
 
@@ -97,7 +97,9 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     return result.health
 
 
-def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bool) -> int:
+def watch_lineage(
+    bridge: LineageBridge, interval: float, while_sensor_ticks: bool, started_by: int | None = None
+) -> int:
     # As for a pass: Dagster and the OpenLineage client load only for the commands that write.
     from functools import cache
 
@@ -127,7 +129,7 @@ def watch_lineage(bridge: LineageBridge, interval: float, while_sensor_ticks: bo
         target = target_of(client, bridge.lineage_dir)
         print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
         try:
-            passes = watch(bridge, one_pass, interval, while_sensor_ticks)
+            passes = watch(bridge, one_pass, interval, while_sensor_ticks, started_by=started_by)
         except KeyboardInterrupt:
             return 0
     print(f"Stopped after {passes} passes")
@@ -195,38 +197,8 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(found.as_json(), indent=2))
         return found.code
-    now = time.time()
-    ago = f"{_duration(now - found.last_pass)} ago" if found.last_pass else "never"
-    print(f"Lineage: {VERDICTS[found.code]} (exit {found.code}); {found.queued} events queued; last pass {ago}")
-    for sink in found.sinks:
-        line = f"  {sink.target}: "
-        line += f"{sink.pending} behind" if sink.pending else "up to date"
-        if sink.oldest_pending:
-            line += f" (oldest from {sink.oldest_pending})"
-        if sink.held:
-            line += f", {sink.held} held out of line"
-        if sink.parked:
-            line += f", {sink.parked} dead letters"
-        if sink.last_delivery:
-            line += f"; last delivery {_duration(now - sink.last_delivery)} ago"
-        print(line)
-        if sink.failing_for:
-            print(f"    failing for {sink.failing_for} passes: {sink.error}; next try in {_duration(sink.retry_in)}")
-    for problem in found.problems:
-        print(f"  {problem}")
-    if found.earlier_targets:
-        print(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")
-    if any(sink.parked for sink in found.sinks):
-        print(f"  see `{bridge.repair_command} dead-letters`, then `retry` or `discard` them")
+    print("\n".join(status_lines(found, time.time(), bridge.repair_command)))
     return found.code
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationContext, SkipReason, sensor
 
 from bridge.bridge_pass import run_pass, summary
 from bridge.config import LineageBridge
+from bridge.health import status, status_lines
+from bridge.outbox import Outbox
 from bridge.pass_lease import PassRunning
 from bridge.watch import keep_watcher_running
 
@@ -38,14 +41,38 @@ def lineage_sensor(
     )
     def bridge_sensor(context: SensorEvaluationContext):
         configured = bridge() if callable(bridge) else bridge
-        keep_watcher_running(configured)
+        watcher = keep_watcher_running(configured)
+        if watcher is not None:
+            context.log.info(
+                "The lineage watcher (process %s) delivers within seconds; its log: %s",
+                watcher,
+                configured.lineage_dir / "watcher.log",
+            )
         try:
             graph = lambda: context.repository_def.asset_graph  # noqa: E731 -- loaded only when a run is new
             result = run_pass(configured, context.instance, graph, purpose="sensor")
         except PassRunning as running:
-            return SkipReason(f"{running}; this tick leaves the work to it")
+            said = f"{running}; this tick leaves the work to it"
+            context.log.info(said)
+            _log_health(context, configured)
+            return SkipReason(said)
+        said = summary(result)
+        context.log.info("This tick's pass: %s", said)
+        _log_health(context, configured)
         if result.failing:
-            raise LineageFailing(summary(result))
-        return SkipReason(summary(result))
+            raise LineageFailing(said)
+        return SkipReason(said)
 
     return bridge_sensor
+
+
+def _log_health(context: SensorEvaluationContext, bridge: LineageBridge) -> None:
+    """Lineage's health as the latest pass (this tick's, or the watcher's) left it, in the tick's log."""
+    if not bridge.outbox_path.exists():
+        return
+    outbox = Outbox(bridge.outbox_path)
+    try:
+        for line in status_lines(status(outbox), time.time(), bridge.repair_command):
+            context.log.info(line)
+    finally:
+        outbox.close()

@@ -8,7 +8,8 @@ Metaflow task, is queued and delivered by the next pass. Passes stay one at a ti
 the sensor's own ticks become catch-up.
 
 Under ``dagster dev`` the sensor starts the watcher (``bridge.watch_command``) and touches a heartbeat
-on every tick; a watcher started that way stops when the ticks stop, so it never outlives Dagster.
+on every tick; a watcher started that way stops when the process that started it (Dagster's code
+server) ends, within a second of ``dagster dev`` stopping, or when the ticks stop.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def keep_watcher_running(bridge: LineageBridge) -> int | None:
             return holder.pid
     with (bridge.lineage_dir / "watcher.log").open("a") as output:
         process = subprocess.Popen(
-            [*bridge.watch_command, "--while-sensor-ticks"],
+            [*bridge.watch_command, "--while-sensor-ticks", "--started-by", str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -68,11 +69,13 @@ def watch(
     interval: float = 0.5,
     while_sensor_ticks: bool = False,
     stop: threading.Event | None = None,
+    started_by: int | None = None,
 ) -> int:
     """Run ``one_pass`` (a summary when something happened, else None) every ``interval`` s until stopped.
 
-    With ``while_sensor_ticks``, stop once the sensor's heartbeat is older than :data:`HEARTBEAT_SECONDS`.
-    Returns the number of passes run.
+    With ``while_sensor_ticks``, stop once the sensor's heartbeat is older than :data:`HEARTBEAT_SECONDS`;
+    with ``started_by`` (the process that started this one), once that process has ended. Returns the
+    number of passes run.
     """
     stop = stop or threading.Event()
     pids = pid_file(bridge)
@@ -82,6 +85,9 @@ def watch(
     passes = 0
     try:
         while not stop.is_set():
+            if started_by is not None and os.getppid() != started_by:
+                log.info("The process that started the watcher (process %s) has ended: the watcher stops", started_by)
+                break
             if while_sensor_ticks and _heartbeat_age(bridge) > HEARTBEAT_SECONDS:
                 log.info("No sensor tick for %.0f s: the watcher stops", HEARTBEAT_SECONDS)
                 break

@@ -293,3 +293,77 @@ def replace_command(bridge, command):
     from dataclasses import replace
 
     return replace(bridge, watch_command=tuple(command))
+
+
+def test_a_sensor_tick_logs_what_its_pass_did_and_how_each_target_stands(tmp_path, openlineage_env):
+    import logging
+    from dataclasses import replace
+
+    from dagster import DagsterInstance, SkipReason, build_sensor_context
+
+    from bridge.config import DataHubTarget
+    from bridge.sensor import lineage_sensor
+    from tests.reuse_project.shop import definitions, shop_bridge
+
+    bridge = replace(shop_bridge(tmp_path), flows=(), datahub=DataHubTarget(kind="off"))
+    queued = fill(bridge.lineage_dir)
+    with LineageServer() as server, DagsterInstance.ephemeral() as instance:
+        openlineage_env.setenv("OPENLINEAGE_URL", server.url)
+        context = build_sensor_context(instance=instance, repository_def=definitions(tmp_path).get_repository_def())
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        context.log.addHandler(handler)  # what the tick log in Dagster's UI shows
+        tick = lineage_sensor(bridge)(context)
+    assert isinstance(tick, SkipReason) and f"sent {len(queued)}, 0 waiting" in tick.skip_message
+    logged = "\n".join(record.getMessage() for record in records)
+    assert f"This tick's pass: queued 0 new events {{}}; http {server.url}/api/v1/lineage: sent {len(queued)}" in logged
+    assert f"Lineage: healthy (exit 0); {len(queued)} events queued" in logged
+    assert f"http {server.url}/api/v1/lineage: up to date" in logged
+
+
+def test_a_watcher_started_for_the_sensor_stops_when_the_process_that_started_it_ends(folder):
+    starter = subprocess.run(
+        [sys.executable, "-c", WATCHER_STARTER, str(folder)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    watcher = int(starter.stdout.strip())
+    give_up = time.monotonic() + 30
+    while _alive(watcher) and time.monotonic() < give_up:
+        time.sleep(0.1)  # polling another process's end: there is nothing to wait on but its pid
+    assert not _alive(watcher), "the watcher outlived the process that started it"
+    assert (folder / "passes").exists()  # it was watching until then
+
+
+# Starts a watcher as the sensor does (in its own session), waits for its first pass, prints its pid and ends.
+WATCHER_STARTER = """
+import os, subprocess, sys, time
+folder = sys.argv[1]
+code = (
+    "import sys, threading; from pathlib import Path; from bridge.watch import watch; "
+    "from tests.delivery_rig import rig_bridge; "
+    "one_pass = lambda: Path(sys.argv[1], 'passes').open('a').write('.') and None; "
+    "watch(rig_bridge(Path(sys.argv[1]), lite=False), one_pass, 0.05, True, started_by=int(sys.argv[2]))"
+)
+open(folder + "/sensor.heartbeat", "w").close()
+quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+watcher = subprocess.Popen([sys.executable, "-c", code, folder, str(os.getpid())], start_new_session=True, **quiet)
+while not os.path.exists(folder + "/passes") and watcher.poll() is None:
+    time.sleep(0.05)  # until the watcher has run a pass
+print(watcher.pid)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child: ask the kernel whether it exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    return finished == 0
