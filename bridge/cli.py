@@ -1,7 +1,7 @@
 """The bridge's command line: one pass without the Dagster daemon, and a look at the lineage graph.
 
-A project gives it its :class:`~bridge.config.LineageBridge`; the pass loads the project's code
-location from ``workspace.yaml`` (for the asset graph) and opens the Dagster instance of ``DAGSTER_HOME``.
+A project gives it its bridge configuration (bridge.config.LineageBridge); a pass loads the project's
+code location from workspace.yaml (for the asset graph) and opens the Dagster instance of DAGSTER_HOME.
 
     pass [--wait S]            one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
     status [--json]            is lineage healthy, how far behind is each sink (answers from the outbox)

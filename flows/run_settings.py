@@ -61,7 +61,8 @@ def resolve_settings(
             f"backtest days and a week of training need at least {needed_days}"
         )
         raise ValueError(msg)
-    names = [name.strip() for name in candidates.split(",") if name.strip()]
+    # None named: every candidate this run can train.
+    names = [name.strip() for name in candidates.split(",") if name.strip()] or list(CANDIDATES)
     unknown = [name for name in names if name not in CANDIDATES]
     if unknown:
         msg = f"--candidates names unknown models {', '.join(unknown)}; choose from {', '.join(CANDIDATES)}"

@@ -14,12 +14,23 @@ Steps:
     end       summary
 """
 
-from taxi_core.settings import load_settings
+import sys
+
+from taxi_core.settings import SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
+
+
+def _settings_or_exit():
+    """The project's settings; a bad one ends the command with its one-line message, not a traceback."""
+    try:
+        return load_settings()
+    except SettingsError as err:
+        sys.exit(f"train.py: {err}")
+
 
 # This file is the flow's entry point: Metaflow reads its configuration when first imported, so the
 # state folder's settings go into the environment before that (variables already set win).
-apply_tool_environment(load_settings())
+apply_tool_environment(_settings_or_exit())
 
 # isort: split
 import os
@@ -28,11 +39,12 @@ import time
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
+from metaflow.exception import MetaflowException
 from threadpoolctl import threadpool_limits
 
 from bridge.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, tables
-from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate
+from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_NAME
@@ -42,8 +54,16 @@ SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "w
                     "actuals_snapshot_id", "weather_snapshot_id", "features", "weather_lag"]  # fmt: skip
 
 
+class BadRunSetting(MetaflowException):
+    """A parameter the run cannot work with: Metaflow prints its one line, without a traceback."""
+
+    headline = "Bad run setting"
+
+
 @record_lineage
 class TrainForecastModelFlow(FlowSpec):
+    """Train the hourly taxi-demand model per pickup zone, backtest it, and write its forecasts to Iceberg."""
+
     as_of = Parameter(
         "as_of",
         default="",
@@ -62,23 +82,31 @@ class TrainForecastModelFlow(FlowSpec):
     )
     candidates = Parameter(
         "candidates",
-        default=",".join(CANDIDATES),
-        help=f"Comma-separated candidate models from: {', '.join(CANDIDATES)}",
+        default="",
+        help=(
+            f"Comma-separated candidate models from: {', '.join(CANDIDATES)} (default: all of them that the "
+            f"run can train: {', '.join(name for name in CANDIDATES if not needs_weather([name]))}, and with "
+            "--use_weather true the weather models too)"
+        ),
     )
 
     @step
     def start(self):
+        """Resolve the forecast origin (the hour after the newest actuals unless --as_of) and the candidates."""
         self.catalog_config = CatalogConfig.from_settings(load_settings())
         as_of = self.as_of or tables.actuals_end(open_catalog(self.catalog_config)).isoformat()
-        self.settings: RunSettings = resolve_settings(
-            as_of=as_of,
-            lookback_days=self.lookback_days,
-            backtest_days=self.backtest_days,
-            horizon_hours=self.horizon_hours,
-            zones=self.zones,
-            use_weather=self.use_weather,
-            candidates=self.candidates,
-        )
+        try:
+            self.settings: RunSettings = resolve_settings(
+                as_of=as_of,
+                lookback_days=self.lookback_days,
+                backtest_days=self.backtest_days,
+                horizon_hours=self.horizon_hours,
+                zones=self.zones,
+                use_weather=self.use_weather,
+                candidates=self.candidates,
+            )
+        except ValueError as err:
+            raise BadRunSetting(str(err)) from None
         self.model_version = f"{current.flow_name}/{current.run_id}"
         # Weather is what the origin knows: the newest published day before every target's day.
         self.weather_lag = features.weather_lag_days(
@@ -90,6 +118,7 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="inputs")
     @step
     def load(self):
+        """Read the actuals (and, with --use_weather, raw_weather) through pyiceberg; keep the busiest zones."""
         catalog = open_catalog(self.catalog_config)
         start, end = self.settings.window_start, self.settings.as_of
         actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
@@ -114,6 +143,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def train(self):
+        """One branch per candidate: a rolling-origin backtest, each origin's error printed as it is done."""
         began = time.perf_counter()
         frame, self.features = self._features(end=self.settings.as_of)
         origins = backtest.backtest_origins(
@@ -136,6 +166,7 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="backtest")
     @step
     def evaluate(self, inputs):
+        """Score every candidate against seasonal naive and the noise floor; choose the champion."""
         self.merge_artifacts(inputs, include=SHARED_ARTIFACTS)
         self.backtest = pd.concat([branch.backtest for branch in inputs], ignore_index=True)
         self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
@@ -178,6 +209,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def predict(self):
+        """Refit the champion on all the data and forecast the next --horizon_hours for every zone."""
         frame, _ = self._features(end=self.settings.forecast_end)
         model = make_candidate(self.champion)
         self.model = model.fit(
@@ -211,6 +243,7 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="forecast")
     @step
     def write(self):
+        """Replace this run's rows in the forecast table and check what was written (the table's checks)."""
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
         catalog = open_catalog(self.catalog_config)
@@ -242,6 +275,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def end(self):
+        """Print the model version, its champion and where its forecasts are."""
         best = self.metrics.set_index("candidate").loc[self.champion]
         print(
             f"{self.model_version}: {self.champion} (backtest MAE {best.mae:.3f}), {len(self.forecast)} "

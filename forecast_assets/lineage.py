@@ -107,7 +107,7 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         datahub=datahub_target(settings),
         report_metadata=_report_metadata,
         report_checks=_report_checks,
-        how_to_fill_graph="run `taxi demo`, or a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs",
+        how_to_fill_graph="run `./run demo`, or a lineage pass (`./run taxi-lineage`) after Dagster or Metaflow runs",
         repair_command="taxi-lineage",
         pass_seconds=settings.lineage_pass_seconds,
         watch_command=(sys.executable, "-m", "forecast_assets.lineage_cli", "watch"),

@@ -171,3 +171,19 @@ def test_source_version_names_a_lasting_fault(trip_bytes):
         source_version(f"{server.url}/trip-data/{trip_file_name('2025-01')}", policy=FAST)
     assert server.requests == FAST.attempts
     assert str(failure.value).startswith(f"Could not look up {server.url}/trip-data/")
+
+
+def test_a_month_the_sample_source_lacks_names_the_command_that_writes_it(tmp_path):
+    from forecast_assets.assets.source_files import _missing
+    from forecast_assets.sources.download import SourceMissing
+
+    folder = tmp_path / "trip-data"
+    folder.mkdir()
+    for month in ("2024-12", "2025-01"):
+        (folder / f"yellow_tripdata_{month}.parquet").write_bytes(b"")
+    url = (folder / "yellow_tripdata_2025-03.parquet").as_uri()
+    said = _missing(SourceMissing(f"{url} does not exist"), url, "2025-03-01")
+    assert "`./run demo --months 2025-03`" in said and "(2024-12, 2025-01)" in said and "TLC" not in said
+    remote = "https://d37ci6vzurychx.cloudfront.net/trip-data/yellow_tripdata_2031-03.parquet"
+    said = _missing(SourceMissing(f"{remote}: 403"), remote, "2031-03-01")
+    assert "TLC and NOAA publish a month some weeks after it ends" in said and "./run demo" not in said

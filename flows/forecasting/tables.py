@@ -52,7 +52,7 @@ def _load(catalog: Catalog, identifier: str, asset: str) -> Table:
     except NoSuchTableError as err:
         msg = (
             f"Table {identifier} does not exist: materialize the Dagster asset {asset} first "
-            "(`uv run taxi demo`, or materialize it in `dagster dev`)."
+            "(`./run demo`, or materialize it in `./run dagster dev`)."
         )
         raise MissingInput(msg) from err
 

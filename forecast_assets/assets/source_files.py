@@ -1,6 +1,8 @@
 """Source file assets: each month's TLC trip file and NOAA weather files, verified and staged."""
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dagster import (
     AssetExecutionContext,
@@ -48,16 +50,32 @@ def _stage(
             url, name, staging.store(), verify, Path(source.download_dir), context.log.info, source.retry_policy()
         )
     except SourceMissing as err:
-        msg = (
-            f"{err}. Partition {context.partition_key} has no source file yet: TLC and NOAA publish a "
-            "month some weeks after it ends. Materialize an earlier month, or check the base URL "
-            "(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL)."
-        )
-        raise Failure(description=msg, allow_retries=False) from err
+        raise Failure(description=_missing(err, url, context.partition_key), allow_retries=False) from err
     except (SourceInvalid, SourceUnavailable) as err:
         # A bad or missing download never reaches staging: whatever a past run staged stays as it was.
         msg = f"{str(err).rstrip('.')}. Any copy staged before is kept, and this run does not write {kept}."
         raise Failure(description=msg, allow_retries=False) from err
+
+
+MONTH_IN_NAME = re.compile(r"(\d{4}-?\d{2})\D")
+
+
+def _missing(err: SourceMissing, url: str, partition_key: str) -> str:
+    """Why a month has no file, and the fix, for where the files come from: the sample source or TLC and NOAA."""
+    month = partition_key[:7]
+    if url.startswith("file:"):
+        folder = Path(urlsplit(url).path).parent
+        has = sorted({found[0] for path in folder.glob("*") if (found := MONTH_IN_NAME.findall(path.name))})
+        months = ", ".join(f"{m[:4]}-{m[-2:]}" for m in has) or "none yet"
+        return (
+            f"{err}. The sample source has no files for {month}: write them (and run the month) with "
+            f"`./run demo --months {month}`, or materialize a month it has ({months})."
+        )
+    return (
+        f"{err}. Partition {partition_key} has no source file yet: TLC and NOAA publish a month some weeks "
+        "after it ends. Materialize an earlier month, or check the base URL (TAXI_TRIP_BASE_URL / "
+        "TAXI_WEATHER_BASE_URL)."
+    )
 
 
 def taxi_trip_files(
