@@ -253,7 +253,10 @@ def test_without_lineage_the_command_says_how_to_make_it(state, capsys, content)
     assert main(["show", "nyc_taxi.raw_yellow"]) == 2
     err = capsys.readouterr().err
     assert str(state / "lineage") in err and "Traceback" not in err
-    assert ("`./run demo`" in err) if content is None else ("is damaged" in err and "taxi-lineage rebuild outbox" in err)
+    if content is None:
+        assert "`./run demo`" in err
+    else:
+        assert "is damaged" in err and "taxi-lineage rebuild outbox" in err
 
 
 def test_an_outbox_with_no_jobs_says_how_to_fill_it(state, capsys):
