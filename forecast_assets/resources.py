@@ -1,16 +1,18 @@
 """Dagster resources: the Iceberg catalog, the Spark session over it, staging, and the sources."""
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, get_dagster_logger
 from dagster_aws.s3 import S3Resource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
 
 from forecast_assets.lakehouse.commits import open_catalog_once
+from forecast_assets.lakehouse.spark_progress import reporting_while
 from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.noaa_format import weather_file_path
@@ -73,11 +75,23 @@ class SparkResource(ConfigurableResource):
         if self._session is None:
             if on_loopback(self.master):
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            self._session = self._start()
+        return self._session
+
+    def _start(self):
+        """Spark, started and connected to the catalog, saying so while it starts (often 10-70 s, silent)."""
+        log = get_dagster_logger()
+        timing = Path(self.state_dir) / "tmp" / "spark_start_seconds"
+        last = timing.read_text().strip() if timing.exists() else ""
+        usual = f"it took {last} s last time" if last else "it takes 10-70 s, longer on a busy machine"
+        started = time.monotonic()
+        with reporting_while(log.info, f"Starting Spark ({self.master}; {usual})"):
             session = spark_session_from_config(self.spark_config())
             session.sparkContext.setLogLevel("ERROR")
             open_catalog_once(session)
-            self._session = session
-        return self._session
+        timing.parent.mkdir(parents=True, exist_ok=True)
+        timing.write_text(f"{time.monotonic() - started:.0f}")
+        return session
 
 
 class StagingResource(ConfigurableResource):

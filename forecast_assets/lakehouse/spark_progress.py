@@ -1,4 +1,5 @@
-"""Report a long Spark action's progress (stages and tasks done) while it runs."""
+"""Report long work while it runs, never silent for more than ten seconds: Spark's start, and a Spark
+action's progress (stages and tasks done)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,25 @@ def reporting_progress(
     context: SparkContext, report: Callable[[str], None], what: str, every: float = REPORT_EVERY_SECONDS
 ) -> Iterator[None]:
     """Call ``report`` when the work starts, every ``every`` seconds with Spark's progress, and at the end."""
+    with reporting_while(report, what, lambda: stage_progress(context), every):
+        yield
+
+
+@contextmanager
+def reporting_while(
+    report: Callable[[str], None],
+    what: str,
+    progress: Callable[[], str | None] = lambda: None,
+    every: float = REPORT_EVERY_SECONDS,
+) -> Iterator[None]:
+    """Call ``report`` when the work starts, every ``every`` seconds (with ``progress()``), and at the end."""
     started = time.monotonic()
     done = threading.Event()
 
     def watch() -> None:
         while not done.wait(every):
-            progress = stage_progress(context)
-            report(f"{what}: {time.monotonic() - started:.0f} s" + (f", {progress}" if progress else ""))
+            now = progress()
+            report(f"{what}: {time.monotonic() - started:.0f} s" + (f", {now}" if now else ""))
 
     report(f"{what}: started")
     watcher = threading.Thread(target=watch, name="spark-progress", daemon=True)
