@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, MonthlyPartitionsDefinition, definitions, in_process_executor
+from dagster import (
+    AssetSpec,
+    Definitions,
+    MetadataValue,
+    MonthlyPartitionsDefinition,
+    definitions,
+    in_process_executor,
+    map_asset_specs,
+)
 
 from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
 from forecast_assets.assets.lakehouse_tables import table_assets
@@ -57,12 +65,24 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
     from bridge.sensor import lineage_sensor
-    from forecast_assets.lineage import taxi_bridge
+    from forecast_assets.lineage import lineage_links, taxi_bridge
+
+    def with_lineage_links(spec: AssetSpec) -> AssetSpec:
+        links = lineage_links(settings, spec.key.path)
+        metadata = {
+            "lineage/show": MetadataValue.text(links["lineage/show"]),
+            "lineage/picture": MetadataValue.path(links["lineage/picture"]),
+            "datahub/urn": MetadataValue.text(links["datahub/urn"]),
+        }
+        if "datahub/url" in links:
+            metadata["datahub/url"] = MetadataValue.url(links["datahub/url"])
+        return spec.merge_attributes(metadata=metadata)
 
     months = monthly_partitions(settings)
+    assets = [*source_file_assets(months), *table_assets(months), run_training_flow]
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
-        assets=[*source_file_assets(months), *table_assets(months), run_training_flow],
+        assets=map_asset_specs(with_lineage_links, assets),
         asset_checks=FORECAST_CHECKS,
         jobs=[monthly_ingestion_job, training_job],
         sensors=[new_source_months_sensor(months), lineage_sensor(taxi_bridge(settings))],

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from bridge.config import DataHubTarget, LineageBridge
 from bridge.naming import GlueTables, IcebergTables, Naming
@@ -67,6 +67,22 @@ def portable_location(settings: Settings, location: str) -> str:
     if not path.is_relative_to(settings.state_dir):
         return location
     return f"file://{settings.lineage_local_store}/{path.relative_to(settings.state_dir).as_posix()}"
+
+
+def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, str]:
+    """Where a Dagster asset's lineage is: the command that shows it, the picture, its DataHub URN (and,
+    with a GMS, the GMS's page of it)."""
+    policy = naming(settings)
+    dataset = policy.asset(list(asset_path))
+    urn = policy.datahub_urn(dataset)
+    links = {
+        "lineage/show": f"./run taxi-lineage show {dataset.catalog_name or dataset.name}",
+        "lineage/picture": str(settings.state_dir / "lineage" / "lineage_graph.svg"),
+        "datahub/urn": urn,
+    }
+    if settings.datahub == "rest" and settings.datahub_gms_url:
+        links["datahub/url"] = f"{settings.datahub_gms_url.rstrip('/')}/entities/{quote(urn, safe='')}"
+    return links
 
 
 def datahub_target(settings: Settings) -> DataHubTarget:

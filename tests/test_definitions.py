@@ -34,6 +34,29 @@ def test_every_table_has_checks_and_every_asset_a_description(definitions):
         assert graph.get(key).description, key
 
 
+def test_every_asset_says_where_its_lineage_is(definitions, tmp_path, monkeypatch):
+    from bridge.naming import dataset_urn_name
+
+    graph = definitions.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        metadata = graph.get(key).metadata
+        shown = metadata["lineage/show"].value
+        assert shown.startswith("./run taxi-lineage show "), key
+        assert metadata["lineage/picture"].value.endswith("lineage/lineage_graph.svg")
+        named = shown.removeprefix("./run taxi-lineage show ")
+        # The command names the dataset as DataHub does (a table) or as OpenLineage does (a file's folder).
+        assert dataset_urn_name(metadata["datahub/urn"].value).endswith(named.lstrip("/")), key
+        assert "datahub/url" not in metadata
+    monkeypatch.setenv("TAXI_DATAHUB", "rest")
+    monkeypatch.setenv("DATAHUB_GMS_URL", "http://127.0.0.1:8080")
+    with_gms = build_definitions(load_settings()).resolve_asset_graph()
+    url = with_gms.get(AssetKey(["nyc_taxi", "raw_yellow"])).metadata["datahub/url"].value
+    assert (
+        url
+        == "http://127.0.0.1:8080/entities/urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Aiceberg%2Cnyc_taxi.raw_yellow%2CPROD%29"
+    )
+
+
 def test_the_ingestion_job_covers_every_asset(definitions):
     job = definitions.resolve_job_def("monthly_ingestion")
     assert len(job.asset_layer.executable_asset_keys) == 5
