@@ -191,11 +191,13 @@ BOX_H, GAP_X, GAP_Y, CHAR_W = 34, 60, 14, 6.6
 
 
 def short_label(graph: LineageGraph, node: str) -> str:
-    """What a person reads in a picture: a table's identifier, a job's name, a file dataset's last two folders."""
+    """What a person reads in a picture: a table's identifier, a file dataset's last two folders, a job's
+    step (the part after its parent job, without an asset key's namespace) or its flow."""
     label = graph.labels[node]
-    if graph.kinds[node] == "dataset" and label.startswith("/"):
-        return "…/" + "/".join(label.rstrip("/").split("/")[-2:])
-    return label
+    if graph.kinds[node] == "dataset":
+        return "…/" + "/".join(label.rstrip("/").split("/")[-2:]) if label.startswith("/") else label
+    parent, _, leaf = label.rpartition(".")
+    return leaf.rpartition("__")[2] if parent else label
 
 
 def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -> str:
@@ -212,7 +214,7 @@ def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -
 
     ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels))}
     picture = graphviz.Digraph(
-        graph_attr={"rankdir": "LR", "label": title, "labelloc": "t", "fontsize": "18", "fontname": "Helvetica",
+        graph_attr={"rankdir": "TB", "label": title, "labelloc": "t", "fontsize": "18", "fontname": "Helvetica",
                     "nodesep": "0.2", "ranksep": "0.5", "tooltip": title, "newrank": "true"},
         node_attr={"fontname": "Helvetica", "fontsize": "11", "style": "rounded,filled", "shape": "box"},
         edge_attr={"color": "#888888", "arrowsize": "0.7"},
@@ -235,8 +237,18 @@ def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -
     for tool in sorted({kind for kind in graph.kinds.values() if kind != "dataset"}):
         with picture.subgraph(name=f"cluster_{tool}") as cluster:
             cluster.attr(label=tool.capitalize(), style="rounded,dashed", color="#bbbbbb", fontcolor="#555555")
+            jobs = defaultdict(list)  # steps by the job or flow they belong to: a box shows only the step
             for node in sorted(n for n in graph.labels if graph.kinds[n] == tool):
-                add(cluster, node)
+                jobs[graph.labels[node].rpartition(".")[0]].append(node)
+            for number, (parent, nodes) in enumerate(sorted(jobs.items())):
+                if not parent:
+                    for node in nodes:
+                        add(cluster, node)
+                    continue
+                with cluster.subgraph(name=f"cluster_{tool}_{number}") as job:
+                    job.attr(label=parent, style="rounded", color="#dddddd", fontcolor="#555555", fontsize="10")
+                    for node in nodes:
+                        add(job, node)
     for node in sorted(n for n in graph.labels if graph.kinds[n] == "dataset"):
         add(picture, node)
     for a, b in sorted(graph.edges):
@@ -293,7 +305,9 @@ def to_mermaid(graph: LineageGraph, highlight: set[str] | None = None) -> str:
     ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels, key=lambda n: graph.labels[n]))}
 
     def node_text(node: str) -> str:
-        label = short_label(graph, node).replace('"', "'")
+        # Mermaid has no boxes per job: a step keeps its job's name.
+        whole = graph.kinds[node] != "dataset"
+        label = (graph.labels[node] if whole else short_label(graph, node)).replace('"', "'")
         return f'{ids[node]}[("{label}")]' if graph.kinds[node] == "dataset" else f'{ids[node]}["{label}"]'
 
     lines = ["flowchart LR"]

@@ -186,6 +186,9 @@ def test_the_picture_is_laid_out_by_graphviz_with_whole_names_and_comes_as_merma
     for node, label in graph.labels.items():
         assert short_label(graph, node) in texts and label in hovers
     assert f"…/{shop['root'].name}/daily_totals.csv" in texts  # a short name; the path on hover
+    assert "start" in texts and "ScoreFlow" in texts  # a step in a box labelled with its flow
+    width, height = (float(size) for size in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
+    assert width <= 1200 and width < height  # top to bottom: read at 100% on a laptop, scrolled down
     assert cli.main(["picture", "--format", "mermaid", "--out", str(shop["root"] / "g.mmd")], bridge) == 0
     mermaid = (shop["root"] / "g.mmd").read_text().splitlines()
     assert mermaid[0] == "flowchart LR" and "  subgraph metaflow[Metaflow]" in mermaid
