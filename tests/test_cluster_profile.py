@@ -35,6 +35,7 @@ from tests.cluster_rig import (
     cluster_home,
     processes_mentioning,
     profile_environment,
+    run_to_the_end,
     settings_in,
     taxi_command,
 )
@@ -72,7 +73,7 @@ def cluster_demo(env):
         "demo", "--profile", "cluster", "--months", *TEST_MONTHS, "--scale", str(TEST_TRIPS_PER_MONTH)
     )
     started = time.monotonic()
-    done = subprocess.run(command, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1800)
+    done = run_to_the_end(command, env, timeout=1800)
     print(f"\ncluster demo: exit {done.returncode} in {time.monotonic() - started:.0f} s")
     return done
 
