@@ -21,7 +21,7 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.transport.console import ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
-from openlineage.client.transport.http import HttpTransport
+from openlineage.client.transport.http import HttpTransport, TokenProvider
 from requests.adapters import HTTPAdapter
 from requests.exceptions import ReadTimeout
 from urllib3.util import Retry
@@ -227,7 +227,7 @@ def credentials_setting(transport) -> str:
         return "the transport's credentials in the OpenLineage client's configuration"
     if urlsplit(http.url).username:
         return "the user and password in the transport's URL (OPENLINEAGE_URL, or transport.url in openlineage.yml)"
-    if http.config.auth.get_bearer():
+    if type(http.config.auth) is not TokenProvider:  # a provider of its own; asking it for a token may fetch one
         return "transport.auth in openlineage.yml (or OPENLINEAGE__TRANSPORT__AUTH__*, OPENLINEAGE_API_KEY)"
     return (
         "the transport's credentials: none are configured (set OPENLINEAGE_API_KEY, transport.auth in "
