@@ -107,10 +107,11 @@ class _Drain:
         self.outbox, self.sink, self.deadline, self.renew = outbox, sink, deadline, renew
         self.result = DrainResult(sink.name, sink.target)
         self.blocked: dict[str, int] = {}  # run id -> the held event its later events wait behind
-        self.target_failing = outbox.sink_wait(sink.name) is not None
+        self.wait = outbox.sink_wait(sink.name)
+        self.target_failing = self.wait is not None
 
     def run(self) -> DrainResult:
-        wait = self.outbox.sink_wait(self.sink.name)
+        wait = self.wait
         if wait is not None and wait.retry_after > time.time():
             self.result.waiting_on = wait.error
         elif self._redeliver():
