@@ -31,11 +31,7 @@ def verdict(damaged: bool, failing: bool, parked: bool) -> int:
 
 def record_pass(outbox: Outbox, sinks: list[str], problems: list[str]) -> None:
     """What ``status`` reads: the sinks the latest pass delivered to, and what it found damaged."""
-    value = json.dumps({"at": time.time(), "sinks": sinks, "problems": problems})
-    outbox.connection.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (LAST_PASS, value),
-    )
+    outbox.remember(LAST_PASS, json.dumps({"at": time.time(), "sinks": sinks, "problems": problems}))
 
 
 @dataclass(frozen=True)
@@ -71,8 +67,8 @@ class Status:
 
 def status(outbox: Outbox) -> Status:
     """Lineage's health as the latest pass left it, read from the outbox alone (no Dagster, no client)."""
-    row = outbox.connection.execute("SELECT value FROM meta WHERE key = ?", (LAST_PASS,)).fetchone()
-    last = json.loads(row[0]) if row else {"at": None, "sinks": [], "problems": []}
+    recalled = outbox.recall(LAST_PASS)
+    last = json.loads(recalled) if recalled else {"at": None, "sinks": [], "problems": []}
     states = {state.sink: state for state in outbox.sink_states()}
     current = [_health(outbox, states[name]) for name in last["sinks"] if name in states]
     code = verdict(

@@ -126,7 +126,7 @@ def watch_lineage(
         return news
 
     with DagsterInstance.get() as instance:
-        target = target_of(client, bridge.lineage_dir)
+        target = target_of(client)
         print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
         try:
             passes = watch(bridge, one_pass, interval, while_sensor_ticks, started_by=started_by)

@@ -151,11 +151,22 @@ class Outbox:
 
     def mark_rebuilt(self) -> None:
         """This outbox replaces a lost one: sinks skip what they already had (their ledgers say what)."""
-        self.connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rebuilt', '1')")
+        self.remember("rebuilt", "1")
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep a note about this outbox (what the latest pass did, for ``status``)."""
+        self.connection.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def recall(self, key: str) -> str | None:
+        row = self.connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
 
     @property
     def rebuilt(self) -> bool:
-        return self.connection.execute("SELECT 1 FROM meta WHERE key = 'rebuilt'").fetchone() is not None
+        return self.recall("rebuilt") is not None
 
     def _outbox_id(self) -> str:
         """This outbox's identity: a sink that keeps its own place keeps it per outbox."""

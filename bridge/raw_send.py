@@ -70,14 +70,15 @@ class _Enriched:
         self.send, self.added = send, added
 
     def __call__(self, payload: str, event: dict) -> bool:
+        queued: str | None = payload  # None once facets are added: the event is serialised again
         if any(self.added.values()):
             for part, facets in self.added.items():
                 present = event[part].setdefault("facets", {})
                 if present.keys() & facets.keys():
                     return False  # the client would merge its facet with the event's: let it
                 present.update(facets)
-            payload = ""
-        self.send(payload, event)
+            queued = None
+        self.send(queued, event)
         return True
 
     def close(self) -> None:
@@ -90,10 +91,10 @@ class _FileAppender:
     def __init__(self, path: str) -> None:
         self.path, self.handle = path, None
 
-    def __call__(self, payload: str, event: dict) -> None:
+    def __call__(self, payload: str | None, event: dict) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
-        self.handle.write((payload or Serde.to_json(event)) + "\n")
+        self.handle.write((payload if payload is not None else Serde.to_json(event)) + "\n")
         self.handle.flush()
 
     def close(self) -> None:
@@ -108,7 +109,7 @@ class _TransportEmit:
     def __init__(self, transport: HttpTransport) -> None:
         self.transport = transport
 
-    def __call__(self, payload: str, event: dict) -> None:
+    def __call__(self, payload: str | None, event: dict) -> None:
         self.transport.emit(event)  # type: ignore[arg-type] -- Serde.to_json takes a dictionary as it is
 
     def close(self) -> None:
