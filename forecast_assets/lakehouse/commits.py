@@ -2,8 +2,10 @@
 
 Iceberg retries its data commits when another writer commits first, but not its branch operations
 (create, fast-forward, drop): those raise ``CommitFailedException`` and leave the table as it was,
-so they are retried here, from the table's current state. Opening a new JDBC catalog races too:
-each process that opens it first creates or upgrades the catalog's own tables.
+so they are retried here, from the table's current state. A new JDBC catalog races too: each
+process that opens it creates or upgrades the catalog's own tables, and two processes creating the
+same namespace or table at once both insert its row; the loser's statement fails and is run again,
+when ``IF NOT EXISTS`` finds what the winner made.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ COMMIT_CONFLICT = "org.apache.iceberg.exceptions.CommitFailedException"
 LOST_COMMIT_RACE = "another writer committed to the table first"
 COMMIT_ATTEMPTS = 8
 CATALOG_SCHEMA_FAILURE = "org.apache.iceberg.jdbc.UncheckedSQLException"
-CATALOG_SCHEMA_RACE = "another process was creating the catalog's own tables"
+CATALOG_RACE = "another process created the same catalog entry first"
+CATALOG_ROW_TAKEN = ("duplicate key", "UNIQUE constraint failed")
 CATALOG_OPEN_ATTEMPTS = 5
 
 T = TypeVar("T")
@@ -42,12 +45,15 @@ def lost_commit_race(error: BaseException) -> bool:
     return any(name == COMMIT_CONFLICT for name, _ in _java_causes(error))
 
 
-def lost_catalog_schema_race(error: BaseException) -> bool:
-    """Two processes opened a new JDBC catalog at once and both created or upgraded its tables.
-
-    The loser's catalog is not kept by Spark, so opening it again finds the tables in place.
-    """
-    return any(name == CATALOG_SCHEMA_FAILURE and "SQL schema" in message for name, message in _java_causes(error))
+def lost_catalog_race(error: BaseException) -> bool:
+    """Two processes created the same entry of a JDBC catalog at once: its own tables (the loser's catalog
+    is not kept by Spark), a namespace or a table. Nothing of the loser's was written."""
+    for name, message in _java_causes(error):
+        if name == CATALOG_SCHEMA_FAILURE and "SQL schema" in message:
+            return True
+        if any(taken in message for taken in CATALOG_ROW_TAKEN):
+            return True
+    return False
 
 
 def committed(table: str, what: str, commit: Callable[[], T]) -> T:
@@ -78,14 +84,19 @@ def committed(table: str, what: str, commit: Callable[[], T]) -> T:
 
 def open_catalog_once(spark: SparkSession) -> None:
     """Open the session's default catalog now, again if it lost the race to create its own tables."""
+    catalog_statement(spark, "SHOW NAMESPACES")
+
+
+def catalog_statement(spark: SparkSession, statement: str) -> None:
+    """A statement that creates catalog entries if they do not exist, again if another process created them first."""
     retrying = Retrying(
         stop=stop_after_attempt(CATALOG_OPEN_ATTEMPTS),
         wait=wait_random_exponential(multiplier=0.2, max=2),
-        retry=retry_if_exception(lost_catalog_schema_race),
-        before_sleep=lambda state: log.warning("Iceberg catalog: %s; opening it again", CATALOG_SCHEMA_RACE),
+        retry=retry_if_exception(lost_catalog_race),
+        before_sleep=lambda state: log.warning("Iceberg catalog: %s; running %r again", CATALOG_RACE, statement),
         reraise=True,
     )
-    retrying(lambda: spark.sql("SHOW NAMESPACES").collect())
+    retrying(lambda: spark.sql(statement).collect())
 
 
 def committed_sql(spark: SparkSession, table: str, what: str, statement: str) -> None:

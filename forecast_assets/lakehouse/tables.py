@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
-from forecast_assets.lakehouse.commits import committed_sql
+from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
 from taxi_core.names import NAMESPACE
@@ -88,8 +88,8 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     empty snapshot of its own that no other branch shares, and of two first months staged at once
     only one could then be published.
     """
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
-    spark.sql(spec.ddl())
+    catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
+    catalog_statement(spark, spec.ddl())
     main = spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'")
     if not main.take(1):
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
