@@ -70,6 +70,9 @@ def init(settings: Settings, months: list[str], trips: int, profile: dict[str, s
     source.write_months(months)
     values = local_state.local_environment(settings, source, cluster_profile.INSTANCE_YAML if profile else None)
     sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
+    # The partitions are the months the sample source has, so Dagster's launch dialog offers exactly those.
+    written = source.months()
+    sources |= {"TAXI_FIRST_MONTH": written[0], "TAXI_LAST_MONTH": written[-1]}
     kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
     write_settings_file(settings.settings_file, sources | kept)
     removed = local_state.remove_old_env_file()

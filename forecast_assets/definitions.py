@@ -19,12 +19,21 @@ from forecast_assets.assets.training import run_training_flow
 from forecast_assets.automation import monthly_ingestion_job, new_source_months_sensor, training_job
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
 from taxi_core.catalog import CatalogConfig
+from taxi_core.months import MonthWindow
 from taxi_core.settings import Settings, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
 
 def monthly_partitions(settings: Settings) -> MonthlyPartitionsDefinition:
-    return MonthlyPartitionsDefinition(start_date=settings.first_month)
+    """From the first month to the last one the source has (``TAXI_LAST_MONTH``), or to now when it is unset.
+
+    A set that ends where the data ends is what Dagster's launch dialog shows whole: it opens on the last
+    90 days only when some partitions fall inside them.
+    """
+    if not settings.last_month:
+        return MonthlyPartitionsDefinition(start_date=settings.first_month)
+    end = MonthWindow.from_partition_key(settings.last_month).end
+    return MonthlyPartitionsDefinition(start_date=settings.first_month, end_date=f"{end:%Y-%m-%d}")
 
 
 def resources_for(settings: Settings) -> dict:

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from taxi_core.files import write_atomically
@@ -73,6 +73,11 @@ class Settings(BaseSettings):
         description="The one git-ignored folder holding every piece of local state.",
     )
     first_month: str = Field(DEFAULT_FIRST_MONTH, validation_alias=_env("TAXI_FIRST_MONTH"))
+    last_month: str = Field(
+        "",
+        validation_alias=_env("TAXI_LAST_MONTH"),
+        description="The last monthly partition; empty: every complete month up to now (TLC publishes ~2 months late).",
+    )
     trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
     weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
     staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
@@ -132,9 +137,11 @@ class Settings(BaseSettings):
             raise ValueError(msg) from err
         return path
 
-    @field_validator("first_month")
+    @field_validator("first_month", "last_month")
     @classmethod
-    def _month_start(cls, value: str) -> str:
+    def _month_start(cls, value: str, info: ValidationInfo) -> str:
+        if not value and info.field_name == "last_month":
+            return value
         for layout in ("%Y-%m-%d", "%Y-%m"):
             try:
                 parsed = datetime.strptime(value, layout)
@@ -144,6 +151,13 @@ class Settings(BaseSettings):
                 break
             return f"{parsed:%Y-%m-%d}"
         raise ValueError("use the first day of a month, YYYY-MM-01 (or YYYY-MM)")
+
+    @model_validator(mode="after")
+    def _months_in_order(self) -> Settings:
+        if self.last_month and self.last_month < self.first_month:
+            msg = f"TAXI_LAST_MONTH={self.last_month[:7]} is before TAXI_FIRST_MONTH={self.first_month[:7]}; swap them"
+            raise ValueError(msg)
+        return self
 
     @field_validator(*SHAPES)
     @classmethod
@@ -197,9 +211,12 @@ def _variable(settings_field: str) -> str:
 def _explain(err: ValidationError) -> str:
     lines = []
     for problem in err.errors():
-        name = str(problem["loc"][0]) if problem["loc"] else "?"
-        variable = name if name.isupper() else _variable(name)
         reason = problem["msg"].removeprefix("Value error, ")
+        if not problem["loc"]:  # a rule over several settings: its message names them
+            lines.append(reason)
+            continue
+        name = str(problem["loc"][0])
+        variable = name if name.isupper() else _variable(name)
         lines.append(f"{variable}={problem.get('input')!r}: {reason}")
     return "Invalid setting: " + "; ".join(lines)
 

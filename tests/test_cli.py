@@ -76,3 +76,13 @@ def test_every_tool_writes_into_the_state_folder_with_telemetry_off(tmp_path):
 def test_an_s3_datastore_is_left_to_metaflow(tmp_path):
     values = tool_environment(load_settings({"TAXI_STATE_DIR": str(tmp_path), "METAFLOW_DEFAULT_DATASTORE": "s3"}))
     assert "METAFLOW_DATASTORE_SYSROOT_LOCAL" not in values and "METAFLOW_CARD_LOCALROOT" not in values
+
+
+def test_init_makes_the_partitions_the_months_the_sample_source_has(tmp_path):
+    from forecast_assets.definitions import monthly_partitions
+
+    environ = {"TAXI_STATE_DIR": str(tmp_path)}
+    cli.init(load_settings(environ), ["2025-01", "2024-11"], trips=2_000)
+    settings = load_settings(environ)
+    assert monthly_partitions(settings).get_partition_keys() == ["2024-11-01", "2024-12-01", "2025-01-01"]
+    assert (settings.first_month, settings.last_month) == ("2024-11-01", "2025-01-01")

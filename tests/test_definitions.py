@@ -162,3 +162,10 @@ def test_the_first_month_setting_shapes_the_partitions(monkeypatch):
     monkeypatch.setenv("TAXI_FIRST_MONTH", "2025-01")
     keys = build_definitions(load_settings()).resolve_job_def("monthly_ingestion").partitions_def.get_partition_keys()
     assert keys[0] == "2025-01-01"
+
+
+def test_the_partitions_end_at_the_last_month_the_source_has(monkeypatch):
+    monkeypatch.setenv("TAXI_FIRST_MONTH", "2024-12")
+    monkeypatch.setenv("TAXI_LAST_MONTH", "2025-01")
+    keys = build_definitions(load_settings()).resolve_job_def("monthly_ingestion").partitions_def.get_partition_keys()
+    assert keys == ["2024-12-01", "2025-01-01"]

@@ -43,6 +43,7 @@ def test_an_empty_variable_counts_as_unset(tmp_path):
     [
         ("TAXI_FIRST_MONTH", "2024-13-01", "use the first day of a month"),
         ("TAXI_FIRST_MONTH", "2024-02-15", "use the first day of a month"),
+        ("TAXI_LAST_MONTH", "January", "use the first day of a month"),
         ("TAXI_SPARK_DRIVER_MEMORY", "abc", "use a JVM memory size such as 2g"),
         ("TAXI_SPARK_MASTER", "laptop", "use local[*], local[N], spark://host:port"),
         ("TAXI_CATALOG", "hive", "'sql', 'postgres' or 'glue'"),
@@ -97,3 +98,8 @@ def test_commands_starting_at_once_in_a_new_state_folder_all_find_it_writable(tm
         loaded = list(pool.map(lambda _: load_settings().state_dir, range(64)))
     assert set(loaded) == {(tmp_path / "new-state").resolve()}
     assert not list((tmp_path / "new-state").glob(".writable*"))
+
+
+def test_a_last_month_before_the_first_is_refused_naming_both(tmp_path):
+    with pytest.raises(SettingsError, match="TAXI_LAST_MONTH=2024-11 is before TAXI_FIRST_MONTH=2024-12"):
+        _settings(tmp_path, TAXI_FIRST_MONTH="2024-12", TAXI_LAST_MONTH="2024-11")

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from forecast_assets.sources import demand_model
 from forecast_assets.sources.demand_model import DemandSpec
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
-from forecast_assets.sources.tlc_format import published_schema, trip_file_name
+from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
 from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import Zone, load_zones
 
@@ -76,6 +76,11 @@ class SampleSource:
 
     def trip_path(self, month: str) -> Path:
         return self.root / TRIP_DIR / trip_file_name(month)
+
+    def months(self) -> list[str]:
+        """The months (``YYYY-MM``) whose trip file is written, oldest first."""
+        written = (trip_file_month(path.name) for path in (self.root / TRIP_DIR).glob(trip_file_name("*")))
+        return sorted(month for month in written if month)
 
     def write_months(self, months: list[str]) -> None:
         self._discard_other_scale()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 TRIP_FILE_TEMPLATE = "yellow_tripdata_{month}.parquet"
+TRIP_FILE_NAME = re.compile(r"yellow_tripdata_(\d{4}-\d{2})\.parquet")
 
 # Columns every yellow file since 2017 has, by their lower-cased names, and the type family a
 # file must hold for each (the exact width drifted: int64 vs int32, double vs int64).
@@ -65,6 +68,12 @@ RAW_COLUMN_TYPES: dict[str, str] = {
 def trip_file_name(month: str) -> str:
     """``month`` is ``YYYY-MM``."""
     return TRIP_FILE_TEMPLATE.format(month=month)
+
+
+def trip_file_month(name: str) -> str | None:
+    """The ``YYYY-MM`` a trip file's name carries, or None for any other name."""
+    found = TRIP_FILE_NAME.fullmatch(name)
+    return found.group(1) if found else None
 
 
 def published_schema(year: int) -> pa.Schema:
