@@ -157,7 +157,8 @@ def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, rene
 
 def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
-    line = f"queued {sum(result.queued.values())} new events {dict(result.event_types)}"
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(result.event_types.items()))
+    line = f"queued {sum(result.queued.values())} new events" + (f" ({kinds})" if kinds else "")
     for sink in result.sinks:
         line += f"; {sink.target}: {sink.counts()}"
         if sink.waiting_on:

@@ -5,6 +5,7 @@ Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands buil
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -83,6 +84,29 @@ def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, st
     if settings.datahub == "rest" and settings.datahub_gms_url:
         links["datahub/url"] = f"{settings.datahub_gms_url.rstrip('/')}/entities/{quote(urn, safe='')}"
     return links
+
+
+def lineage_markdown(links: Mapping[str, str], picture: Path) -> str:
+    """An asset's way to its lineage as Markdown for its page: the command, the picture inline, DataHub.
+
+    The picture is read when the code location loads (Dagster's definitions are fixed until a reload);
+    the text says so and how to draw it again.
+    """
+    lines = [f"In a shell: `{links['lineage/show']}`", ""]
+    if picture.is_file():
+        svg = base64.b64encode(picture.read_bytes()).decode("ascii")
+        lines += [
+            f"![The lineage graph across Dagster and Metaflow](data:image/svg+xml;base64,{svg})",
+            "",
+            f"The picture as the last lineage pass before this code location loaded drew it ({picture}); "
+            "`./run taxi-lineage picture` draws it again, *Reload definitions* shows the new one.",
+        ]
+    else:
+        lines.append(f"No lineage picture yet: `./run taxi-lineage picture` draws one to {picture}.")
+    urn = links["datahub/urn"]
+    datahub = f"[{urn}]({links['datahub/url']})" if "datahub/url" in links else f"`{urn}`"
+    lines += ["", f"In DataHub: {datahub}"]
+    return "\n".join(lines)
 
 
 def datahub_target(settings: Settings) -> DataHubTarget:

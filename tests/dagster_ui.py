@@ -1,0 +1,105 @@
+"""`dagster dev` started as a user starts it (`./run dagster dev` in a new login shell) and a headless
+Chromium (Debian's, driven by Playwright) to read its pages."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CHROMIUM = "/usr/bin/chromium"
+# As root, without a sandbox; without the background-networking flags Chromium keeps calling Google's
+# hosts, which a closed network refuses.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+START_SECONDS = 300
+STOP_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextmanager
+def dagster_dev(project: Path, log: Path) -> Iterator[str]:
+    """``./run dagster dev`` in ``project`` on a free loopback port; its URL once the webserver and the
+    code location answer; stopped as Ctrl-C stops it (then killed, with everything it started)."""
+    port = free_port()
+    environment = {"HOME": str(Path.home()), "LANG": "C.UTF-8", "CI": "true", "PATH": CLEAN_PATH}
+    command = f"cd {project} && exec ./run dagster dev --host 127.0.0.1 --port {port}"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            ["env", "-i", *(f"{key}={value}" for key, value in environment.items()), "bash", "-lc", command],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while not _answers(f"{url}/server_info"):
+            if process.poll() is not None:
+                raise RuntimeError(f"dagster dev exited with {process.returncode}: {log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"dagster dev did not answer within {START_SECONDS} s: {log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    for stop_with in (signal.SIGINT, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, stop_with)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(STOP_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextmanager
+def browser_page(timeout_ms: int = 60_000) -> Iterator:
+    """A page of a fresh headless Chromium (a new profile), with the tests' default timeout."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(timeout_ms)
+            # Dagster's invitation to its community opens once per browser profile, at a moment of its own:
+            # skipped whenever it stands in the way, as a person would.
+            invitation = page.get_by_role("button", name="Skip")
+            page.add_locator_handler(invitation, lambda skip: skip.click())
+            yield page
+        finally:
+            browser.close()
