@@ -61,3 +61,16 @@ def test_noaa_rows_are_checked_for_month_element_and_shape():
     assert row_problems(good, "tmax", "2025-01") == ["holds element 'prcp', expected 'tmax'"]
     assert row_problems(good, "prcp", "2025-02") == ["is for 2025-01, expected 2025-02"]
     assert row_problems(good[:20], "prcp", "2025-01") == ["has 20 fields, expected 37"]
+
+
+def test_the_usual_zones_are_the_busiest_carrying_the_share_of_recent_trips():
+    from forecast_assets.assets.checks import usual_zones
+    from forecast_assets.lakehouse.neighbours import NeighbourMonth
+
+    neighbours = [
+        NeighbourMonth("2024-12", 100, {1: 60, 2: 30, 3: 9, 4: 1}),
+        NeighbourMonth("2024-11", 100, {1: 50, 2: 40, 3: 10}),
+    ]
+    assert usual_zones(neighbours, trip_share=0.95) == {1, 2, 3}  # 110 + 70 + 19 = 199 of 200 trips
+    assert usual_zones(neighbours, trip_share=0.5) == {1}
+    assert usual_zones([]) == set()

@@ -83,7 +83,24 @@ DIRTY_CASES = {
             "PULocationID",
             pa.nulls(t.num_rows, t.schema.field("PULocationID").type),
         ),
-        {"raw_yellow_no_null_keys"},
+        # With no zone at all, the month also lacks every usual zone.
+        {"raw_yellow_no_null_keys", "raw_yellow_zones_like_recent_months"},
+    ),
+    "five_percent_exact_duplicates": (
+        lambda t: pa.concat_tables([t, t.filter(pa.array(_some_rows(t, 0.05)))]),
+        {"raw_yellow_no_duplicate_trips"},
+    ),
+    "every_trip_in_one_zone": (
+        lambda t: t.set_column(
+            t.schema.get_field_index("PULocationID"),
+            "PULocationID",
+            pa.array(np.full(t.num_rows, 132), type=t.schema.field("PULocationID").type),
+        ),
+        {"raw_yellow_zones_like_recent_months"},
+    ),
+    "a_third_of_the_month": (
+        lambda t: t.filter(pa.array(_some_rows(t, 0.3))),
+        {"raw_yellow_rows_like_recent_months"},
     ),
 }
 

@@ -7,14 +7,16 @@ specs and evaluated over whichever rows the asset hands them.
 
 from __future__ import annotations
 
+import statistics
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, PartitionsDefinition, PreviewWarning
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.sources.noaa_format import VALUE_RANGES
 from taxi_core.months import MonthWindow
 
@@ -24,6 +26,14 @@ OUTLIER_TOLERANCE = 0.001
 OUTSIDE_MONTH_LIMIT = 0.01
 # Refunds and voided trips make about 1% of real TLC fares negative; more than this is suspect.
 NEGATIVE_FARE_TOLERANCE = 0.02
+# Real files repeat a handful of trip records; a larger share is a file written twice over, not published.
+DUPLICATE_LIMIT = 0.01
+# The zones that together carry this share of recent months' trips are the usual ones...
+USUAL_ZONES_TRIP_SHARE = 0.95
+# ...and a month must have pickups in at least this share of them.
+ZONE_COVERAGE_MIN = 0.9
+# A month's rows against the median of its published neighbours: outside this range it is held back.
+ROWS_AGAINST_RECENT = (0.5, 2.0)
 RAW_YELLOW_KEYS = ["tpep_pickup_datetime", "pulocationid"]
 # TLC publishes no trip id; a repeated record of all of these is a duplicated trip.
 TRIP_RECORD = ["vendorid", "tpep_pickup_datetime", "tpep_dropoff_datetime", "pulocationid", "dolocationid",
@@ -38,6 +48,11 @@ class MonthFacts:
 
     window: MonthWindow
     expected_rows: int | None = None
+    # Published months near this one (nearest first), for the audits that compare a month with its neighbours.
+    neighbours: tuple[NeighbourMonth, ...] = ()
+
+    def compared_with(self) -> str:
+        return ", ".join(neighbour.month for neighbour in self.neighbours) or "no published month yet"
 
 
 Evaluate = Callable[[DataFrame, MonthFacts], AssetCheckResult]
@@ -132,6 +147,105 @@ def _counted_warning(condition: Callable[[], Column], counted: str, tolerance: f
     return evaluate
 
 
+def _duplicate_trips(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    repeated = rows.groupBy(*TRIP_RECORD).count().filter("count > 1")
+    found = repeated.agg(F.count(F.lit(1)).alias("records"), F.sum(F.col("count") - 1).alias("extra")).first()
+    total = rows.count()
+    records, extra = int(found["records"]), int(found["extra"] or 0)
+    share = extra / total if total else 0.0
+    over = share > DUPLICATE_LIMIT
+    return AssetCheckResult(
+        passed=records == 0,
+        severity=AssetCheckSeverity.ERROR if over else AssetCheckSeverity.WARN,
+        description=(
+            f"{extra} of {total} rows ({share:.1%}) repeat another trip record exactly, above the "
+            f"{DUPLICATE_LIMIT:.0%} real files show: the file looks written twice over. Ask for a clean file."
+            if over
+            else None
+        ),
+        metadata={
+            "repeated_records": records,
+            "extra_copies": extra,
+            "rows": total,
+            "share": share,
+            "refused_above_share": DUPLICATE_LIMIT,
+        },
+    )
+
+
+def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_ZONES_TRIP_SHARE) -> set[int]:
+    """The busiest zones that together carry ``trip_share`` of the neighbours' trips."""
+    trips: dict[int, int] = {}
+    for neighbour in neighbours:
+        for zone, count in neighbour.trips_by_zone.items():
+            trips[zone] = trips.get(zone, 0) + count
+    wanted, carried, usual = trip_share * sum(trips.values()), 0, set()
+    for zone, count in sorted(trips.items(), key=lambda item: (-item[1], item[0])):
+        if carried >= wanted:
+            break
+        usual.add(zone)
+        carried += count
+    return usual
+
+
+def _zones_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    usual = usual_zones(facts.neighbours)
+    if not usual:
+        return AssetCheckResult(passed=True, metadata={"compared_with": facts.compared_with()})
+    zones = rows.where(F.col("pulocationid").isNotNull()).select("pulocationid").distinct()
+    present = {row[0] for row in zones.collect()}
+    covered = usual & present
+    share = len(covered) / len(usual)
+    passed = share >= ZONE_COVERAGE_MIN
+    missing = sorted(usual - present)
+    return AssetCheckResult(
+        passed=passed,
+        description=(
+            None
+            if passed
+            else f"{facts.window.month} has pickups in {len(covered)} of the {len(usual)} zones that carry "
+            f"{USUAL_ZONES_TRIP_SHARE:.0%} of trips in {facts.compared_with()} (at least {ZONE_COVERAGE_MIN:.0%} "
+            "needed): the file's zone ids look damaged. Ask for a clean file."
+        ),
+        metadata={
+            "usual_zones": len(usual),
+            "usual_zones_with_pickups": len(covered),
+            "share": share,
+            "required_share": ZONE_COVERAGE_MIN,
+            "missing_zones": ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else ""),
+            "zones_with_pickups": len(present),
+            "compared_with": facts.compared_with(),
+        },
+    )
+
+
+def _rows_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
+    total = rows.count()
+    if not facts.neighbours:
+        return AssetCheckResult(passed=True, metadata={"rows": total, "compared_with": facts.compared_with()})
+    typical = statistics.median(neighbour.rows for neighbour in facts.neighbours)
+    ratio = total / typical if typical else float("inf")
+    low, high = ROWS_AGAINST_RECENT
+    passed = low <= ratio <= high
+    return AssetCheckResult(
+        passed=passed,
+        description=(
+            None
+            if passed
+            else f"{facts.window.month} has {total} rows, {ratio:.2f}x the median of {facts.compared_with()} "
+            f"({typical:.0f}); outside {low}x-{high}x the month is held back. Check the file is whole; a real "
+            "change in demand is published by raising the bounds."
+        ),
+        metadata={
+            "rows": total,
+            "median_of_recent_months": typical,
+            "ratio": ratio,
+            "accepted_ratio": f"{low}-{high}",
+            "compared_with": facts.compared_with(),
+        },
+    )
+
+
 def _weather_values_in_physical_range(rows: DataFrame, facts: MonthFacts) -> AssetCheckResult:
     out_of_range = F.lit(False)
     for element, (low, high) in VALUE_RANGES.items():
@@ -189,9 +303,24 @@ RAW_YELLOW_AUDITS = [
     _no_null_keys("raw_yellow", RAW_YELLOW_KEYS),
     Audit(
         "raw_yellow_no_duplicate_trips",
-        "No trip record appears twice (TLC files have a few true duplicates, so this warns).",
-        False,
-        _duplicate_keys(TRIP_RECORD, AssetCheckSeverity.WARN),
+        f"No trip record appears twice: TLC files have a few true duplicates, so a few warn; more than "
+        f"{DUPLICATE_LIMIT:.0%} of the rows and the month is not published.",
+        True,
+        _duplicate_trips,
+    ),
+    Audit(
+        "raw_yellow_zones_like_recent_months",
+        f"The month has pickups in at least {ZONE_COVERAGE_MIN:.0%} of the zones that carry "
+        f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
+        True,
+        _zones_like_recent_months,
+    ),
+    Audit(
+        "raw_yellow_rows_like_recent_months",
+        f"The month's rows are {ROWS_AGAINST_RECENT[0]}x-{ROWS_AGAINST_RECENT[1]}x the median of the nearest "
+        "published months.",
+        True,
+        _rows_like_recent_months,
     ),
     Audit(
         "raw_yellow_pickups_inside_month",

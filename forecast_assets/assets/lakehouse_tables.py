@@ -22,6 +22,7 @@ from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RA
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
 from forecast_assets.config import ActualsConfig, TableWriteConfig
+from forecast_assets.lakehouse.neighbours import neighbour_months
 from forecast_assets.lakehouse.publication import published_month, published_snapshot
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
 from forecast_assets.resources import SparkResource, StagingResource
@@ -97,7 +98,11 @@ def raw_yellow(
     month = MonthWrite(
         spec=RAW_YELLOW,
         audits=RAW_YELLOW_AUDITS,
-        facts=MonthFacts(window, expected_rows=record.rows),
+        facts=MonthFacts(
+            window,
+            expected_rows=record.rows,
+            neighbours=neighbour_months(spark.session, RAW_YELLOW, window, zone_column="pulocationid"),
+        ),
         identity=_identity(RAW_YELLOW, **{"source.fingerprint": record.fingerprint}),
         build_rows=build_rows,
         metadata={
