@@ -207,11 +207,13 @@ def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, ho
     from dagster import DagsterEventType, DagsterInstance
 
     from forecast_assets import pipeline_run
+    from forecast_assets.cli import init
     from forecast_assets.sources.sample_source import SampleSource
 
     cluster, settings = running
     source = SampleSource(settings.path("sample_source"), trips_per_month=TEST_TRIPS_PER_MONTH)
-    source.write_months([*TEST_MONTHS, *CONCURRENT_MONTHS])
+    # As `./run demo --months` would: the new months written, and the partitions extended to them.
+    init(settings, [*TEST_MONTHS, *CONCURRENT_MONTHS], TEST_TRIPS_PER_MONTH, cluster.environment)
     events_file = settings.state_dir / "lineage" / "openlineage_events.jsonl"
     seen_before = _jobs_seen(events_file)
     daemon_log = settings.state_dir / "daemon.log"
