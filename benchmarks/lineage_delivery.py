@@ -61,9 +61,9 @@ def _rate(count: int, seconds: float) -> str:
 
 
 def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
-    from bridge.delivery import OpenLineageSink
-    from bridge.drain import drain
     from bridge.outbox import Outbox
+    from bridge.sinks.drain import drain
+    from bridge.sinks.openlineage import OpenLineageSink
 
     outbox = Outbox(outbox_path)
     started = time.perf_counter()
@@ -76,7 +76,7 @@ def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
 
 def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
     """Delivery as it was: a new connection per call, an fsync'ed commit per event, the client's retries."""
-    from bridge.delivery import run_event_from_json
+    from bridge.sinks.openlineage import run_event_from_json
 
     def connection():
         return sqlite3.connect(outbox_path, timeout=30, isolation_level=None)
@@ -93,9 +93,9 @@ def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
 
 
 def ours_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
-    from bridge.datahub_sink import LiteSink
-    from bridge.drain import drain
     from bridge.outbox import Outbox
+    from bridge.sinks.datahub import LiteSink
+    from bridge.sinks.drain import drain
 
     outbox = Outbox(outbox_path)
     sink = LiteSink(lite_path, outbox, naming)
@@ -277,14 +277,14 @@ def against_dagster_openlineage(url: str, state: Path, runs: int) -> None:
             started = time.perf_counter()
             result = run_pass(bridge, instance, defs.resolve_asset_graph(), client)
             seconds = time.perf_counter() - started
-    assert not result.delivery.failing, result.delivery.waiting_on
-    ours = result.delivery.sent / seconds
+    assert not result.sink("openlineage").failing, result.sink("openlineage").waiting_on
+    ours = result.sink("openlineage").sent / seconds
     theirs_rate = their["events"] / their["seconds"]
     print(f"The same Dagster event log ({runs} runs of 2 steps), to the same loopback receiver:")
     print(f"  dagster-openlineage 0.2.1 sensor: {their['events']} events in {their['seconds']:.2f} s "
           f"({their['ticks']} ticks of up to 1000 records) = {theirs_rate:,.0f} events/s")  # fmt: skip
     print(f"  this bridge, one pass from an empty outbox (read, translate, queue, deliver): "
-          f"{result.delivery.sent} events in {seconds:.2f} s = {ours:,.0f} events/s")  # fmt: skip
+          f"{result.sink('openlineage').sent} events in {seconds:.2f} s = {ours:,.0f} events/s")  # fmt: skip
     print(f"  ratio: {ours / theirs_rate:.1f}x")
 
 

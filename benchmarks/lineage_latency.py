@@ -89,7 +89,7 @@ def _arrived(arrivals: Path, job: str, after_line: int) -> float | None:
 
 def _in_lite(root: Path, job: str, after_seq: int) -> float | None:
     """When Lite holds the first COMPLETE event of ``job`` queued after ``after_seq``: now, if it does."""
-    from bridge.datahub_sink import lite_position
+    from bridge.sinks.datahub import lite_position
 
     with sqlite3.connect(root / "lineage" / "outbox.sqlite") as outbox:
         row = outbox.execute(
@@ -148,7 +148,7 @@ def one_round(root: Path, instance, defs, arrivals: Path, env: dict) -> list[tup
 def idle_pass_ms(root: Path, instance, repeat: int = 20) -> float:
     """The median in-process pass with nothing new, over the project's lineage folder."""
     from bridge.bridge_pass import run_pass
-    from bridge.delivery import make_client
+    from bridge.sinks.openlineage import make_client
     from tests.reuse_project.shop import definitions, shop_bridge
 
     bridge = replace(shop_bridge(root), workspace_file=root / "workspace.yaml")

@@ -21,15 +21,15 @@ from openlineage.client.serde import Serde
 from bridge.config import LineageBridge
 from bridge.dagster_reports import report_metaflow_outputs
 from bridge.dagster_source import AssetGraph, DagsterSource
-from bridge.datahub_sink import LiteDamaged, datahub_sink
-from bridge.delivery import OpenLineageSink, make_client
-from bridge.drain import DrainResult, drain
-from bridge.failures import redact
 from bridge.health import HEALTHY, record_pass, verdict
 from bridge.lineage_index import LineageIndex
 from bridge.metaflow_source import MetaflowSource
 from bridge.outbox import Outbox
 from bridge.pass_lease import one_pass_at_a_time
+from bridge.sinks.contract import SinkContext, SinkDamaged
+from bridge.sinks.drain import DrainResult, drain
+from bridge.sinks.failures import redact
+from bridge.sinks.registry import build_sink
 
 log = logging.getLogger(__name__)
 
@@ -42,25 +42,23 @@ class PassResult:
     queued: dict[str, int] = field(default_factory=dict)
     event_types: Counter = field(default_factory=Counter)
     untranslated: list[int] = field(default_factory=list)
-    delivery: DrainResult | None = None
-    datahub: DrainResult | None = None
-    datahub_aspects: int = 0
+    sinks: dict[str, DrainResult] = field(default_factory=dict)  # by the sink's name in the bridge's configuration
     reported: list[str] = field(default_factory=list)
     indexed: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    @property
-    def sinks(self) -> list[DrainResult]:
-        return [sink for sink in (self.delivery, self.datahub) if sink is not None]
+    def sink(self, name: str) -> DrainResult:
+        """What the sink configured as ``name`` did (``KeyError`` when it did not run in this pass)."""
+        return self.sinks[name]
 
     @property
     def health(self) -> int:
         """The verdict on lineage after this pass, as an exit code (:mod:`bridge.health`)."""
         return verdict(
             damaged=bool(self.problems),
-            failing=any(sink.failing or sink.held for sink in self.sinks),
-            parked=any(sink.dead_letters for sink in self.sinks),
+            failing=any(sink.failing or sink.held for sink in self.sinks.values()),
+            parked=any(sink.dead_letters for sink in self.sinks.values()),
         )
 
     @property
@@ -102,7 +100,7 @@ def run_pass(
 ) -> PassResult:
     """One pass over ``instance`` (with its asset ``graph``, or a function that loads it) and the followed flows.
 
-    ``client`` defaults to the OpenLineage client as configured (:func:`bridge.delivery.make_client`).
+    ``client`` defaults to the OpenLineage client as configured (:func:`bridge.sinks.openlineage.make_client`).
     Raises :class:`bridge.pass_lease.PassRunning` when another pass holds the lease for longer than ``wait``
     seconds, and :class:`bridge.outbox.OutboxDamaged` when the outbox cannot be read.
     """
@@ -131,27 +129,27 @@ def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, rene
         result.indexed = LineageIndex(bridge.index_path, outbox).catch_up()
     except sqlite3.Error as err:  # the index is derived: readers rebuild it, delivery must go on
         log.warning("Lineage index %s not updated: %s (delete it to rebuild)", bridge.index_path, err)
-    client = client or make_client(bridge.events_file)
-    openlineage = OpenLineageSink(outbox, client, bridge.lineage_dir, bridge.answer_seconds)
-    try:
-        result.delivery = drain(outbox, openlineage, deadline, renew)
-    finally:
-        openlineage.close()
-    sink = datahub_sink(bridge.datahub, outbox, bridge.naming, bridge.lineage_dir)
-    if sink is not None:
+    context = SinkContext(bridge, outbox, client)
+    for spec in bridge.sinks:
         try:
-            result.datahub = drain(outbox, sink, deadline, renew)
-            result.datahub_aspects = sink.aspects
-        except (LiteDamaged, sqlite3.DatabaseError) as err:
+            sink = build_sink(spec, context)
+        except ValueError as err:  # a sink configured wrong: the others go on
+            result.problems.append(f"lineage sink {spec.key}: {err}")
+            continue
+        if sink is None:
+            continue
+        try:
+            result.sinks[spec.key] = drain(outbox, sink, deadline, renew)
+        except (SinkDamaged, sqlite3.DatabaseError) as err:
             result.problems.append(
-                f"{redact(str(err))}: run `{bridge.repair_command} rebuild datahub` to set it aside and refill it"
+                f"{redact(str(err))}: run `{bridge.repair_command} rebuild {spec.kind}` to set it aside and refill it"
             )
         finally:
             sink.close()
     dagster = next((source for source in sources if isinstance(source, DagsterSource)), None)
     parents = (lambda key: dagster.parents(key)) if dagster else None  # the graph loads only to report a run
     result.reported = report_metaflow_outputs(instance, outbox, bridge, parents)
-    record_pass(outbox, [sink.sink for sink in result.sinks], result.problems)
+    record_pass(outbox, [sink.sink for sink in result.sinks.values()], result.problems)
     return result
 
 
@@ -159,7 +157,7 @@ def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
     kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(result.event_types.items()))
     line = f"queued {sum(result.queued.values())} new events" + (f" ({kinds})" if kinds else "")
-    for sink in result.sinks:
+    for sink in result.sinks.values():
         line += f"; {sink.target}: {sink.counts()}"
         if sink.waiting_on:
             line += f" (failing: {sink.waiting_on})"

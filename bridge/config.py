@@ -24,6 +24,19 @@ ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Map
 
 
 @dataclass(frozen=True)
+class SinkSpec:
+    """One sink as configured: its registered ``kind`` and that kind's options."""
+
+    kind: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    name: str = ""  # its key in a pass's results; the kind when empty (two of a kind need names)
+
+    @property
+    def key(self) -> str:
+        return self.name or self.kind
+
+
+@dataclass(frozen=True)
 class DataHubTarget:
     """Where DataHub metadata goes: DataHub Lite (a file), a GMS over REST, a metadata file, or nowhere."""
 
@@ -61,6 +74,7 @@ class LineageBridge:
     ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
     the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.watch`),
     which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
+    ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
     """
 
     naming: Naming
@@ -77,6 +91,7 @@ class LineageBridge:
     answer_seconds: float = 60.0
     watch_command: tuple[str, ...] = ()
     repair_command: str = "the bridge's command line"
+    sinks: tuple[SinkSpec, ...] = (SinkSpec("openlineage"), SinkSpec("datahub"))
 
     @property
     def outbox_path(self) -> Path:

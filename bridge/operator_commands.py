@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 from bridge.config import LineageBridge
-from bridge.failures import redact
 from bridge.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox import Outbox, OutboxDamaged
+from bridge.sinks.failures import redact
 
 
 class UsageError(Exception):
@@ -47,8 +47,8 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
 
     from bridge.bridge_pass import run_pass
     from bridge.code_location import CodeLocationNotFound, find_location, load_asset_graph
-    from bridge.delivery import make_client
     from bridge.pass_lease import PassRunning
+    from bridge.sinks.openlineage import make_client
 
     def graph():
         try:
@@ -72,10 +72,8 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     new = sum(result.queued.values())
     print(f"Lineage pass: {new} new events ({dict(result.event_types)}) in {result.seconds:.1f} s")
     print(f"  per source: {result.queued}")
-    for sink in result.sinks:
-        line = f"  {sink.target}: {sink.counts()}"
-        if sink is result.datahub:
-            line += f" ({result.datahub_aspects} aspects)"
+    for sink in result.sinks.values():
+        line = f"  {sink.target}: {sink.counts()}" + (f" ({sink.detail})" if sink.detail else "")
         if sink.dead_letters:
             line += f"; see `{bridge.repair_command} dead-letters`"
         print(line)
@@ -107,7 +105,7 @@ def watch_lineage(
 
     from bridge.bridge_pass import run_pass, summary
     from bridge.code_location import load_asset_graph
-    from bridge.delivery import make_client, target_of
+    from bridge.sinks.openlineage import make_client, target_of
     from bridge.watch import watch
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
@@ -119,7 +117,7 @@ def watch_lineage(
     def one_pass() -> str | None:
         nonlocal last
         result = run_pass(bridge, instance, graph, client, purpose="watcher")
-        moved = sum(result.queued.values()) or any(sink.sent or sink.parked for sink in result.sinks)
+        moved = sum(result.queued.values()) or any(sink.sent or sink.parked for sink in result.sinks.values())
         said = summary(result)
         news = said if moved or (result.failing and said != last) else None
         last = said
@@ -203,8 +201,8 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
     # The sinks load DataHub's SDK: only commands that write need it.
-    from bridge.datahub_sink import datahub_sink, set_aside
     from bridge.pass_lease import PassRunning, one_pass_at_a_time
+    from bridge.sinks.datahub import datahub_sink, set_aside
 
     if what == "outbox":
         return _rebuild_outbox(bridge, run_a_pass)

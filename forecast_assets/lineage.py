@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from bridge.config import DataHubTarget, LineageBridge
+from bridge.config import DataHubTarget, LineageBridge, SinkSpec
 from bridge.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import (
@@ -151,4 +151,18 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         repair_command="taxi-lineage",
         pass_seconds=settings.lineage_pass_seconds,
         watch_command=(sys.executable, "-m", "forecast_assets.lineage_cli", "watch"),
+        sinks=sinks(settings),
     )
+
+
+def sinks(settings: Settings) -> tuple[SinkSpec, ...]:
+    """The OpenLineage client's target and DataHub always (DataHub may be off), and the archive when configured."""
+    configured = [SinkSpec("openlineage"), SinkSpec("datahub")]
+    if settings.lineage_archive:
+        options = {
+            "url": settings.lineage_archive,
+            "endpoint_url": settings.s3_endpoint_url,
+            "region": settings.aws_region,
+        }
+        configured.append(SinkSpec("object-store", options, name="archive"))
+    return tuple(configured)

@@ -107,6 +107,13 @@ class Settings(BaseSettings):
     datahub_gms_token: SecretStr | None = Field(None, validation_alias=_env("DATAHUB_GMS_TOKEN"))
     datahub_file: str = Field("", validation_alias=_env("TAXI_DATAHUB_FILE"))
     lineage_namespace: str = Field("taxi-demand", validation_alias=_env("OPENLINEAGE_NAMESPACE"))
+    lineage_archive: str = Field(
+        "",
+        pattern=r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)?$",
+        validation_alias=_env("TAXI_LINEAGE_ARCHIVE"),
+        description="s3://bucket/prefix: every lineage event also archived there, one object per batch "
+        "(TAXI_S3_ENDPOINT_URL for an S3-compatible store).",
+    )
     lineage_local_store: str = Field(
         "taxi-state",
         pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$",

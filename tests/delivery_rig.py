@@ -75,7 +75,7 @@ def one_pass(bridge: LineageBridge, client, wait: float = 0.0):
 
 
 def _slow_lite_writes(seconds: float) -> None:
-    from bridge.datahub_sink import LiteSink
+    from bridge.sinks.datahub import LiteSink
 
     send = LiteSink.send
 
@@ -104,7 +104,15 @@ def main() -> int:
     except PassRunning as running:
         print(json.dumps({"skipped": str(running)}))
         return 0
-    print(json.dumps({"sent": result.delivery.sent, "lite": result.datahub.sent, "problems": result.problems}))
+    print(
+        json.dumps(
+            {
+                "sent": result.sink("openlineage").sent,
+                "lite": result.sink("datahub").sent,
+                "problems": result.problems,
+            }
+        )
+    )
     return 0
 
 

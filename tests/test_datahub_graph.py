@@ -7,10 +7,10 @@ from openlineage.client import OpenLineageClient
 
 from bridge.bridge_pass import run_pass
 from bridge.config import DataHubTarget
-from bridge.datahub_sink import FileSink, LiteSink, RestSink
-from bridge.drain import drain
 from bridge.lite import open_lite
 from bridge.outbox import Outbox
+from bridge.sinks.datahub import FileSink, LiteSink, RestSink
+from bridge.sinks.drain import drain
 from forecast_assets.lineage import naming
 from tests.lineage_bridges import bridge_at
 
@@ -26,7 +26,7 @@ def graph(pipeline, by_hand_run, dagster_run, tmp_path_factory):
     client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(folder / "ol.jsonl")}})
     bridge = bridge_at(folder, pipeline.settings, DataHubTarget(kind="lite", lite_path=folder / "lite.sqlite"))
     result = run_pass(bridge, pipeline.instance, pipeline.definitions().resolve_asset_graph(), client)
-    assert not result.datahub.failing and result.datahub.sent == sum(result.queued.values())
+    assert not result.sink("datahub").failing and result.sink("datahub").sent == sum(result.queued.values())
     lite = open_lite(folder / "lite.sqlite")
     outbox = Outbox(bridge.outbox_path)
     yield lite, outbox

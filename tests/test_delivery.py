@@ -7,8 +7,8 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
 
-from bridge.delivery import deliver, make_client, run_event_from_json, target_of
 from bridge.outbox import Outbox
+from bridge.sinks.openlineage import deliver, make_client, run_event_from_json, target_of
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 
@@ -73,8 +73,8 @@ def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeyp
 
 
 def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path, monkeypatch):
-    """The fast path (bridge.raw_send) adds the client's own facets (here its tags) and nothing else."""
-    from bridge.raw_send import raw_sender
+    """The fast path (bridge.sinks.raw_send) adds the client's own facets (here its tags) and nothing else."""
+    from bridge.sinks.raw_send import raw_sender
 
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "openlineage.yml"
@@ -99,7 +99,7 @@ def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path,
 
 
 def test_a_configured_filter_keeps_every_event_on_the_clients_emit(tmp_path, monkeypatch):
-    from bridge.raw_send import raw_sender
+    from bridge.sinks.raw_send import raw_sender
 
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "openlineage.yml"

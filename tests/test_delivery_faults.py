@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from bridge import cli
-from bridge.datahub_sink import LiteSink
-from bridge.drain import drain
 from bridge.outbox import Outbox
+from bridge.sinks.datahub import LiteSink
+from bridge.sinks.drain import drain
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
 from tests.loopback_lineage import LineageServer, identity
 
@@ -107,12 +107,18 @@ def test_a_hanging_receiver_is_waited_on_once_then_left_alone_and_the_pass_start
         seconds = time.monotonic() - started
         again = one_pass(bridge, http_client(server.url, timeout=1))  # within its backoff: the target is not tried
     assert seconds < 2 + 2, f"the pass took {seconds:.1f} s waiting 2 s on an answer"
-    assert result.delivery.sent == 0 and "no answer from http http://127.0.0.1" in result.delivery.waiting_on
-    assert "within 2 s" in result.delivery.waiting_on
+    assert (
+        result.sink("openlineage").sent == 0
+        and "no answer from http http://127.0.0.1" in result.sink("openlineage").waiting_on
+    )
+    assert "within 2 s" in result.sink("openlineage").waiting_on
     assert list(server.attempts.values()) == [1]  # sent once: no retries inside the transport, none by the next pass
-    assert again.delivery.waiting_on == result.delivery.waiting_on and again.health == 3
+    assert again.sink("openlineage").waiting_on == result.sink("openlineage").waiting_on and again.health == 3
     outbox = Outbox(folder / "outbox.sqlite")
-    assert outbox.sink_wait(result.delivery.sink).failures == 1 and outbox.failing_now(result.delivery.sink) == []
+    assert (
+        outbox.sink_wait(result.sink("openlineage").sink).failures == 1
+        and outbox.failing_now(result.sink("openlineage").sink) == []
+    )
 
 
 def test_a_refused_event_is_parked_at_once_the_rest_goes_on_and_retry_delivers_it(folder, capsys):
@@ -121,7 +127,11 @@ def test_a_refused_event_is_parked_at_once_the_rest_goes_on_and_retry_delivers_i
     refused = next(e for e in queued if (e["job"]["name"], e["eventType"]) == REFUSED)
     with LineageServer(refuse=lambda event: identity(event) == identity(refused)) as server:
         result = one_pass(bridge, http_client(server.url))
-    assert result.delivery.parked == 1 and result.delivery.pending == 0 and result.delivery.waiting_on is None
+    assert (
+        result.sink("openlineage").parked == 1
+        and result.sink("openlineage").pending == 0
+        and result.sink("openlineage").waiting_on is None
+    )
     assert result.health == 4  # dead letters wait for a person
     assert len(server.received) == len(queued) - 1 and server.duplicates() == 0
     assert len(server.refused) == 1  # one definite rejection is enough
@@ -133,7 +143,7 @@ def test_a_refused_event_is_parked_at_once_the_rest_goes_on_and_retry_delivers_i
     assert cli.main(["retry", "--all"], bridge) == 0
     with LineageServer(port=server.server.server_address[1]) as fixed:  # the same target, fixed
         again = one_pass(bridge, http_client(fixed.url))
-    assert again.delivery.redelivered == 1 and [e["eventType"] for e in fixed.received] == ["START"]
+    assert again.sink("openlineage").redelivered == 1 and [e["eventType"] for e in fixed.received] == ["START"]
     assert again.health == 0
     assert cli.main(["dead-letters"], bridge) == 0
     assert "No dead letters" in capsys.readouterr().out
@@ -163,7 +173,7 @@ def test_a_pass_killed_while_writing_lite_leaves_it_as_a_clean_replay_after_the_
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
         result = one_pass(rig_bridge(folder), http_client(server.url), wait=5)
-    assert result.datahub.sent == len(fill_keys(folder))  # the killed batch was rolled back: all of it again
+    assert result.sink("datahub").sent == len(fill_keys(folder))  # the killed batch was rolled back: all of it again
     assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
 
 
@@ -183,8 +193,8 @@ def test_a_deleted_lite_is_refilled_by_the_next_pass(folder, tmp_path):
         for suffix in ("", "-wal", "-shm"):
             (folder / f"lite.sqlite{suffix}").unlink(missing_ok=True)
         again = one_pass(bridge, http_client(server.url))
-    assert first.datahub.sent == again.datahub.sent == len(queued)
-    assert again.delivery.sent == 0  # the OpenLineage target had everything already
+    assert first.sink("datahub").sent == again.sink("datahub").sent == len(queued)
+    assert again.sink("openlineage").sent == 0  # the OpenLineage target had everything already
     assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
 
 
@@ -194,7 +204,7 @@ def test_a_damaged_lite_is_named_with_its_repair_and_the_repair_refills_it(folde
     (folder / "lite.sqlite").write_bytes(b"this is not a DataHub Lite file" * 100)
     with LineageServer() as server:
         result = one_pass(bridge, http_client(server.url))
-        assert result.delivery.sent == len(queued)  # OpenLineage delivery goes on without DataHub
+        assert result.sink("openlineage").sent == len(queued)  # OpenLineage delivery goes on without DataHub
         assert len(result.problems) == 1
         assert "lite.sqlite is damaged" in result.problems[0]
         assert "run `taxi-lineage rebuild datahub`" in result.problems[0]
@@ -238,7 +248,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
         with pytest.raises(LineageFailing, match=failing) as tick:
             sensor(context)
     assert "secret" not in str(tick.value)
-    from bridge.delivery import make_client, target_of
+    from bridge.sinks.openlineage import make_client, target_of
 
     assert target_of(make_client(tmp_path / "unused.jsonl")) == f"http http://127.0.0.1:{port}/api/v1/lineage"
 
@@ -252,7 +262,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
     ],
 )
 def test_credentials_in_urls_are_never_shown(text, shown):
-    from bridge.failures import redact
+    from bridge.sinks.failures import redact
 
     assert redact(text) == shown
 

@@ -14,8 +14,8 @@ import pytest
 import trustme
 
 from bridge import cli
-from bridge.delivery import make_client, run_event_from_json
 from bridge.health import FAILING, HEALTHY, PARKED
+from bridge.sinks.openlineage import make_client, run_event_from_json
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
 from tests.loopback_lineage import LineageServer, identity
 
@@ -52,10 +52,10 @@ def test_basic_auth_in_the_url_reaches_a_receiver_that_requires_it(folder, openl
     with LineageServer(authorization=basic) as server:
         openlineage_env.setenv("OPENLINEAGE_URL", server.url.replace("://", "://user:s3cret@"))
         result = one_pass(rig_bridge(folder, lite=False), make_client(folder / "unused.jsonl"))
-    assert result.health == HEALTHY and result.delivery.sent == len(queued)
+    assert result.health == HEALTHY and result.sink("openlineage").sent == len(queued)
     assert [identity(e) for e in server.received] == [identity(e) for e in queued] and server.duplicates() == 0
     assert {h["Authorization"] for h in server.headers} == {basic}
-    assert "s3cret" not in result.delivery.target and "user" not in result.delivery.target
+    assert "s3cret" not in result.sink("openlineage").target and "user" not in result.sink("openlineage").target
 
 
 @pytest.mark.parametrize("configured_by", ["openlineage.yml", "environment"])
@@ -105,10 +105,20 @@ def test_refused_credentials_keep_every_event_waiting_and_name_the_setting(folde
         config.write_text(f"transport:\n  type: http\n  url: {server.url}\n{auth}")
         openlineage_env.setenv("OPENLINEAGE_CONFIG", str(config))
         fixed = one_pass(bridge, make_client(folder / "unused.jsonl"))
-    assert refused.delivery.sent == refused.delivery.parked == refused.delivery.dead_letters == 0
-    assert "HTTP 401" in refused.delivery.waiting_on and "OPENLINEAGE_API_KEY" in refused.delivery.waiting_on
-    assert refused.health == FAILING and refused.delivery.pending == len(queued)
-    assert fixed.health == HEALTHY and fixed.delivery.sent == len(queued)  # the same target: its place is kept
+    assert (
+        refused.sink("openlineage").sent
+        == refused.sink("openlineage").parked
+        == refused.sink("openlineage").dead_letters
+        == 0
+    )
+    assert (
+        "HTTP 401" in refused.sink("openlineage").waiting_on
+        and "OPENLINEAGE_API_KEY" in refused.sink("openlineage").waiting_on
+    )
+    assert refused.health == FAILING and refused.sink("openlineage").pending == len(queued)
+    assert fixed.health == HEALTHY and fixed.sink("openlineage").sent == len(
+        queued
+    )  # the same target: its place is kept
     assert len(server.headers) == 1 + len(queued)  # one try while refused: every event would get the same answer
     assert [identity(e) for e in server.received] == [identity(e) for e in queued]
 
@@ -128,8 +138,15 @@ def test_tls_with_a_private_ca_delivers_once_the_ca_bundle_is_given(folder, tmp_
         config.write_text(f"transport:\n  type: http\n  url: {server.url}\n  sslContext:\n    caCertPath: {bundle}\n")
         openlineage_env.setenv("OPENLINEAGE_CONFIG", str(config))
         trusted = one_pass(bridge, make_client(folder / "unused.jsonl"))
-    assert untrusted.delivery.sent == 0 and untrusted.delivery.dead_letters == 0 and untrusted.health == FAILING
-    assert "not trusted" in untrusted.delivery.waiting_on and "caCertPath" in untrusted.delivery.waiting_on
+    assert (
+        untrusted.sink("openlineage").sent == 0
+        and untrusted.sink("openlineage").dead_letters == 0
+        and untrusted.health == FAILING
+    )
+    assert (
+        "not trusted" in untrusted.sink("openlineage").waiting_on
+        and "caCertPath" in untrusted.sink("openlineage").waiting_on
+    )
     assert trusted.health == HEALTHY and [identity(e) for e in server.received] == [identity(e) for e in queued]
 
 
@@ -140,7 +157,10 @@ def test_six_rejected_events_are_parked_in_the_first_pass_and_hold_nothing_back(
     bridge = rig_bridge(folder, lite=False)
     with LineageServer(refuse=lambda event: identity(event) in rejected) as server:
         result = one_pass(bridge, http_client(server.url))
-    assert result.delivery.parked == result.delivery.dead_letters == 6 and result.delivery.pending == 0
+    assert (
+        result.sink("openlineage").parked == result.sink("openlineage").dead_letters == 6
+        and result.sink("openlineage").pending == 0
+    )
     assert len(server.received) == len(queued) - 6 and len(server.refused) == 6 and server.duplicates() == 0
     assert in_order_per_run(server.received, [e for e in queued if identity(e) not in rejected])
     assert result.health == PARKED
@@ -164,9 +184,9 @@ def test_an_event_the_target_fails_on_waits_with_its_run_while_other_runs_go_on(
         first = one_pass(bridge, http_client(server.url))
         arrived_first = list(server.received)
         second = one_pass(bridge, http_client(server.url))
-    assert first.delivery.held == len(same_run) and "HTTP 500" in first.delivery.held_on
+    assert first.sink("openlineage").held == len(same_run) and "HTTP 500" in first.sink("openlineage").held_on
     assert len(arrived_first) == len(queued) - len(same_run)  # every other run went on
-    assert first.health == FAILING and second.health == HEALTHY and second.delivery.held == 0
+    assert first.health == FAILING and second.health == HEALTHY and second.sink("openlineage").held == 0
     assert [identity(e) for e in server.received[len(arrived_first) :]] == [identity(e) for e in same_run]
     assert in_order_per_run(server.received, queued) and server.duplicates() == 0
 
@@ -188,13 +208,13 @@ def test_a_new_target_gets_the_whole_history_and_a_rebuilt_outbox_sends_only_wha
     with LineageServer() as first, LineageServer() as second, LineageServer() as third:
         one_pass(bridge, http_client(first.url))
         moved = one_pass(bridge, http_client(second.url))  # OPENLINEAGE_URL changed: a new target
-        assert moved.delivery.sent == len(queued)
+        assert moved.sink("openlineage").sent == len(queued)
 
         def refill_and_pass(bridge, wait):
             fill(folder)  # what the sources give a rebuilt outbox
             for server in (third, first):
                 result = one_pass(bridge, http_client(server.url))
-                print(f"{server.url}: {result.delivery.counts()}")
+                print(f"{server.url}: {result.sinks['openlineage'].counts()}")
             return result.health
 
         monkeypatch.setattr("bridge.cli.lineage_pass", refill_and_pass)

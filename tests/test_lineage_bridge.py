@@ -57,7 +57,7 @@ def _jobs(events, name):
 
 def test_every_event_validates_against_the_official_schemas(emitted):
     result, events = emitted
-    assert not result.delivery.failing and result.delivery.pending == 0
+    assert not result.sink("openlineage").failing and result.sink("openlineage").pending == 0
     assert len(events) == sum(result.queued.values()) > 0
     problems = {e["job"]["name"]: validation_errors(e) for e in events if validation_errors(e)}
     assert problems == {}
@@ -245,11 +245,15 @@ def test_http_backend_down_then_up_receives_every_event_once(pipeline, graph, by
     port = free_port()
     down = _pass(pipeline, graph, tmp_path, _http_client(port))
     queued = sum(down.queued.values())
-    assert queued > 0 and down.delivery.sent == 0 and down.delivery.pending == queued
-    assert "Connection refused" in down.delivery.waiting_on
+    assert queued > 0 and down.sink("openlineage").sent == 0 and down.sink("openlineage").pending == queued
+    assert "Connection refused" in down.sink("openlineage").waiting_on
     with LineageServer(port) as server:
         up = _pass(pipeline, graph, tmp_path, _http_client(port))
-    assert not up.delivery.failing and up.delivery.sent == queued and up.delivery.pending == 0
+    assert (
+        not up.sink("openlineage").failing
+        and up.sink("openlineage").sent == queued
+        and up.sink("openlineage").pending == 0
+    )
     identities = Counter((e["run"]["runId"], e["eventType"], e["job"]["name"]) for e in server.received)
     assert len(server.received) == queued and max(identities.values()) == 1
 

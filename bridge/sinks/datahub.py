@@ -1,6 +1,6 @@
 """Write the queued lineage into DataHub: DataHub Lite, a GMS over REST, or a metadata file.
 
-Each is a sink for :func:`bridge.drain.drain`: it translates one event (:mod:`bridge.datahub_metadata`)
+Each is a sink for :func:`bridge.sinks.drain.drain`: it translates one event (:mod:`bridge.datahub_metadata`)
 and writes its aspects as upserts, so a replay leaves the graph as it was (every aspect carries its
 event's time as ``lastObserved``, so even that does not change).
 
@@ -21,15 +21,16 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from bridge.config import DataHubTarget
-from bridge.failures import Unsendable, redact
+from bridge.config import DataHubTarget, SinkSpec
 from bridge.naming import Naming
 from bridge.outbox import Outbox, QueuedEvent
+from bridge.sinks.contract import Sink, SinkContext, SinkDamaged
+from bridge.sinks.failures import Unsendable, redact
 
 POSITION_TABLE = "lineage_bridge_position"
 
 
-class LiteDamaged(RuntimeError):
+class LiteDamaged(SinkDamaged):
     """The DataHub Lite file cannot be read as SQLite."""
 
 
@@ -222,6 +223,9 @@ class LiteSink:
         if self._edges is not None:
             self._edges.save()
 
+    def detail(self) -> str:
+        return f"{self.aspects} aspects"
+
     def close(self) -> None:
         if self.lite is not None:
             if self.lite.sqlite_client.in_transaction:
@@ -301,6 +305,9 @@ class RestSink:
     def flush(self) -> None:
         self.edges.save()
 
+    def detail(self) -> str:
+        return f"{self.aspects} aspects"
+
     def close(self) -> None:
         if self.emitter is not None:
             self.emitter.close()
@@ -345,6 +352,9 @@ class FileSink:
         self.outbox.set_sink_offset(self.name, self._position)
         self.edges.save()
 
+    def detail(self) -> str:
+        return f"{self.aspects} aspects"
+
     def close(self) -> None:
         """Nothing is held open."""
 
@@ -360,3 +370,9 @@ def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_
     if target.kind == "file":
         return FileSink(path, outbox, naming, shown_as)
     return LiteSink(path, outbox, naming, shown_as)
+
+
+def datahub_sink_of(spec: SinkSpec, context: SinkContext) -> Sink | None:
+    """DataHub as the bridge's :class:`~bridge.config.DataHubTarget` says (``None`` when it is off)."""
+    bridge = context.bridge
+    return datahub_sink(bridge.datahub, context.outbox, bridge.naming, bridge.lineage_dir)

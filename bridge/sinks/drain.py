@@ -2,7 +2,7 @@
 
 The loop is the same for every sink (the OpenLineage transport, DataHub Lite, a GMS, a metadata
 file); a sink only knows how to send one event, where its place is, and how to make it durable.
-What a failure means is :func:`bridge.failures.classify`'s judgement:
+What a failure means is :func:`bridge.sinks.failures.classify`'s judgement:
 
 - **Order.** A sink gets the events of one run in the order they were queued (a run's START before
   its COMPLETE). Runs may overtake one another while one of them waits.
@@ -23,10 +23,11 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
-from bridge.failures import classify
 from bridge.outbox import Failing, Outbox, QueuedEvent
+from bridge.sinks.contract import Sink
+from bridge.sinks.failures import classify
 
 EVENT_ATTEMPTS = 8
 FIRST_BACKOFF_SECONDS = 1.0
@@ -34,27 +35,6 @@ LONGEST_BACKOFF_SECONDS = 120.0
 BATCH = 500
 
 Outcome = Literal["done", "held", "stop"]
-
-
-class Sink(Protocol):
-    name: str  # the sink's key in the outbox: one per target
-    target: str  # the target, for a person (no credentials)
-    credentials_setting: str  # where a user sets this target's credentials
-
-    def position(self) -> int:
-        """The last event this sink has (sent, parked or held out of line)."""
-
-    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
-        """Send one event, raising on failure; ``False`` when the target already had it and nothing was sent."""
-
-    def advance(self, seq: int) -> None:
-        """The sink's place is now past ``seq``; durable at once or at :meth:`flush`."""
-
-    def flush(self) -> None:
-        """Make what was sent and the place durable together."""
-
-    def close(self) -> None:
-        """Let go of connections and files."""
 
 
 @dataclass
@@ -71,6 +51,7 @@ class DrainResult:
     waiting_on: str | None = None  # why the whole sink waits
     held_on: str | None = None  # the last error an event was held out of line for
     out_of_time: bool = False
+    detail: str = ""  # what else the sink says of the pass (e.g. DataHub aspects written)
 
     @property
     def failing(self) -> bool:
@@ -109,13 +90,13 @@ class _Drain:
         self.blocked: dict[str, int] = {}  # run id -> the held event its later events wait behind
         self.wait = outbox.sink_wait(sink.name)
         self.target_failing = self.wait is not None
+        self.durable_counts = (0, 0)  # sent and already there, as of the last batch made durable
 
     def run(self) -> DrainResult:
         wait = self.wait
         if wait is not None and wait.retry_after > time.time():
             self.result.waiting_on = wait.error
-        elif self._redeliver():
-            position = self.sink.position()
+        elif self._redeliver() and (position := self._position()) is not None:
             self.outbox.forget_failures(self.sink.name, after=position)  # its place went back: resent in order
             held = self.outbox.failing_now(self.sink.name)
             if self._retry_held(held):
@@ -204,9 +185,7 @@ class _Drain:
                 return False
             if outcome == "held":
                 self.blocked[run] = event.seq
-        if held:
-            self.sink.flush()
-        return True
+        return self._flushed() if held else True
 
     def _new_events(self, position: int) -> None:
         outbox, sink = self.outbox, self.sink
@@ -231,17 +210,50 @@ class _Drain:
                             self.blocked[_run_of(event)] = event.seq
                 sink.advance(event.seq)
                 position = event.seq
-            sink.flush()
+            if not self._flushed():
+                break
             self.renew()
             if stop:
                 break
 
+    def _position(self) -> int | None:
+        """The sink's place, or ``None`` when the sink cannot read it (its target is away): the sink waits."""
+        try:
+            return self.sink.position()
+        except Exception as err:  # a place kept in the target is as reachable as the target
+            self._wait_on(err)
+            return None
+
+    def _wait_on(self, err: Exception) -> None:
+        failure = classify(err, self.sink.credentials_setting)
+        self.outbox.note_sink_failure(self.sink.name, failure.reason, backoff, failure.wait_at_least)
+        self.result.waiting_on = failure.reason
+
+    def _flushed(self) -> bool:
+        """Make the batch durable; a sink that cannot waits as a whole, and what it took is not counted as sent."""
+        try:
+            self.sink.flush()
+        except Exception as err:  # judged like a send failure, but a batch is never parked: the sink waits
+            self._wait_on(err)
+            self.result.sent, self.result.already_there = self.durable_counts
+            return False
+        self.durable_counts = (self.result.sent, self.result.already_there)
+        return True
+
+    def _last_known_position(self) -> int:
+        try:
+            return self.sink.position()
+        except Exception:  # the target is away (already judged): the place the last pass recorded
+            known = {state.sink: state.position for state in self.outbox.sink_states()}
+            return known.get(self.sink.name) or 0
+
     def _finish(self) -> DrainResult:
         outbox, sink, result = self.outbox, self.sink, self.result
-        position = sink.position()
+        position = self._last_known_position()
         result.held = len(outbox.failing_now(sink.name))
         result.pending = outbox.pending_count(sink.name, position)
         result.dead_letters = len(outbox.dead_letters(sink.name, requeued=False))
+        result.detail = sink.detail()
         counts = {"position": position, "pending": result.pending, "held": result.held, "parked": result.dead_letters}
         delivered = bool(result.sent or result.already_there or result.redelivered)
         outbox.record_sink_state(sink.name, sink.target, counts, delivered)

@@ -1,6 +1,6 @@
 """What a sink's failure means, and errors fit to print.
 
-Four kinds, each with its own treatment in :mod:`bridge.drain`:
+Four kinds, each with its own treatment in :mod:`bridge.sinks.drain`:
 
 - ``refused``: the target read the event and refused it (a 4xx other than those below), or the event
   cannot be serialised or translated. Sending it again cannot help: it is parked at once.

@@ -26,10 +26,12 @@ from requests.adapters import HTTPAdapter
 from requests.exceptions import ReadTimeout
 from urllib3.util import Retry
 
-from bridge.drain import DrainResult, drain
-from bridge.failures import NoAnswer, Unsendable, redact
+from bridge.config import SinkSpec
 from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
-from bridge.raw_send import RawSend, raw_sender
+from bridge.sinks.contract import Sink, SinkContext
+from bridge.sinks.drain import DrainResult, drain
+from bridge.sinks.failures import NoAnswer, Unsendable, redact
+from bridge.sinks.raw_send import RawSend, raw_sender
 
 # How long a sent request is waited on for its answer, unless the client's configured timeout is longer.
 DEFAULT_ANSWER_SECONDS = 60.0
@@ -103,7 +105,7 @@ class OpenLineageSink:
 
     A new or changed target (another URL, endpoint or file) starts from the first event, so it gets the
     whole history in order. HTTP requests are bounded: no retries inside the transport (an event is sent
-    once per attempt, and attempts are judged by :mod:`bridge.drain`); connecting waits as long as the
+    once per attempt, and attempts are judged by :mod:`bridge.sinks.drain`); connecting waits as long as the
     client's configured timeout or what the pass has left, but once sent, a request is waited on for
     ``answer_seconds`` (at least the configured timeout): a slow target is not sent an event again while
     it is still taking the first one in. Each request carries an ``Idempotency-Key`` header, the same for
@@ -132,7 +134,7 @@ class OpenLineageSink:
             (lineage_dir / LEGACY_LEDGER).replace(self.ledger)  # kept for one target before ledgers were per target
         self.known = _keys(self.ledger) if self.ledger is not None and outbox.rebuilt else frozenset()
         self._ledger = None
-        self._raw: RawSend | None | bool = False  # decided on the first event: see bridge.raw_send
+        self._raw: RawSend | None | bool = False  # decided on the first event: see bridge.sinks.raw_send
         self.http = list(_http_transports(client.transport))
         self.configured = [(transport.timeout, dict(transport.config.custom_headers)) for transport in self.http]
         for transport in self.http:
@@ -180,6 +182,9 @@ class OpenLineageSink:
         """Each move of the place is committed at once: a killed pass re-sends at most the event in flight."""
         if self._ledger is not None:
             self._ledger.flush()
+
+    def detail(self) -> str:
+        return ""
 
     def close(self) -> None:
         if self._ledger is not None:
@@ -279,3 +284,10 @@ def deliver(outbox: Outbox, client: OpenLineageClient, deadline: float | None = 
         return drain(outbox, sink, deadline or time.monotonic() + 3600)
     finally:
         sink.close()
+
+
+def openlineage_sink(spec: SinkSpec, context: SinkContext) -> Sink:
+    """The OpenLineage client's own transport, configured as the client is (``openlineage.yml``, ``OPENLINEAGE__*``)."""
+    bridge = context.bridge
+    client = context.client or make_client(bridge.events_file)
+    return OpenLineageSink(context.outbox, client, bridge.lineage_dir, bridge.answer_seconds)

@@ -1,0 +1,51 @@
+"""The sink kinds, built-in and installed, and building a pass's sinks from configuration.
+
+A kind is a factory ``(spec, context) -> Sink | None`` (``None``: configured off). Built-in kinds are
+named here as ``module:function`` and imported only when used, so a pass loads no SDK it does not
+send to. Another package adds a kind through the ``lineage_bridge.sinks`` entry-point group, the way
+DataHub registers its sinks::
+
+    [project.entry-points."lineage_bridge.sinks"]
+    my-catalog = "my_package.lineage:my_catalog_sink"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from importlib.metadata import entry_points
+
+from bridge.config import SinkSpec
+from bridge.sinks.contract import Sink, SinkContext
+
+ENTRY_POINT_GROUP = "lineage_bridge.sinks"
+BUILT_IN = {
+    "openlineage": "bridge.sinks.openlineage:openlineage_sink",
+    "datahub": "bridge.sinks.datahub:datahub_sink_of",
+    "object-store": "bridge.sinks.object_store:object_store_sink",
+}
+Factory = Callable[[SinkSpec, SinkContext], Sink | None]
+
+
+class UnknownSinkKind(ValueError):
+    """No built-in or installed sink has this kind."""
+
+
+def kinds() -> dict[str, str]:
+    """Every kind that can be configured, with where its factory lives."""
+    installed = {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
+    return installed | BUILT_IN  # a package cannot replace a built-in kind
+
+
+def factory(kind: str) -> Factory:
+    where = kinds().get(kind)
+    if where is None:
+        known = ", ".join(sorted(kinds()))
+        msg = f"no lineage sink of kind {kind!r}: use one of {known}, or install a package that registers it"
+        raise UnknownSinkKind(msg)
+    module, _, name = where.partition(":")
+    return getattr(import_module(module), name)
+
+
+def build_sink(spec: SinkSpec, context: SinkContext) -> Sink | None:
+    return factory(spec.kind)(spec, context)
