@@ -15,7 +15,7 @@ from enum import Enum
 
 from metaflow import Run, Runner
 
-from bridge.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
+from bridge.sources.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import PROJECT_ROOT
 

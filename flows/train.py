@@ -42,7 +42,7 @@ from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 from threadpoolctl import threadpool_limits
 
-from bridge.metaflow_recorder import record_lineage, record_model
+from bridge.sources.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.run_settings import RunSettings, resolve_settings

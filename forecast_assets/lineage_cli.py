@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     apply_tool_environment(settings)
     os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home))
     # Metaflow and DataHub read their configuration when first imported: only now, with it in place.
-    from bridge import cli
+    from bridge.cli import main as cli
     from forecast_assets.lineage import TITLE, taxi_bridge
     from forecast_assets.local_state import dagster_home
 

@@ -35,7 +35,7 @@ def test_every_table_has_checks_and_every_asset_a_description(definitions):
 
 
 def test_every_asset_says_where_its_lineage_is(definitions, tmp_path, monkeypatch):
-    from bridge.naming import dataset_urn_name
+    from bridge.translate.naming import dataset_urn_name
 
     graph = definitions.resolve_asset_graph()
     for key in graph.get_all_asset_keys():

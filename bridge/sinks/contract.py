@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from openlineage.client import OpenLineageClient
 
     from bridge.config import LineageBridge
-    from bridge.outbox import Outbox, QueuedEvent
+    from bridge.outbox.queue import Outbox, QueuedEvent
 
 
 class Sink(Protocol):

@@ -1,6 +1,6 @@
 """Write the queued lineage into DataHub: DataHub Lite, a GMS over REST, or a metadata file.
 
-Each is a sink for :func:`bridge.sinks.drain.drain`: it translates one event (:mod:`bridge.datahub_metadata`)
+Each is a sink for :func:`bridge.sinks.drain.drain`: it translates one event (:mod:`bridge.translate.datahub`)
 and writes its aspects as upserts, so a replay leaves the graph as it was (every aspect carries its
 event's time as ``lastObserved``, so even that does not change).
 
@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 
 from bridge.config import DataHubTarget, SinkSpec
-from bridge.naming import Naming
-from bridge.outbox import Outbox, QueuedEvent
+from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import Sink, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
+from bridge.translate.naming import Naming
 
 POSITION_TABLE = "lineage_bridge_position"
 
@@ -38,7 +38,7 @@ def _translated(event: QueuedEvent, naming: Naming) -> list:
     # DataHub loads only when there is something to write: an idle pass never imports it.
     from datahub.metadata.schema_classes import SystemMetadataClass
 
-    from bridge.datahub_metadata import metadata_for
+    from bridge.translate.datahub import metadata_for
 
     try:
         payload = json.loads(event.payload)
@@ -154,7 +154,7 @@ class LiteSink:
     def _open(self):
         if self.lite is None:
             # DataHub loads only when there is something to write (as in _translated).
-            from bridge.lite import open_lite
+            from bridge.sinks.lite import open_lite
 
             self.lite = open_lite(self.path)
             connection = self.lite.sqlite_client

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from bridge.outbox import Outbox, QueuedEvent
+from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import SinkContext, SinkSpec
 
 log = logging.getLogger(__name__)

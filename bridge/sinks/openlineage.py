@@ -27,7 +27,7 @@ from requests.exceptions import ReadTimeout
 from urllib3.util import Retry
 
 from bridge.config import SinkSpec
-from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
+from bridge.outbox.queue import OPENLINEAGE_SINK, Outbox, QueuedEvent
 from bridge.sinks.contract import Sink, SinkContext
 from bridge.sinks.drain import DrainResult, drain
 from bridge.sinks.failures import NoAnswer, Unsendable, redact

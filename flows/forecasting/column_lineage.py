@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from bridge.column_lineage import (
+from bridge.translate.column_lineage import (
     DIRECT,
     IDENTITY,
     INDIRECT,

@@ -15,8 +15,8 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
-from bridge.column_lineage import ColumnLineage
-from bridge.metaflow_recorder import record_read, record_write
+from bridge.sources.metaflow_recorder import record_read, record_write
+from bridge.translate.column_lineage import ColumnLineage
 from taxi_core.names import ACTUALS, FORECAST
 from taxi_core.names import RAW_WEATHER as WEATHER
 

@@ -154,7 +154,7 @@ class History:
 
     def _labels(self) -> dict:
         """Each asset's name in the lineage (a table's catalog name, else its location), and in DataHub."""
-        from bridge.datahub_metadata import dataset_urn_name
+        from bridge.translate.datahub import dataset_urn_name
 
         policy = naming(self.settings)
         labels = {}
@@ -173,7 +173,7 @@ class History:
     def _answers(self, snapshots: dict) -> dict:
         """The lineage command's answers, as a person or a script asks for them."""
         bridge = taxi_bridge(self.settings)
-        from bridge import cli
+        from bridge.cli import main as cli
 
         def ask(*words: str):
             """The command's JSON answer; ``None`` where it answered with a usage error (a version it never saw)."""
@@ -196,7 +196,7 @@ class History:
         return answers
 
     def _datahub_runs(self) -> list[dict]:
-        from bridge.lite import open_lite
+        from bridge.sinks.lite import open_lite
 
         lite = open_lite(taxi_bridge(self.settings).datahub.lite_path, read_only=True)
         try:

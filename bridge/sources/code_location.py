@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from dagster import Definitions, RepositoryDefinition
 
-from bridge.dagster_source import AssetGraph
+from bridge.sources.dagster import AssetGraph
 
 
 class CodeLocationNotFound(LookupError):

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from dagster import AssetKey, DagsterEventType, EventLogRecord
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from bridge.dagster_columns import column_lineage_from_metadata
-from bridge.dagster_records import (
+from bridge.translate.dagster_columns import column_lineage_from_metadata
+from bridge.translate.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
     event_type,
@@ -32,9 +32,9 @@ from bridge.dagster_records import (
     step_as_of,
     step_key,
 )
-from bridge.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
-from bridge.naming import Naming, dagster_job_name, job_name
-from bridge.run_ids import run_id
+from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
+from bridge.translate.naming import Naming, dagster_job_name, job_name
+from bridge.translate.run_ids import run_id
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ held out of line (it failed on its own, or waits behind one of its run) is noted
 error and when to try again; an event given up on is parked as a dead letter. A sink whose whole
 target is away notes that once, with its backoff; each pass records every sink's state for ``status``.
 
-Writes that move a sink or park an event are fenced by the pass lease (:mod:`bridge.pass_lease`):
+Writes that move a sink or park an event are fenced by the pass lease (:mod:`bridge.outbox.lease`):
 a pass that lost its lease cannot move anything.
 """
 

@@ -1,6 +1,6 @@
 """One bridge pass: read each source past its cursor, queue the events, deliver them, write DataHub, report back.
 
-Passes run one at a time (:mod:`bridge.pass_lease`) and within ``bridge.pass_seconds``. Each step
+Passes run one at a time (:mod:`bridge.outbox.lease`) and within ``bridge.pass_seconds``. Each step
 stands alone: a damaged or unreachable DataHub never keeps events from the OpenLineage target, and
 neither keeps Metaflow runs from being reported to Dagster.
 """
@@ -19,17 +19,17 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 
 from bridge.config import LineageBridge
-from bridge.dagster_reports import report_metaflow_outputs
-from bridge.dagster_source import AssetGraph, DagsterSource
-from bridge.health import HEALTHY, record_pass, verdict
-from bridge.lineage_index import LineageIndex
-from bridge.metaflow_source import MetaflowSource
-from bridge.outbox import Outbox
-from bridge.pass_lease import one_pass_at_a_time
+from bridge.index.lineage_index import LineageIndex
+from bridge.outbox.health import HEALTHY, record_pass, verdict
+from bridge.outbox.lease import one_pass_at_a_time
+from bridge.outbox.queue import Outbox
+from bridge.run.reports import report_metaflow_outputs
 from bridge.sinks.contract import SinkContext, SinkDamaged
 from bridge.sinks.drain import DrainResult, drain
 from bridge.sinks.failures import redact
 from bridge.sinks.registry import build_sink
+from bridge.sources.dagster import AssetGraph, DagsterSource
+from bridge.sources.metaflow import MetaflowSource
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class PassResult:
 
     @property
     def health(self) -> int:
-        """The verdict on lineage after this pass, as an exit code (:mod:`bridge.health`)."""
+        """The verdict on lineage after this pass, as an exit code (:mod:`bridge.outbox.health`)."""
         return verdict(
             damaged=bool(self.problems),
             failing=any(sink.failing or sink.held for sink in self.sinks.values()),
@@ -101,8 +101,8 @@ def run_pass(
     """One pass over ``instance`` (with its asset ``graph``, or a function that loads it) and the followed flows.
 
     ``client`` defaults to the OpenLineage client as configured (:func:`bridge.sinks.openlineage.make_client`).
-    Raises :class:`bridge.pass_lease.PassRunning` when another pass holds the lease for longer than ``wait``
-    seconds, and :class:`bridge.outbox.OutboxDamaged` when the outbox cannot be read.
+    Raises :class:`bridge.outbox.lease.PassRunning` when another pass holds the lease for longer than ``wait``
+    seconds, and :class:`bridge.outbox.queue.OutboxDamaged` when the outbox cannot be read.
     """
     started = time.monotonic()
     deadline = started + bridge.pass_seconds

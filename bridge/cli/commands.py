@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 
 from bridge.config import LineageBridge
-from bridge.health import HEALTHY, VERDICTS, status, status_lines
-from bridge.outbox import Outbox, OutboxDamaged
+from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
+from bridge.outbox.queue import Outbox, OutboxDamaged
 from bridge.sinks.failures import redact
 
 
@@ -45,10 +45,10 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
     from dagster import DagsterInstance
 
-    from bridge.bridge_pass import run_pass
-    from bridge.code_location import CodeLocationNotFound, find_location, load_asset_graph
-    from bridge.pass_lease import PassRunning
+    from bridge.outbox.lease import PassRunning
+    from bridge.run.lineage_pass import run_pass
     from bridge.sinks.openlineage import make_client
+    from bridge.sources.code_location import CodeLocationNotFound, find_location, load_asset_graph
 
     def graph():
         try:
@@ -103,10 +103,10 @@ def watch_lineage(
 
     from dagster import DagsterInstance
 
-    from bridge.bridge_pass import run_pass, summary
-    from bridge.code_location import load_asset_graph
+    from bridge.run.lineage_pass import run_pass, summary
+    from bridge.run.watch import watch
     from bridge.sinks.openlineage import make_client, target_of
-    from bridge.watch import watch
+    from bridge.sources.code_location import load_asset_graph
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("bridge").setLevel(logging.INFO)  # what each pass did; not every library's chatter
@@ -184,7 +184,7 @@ def _dead_letters_named(bridge: LineageBridge, ids: list[int], everything: bool,
 
 
 def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
-    """Lineage's health as the latest pass left it; the exit code is the verdict (:mod:`bridge.health`)."""
+    """Lineage's health as the latest pass left it; the exit code is the verdict (:mod:`bridge.outbox.health`)."""
     if not bridge.outbox_path.exists():
         raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
     outbox = open_outbox(bridge)
@@ -201,7 +201,7 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
     # The sinks load DataHub's SDK: only commands that write need it.
-    from bridge.pass_lease import PassRunning, one_pass_at_a_time
+    from bridge.outbox.lease import PassRunning, one_pass_at_a_time
     from bridge.sinks.datahub import datahub_sink, set_aside
 
     if what == "outbox":

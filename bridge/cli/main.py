@@ -34,13 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bridge import index_queries as queries
-from bridge import lineage_views as views
-from bridge.config import LineageBridge
-from bridge.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
-from bridge.lineage_index import LineageIndex
-from bridge.model_versions import TrainedVersion, differences, find_version, trained_versions
-from bridge.operator_commands import (
+from bridge.cli.commands import (
     UsageError,
     damaged_outbox,
     dead_letters,
@@ -52,6 +46,11 @@ from bridge.operator_commands import (
     retry,
     watch_lineage,
 )
+from bridge.config import LineageBridge
+from bridge.index import queries, views
+from bridge.index.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
+from bridge.index.lineage_index import LineageIndex
+from bridge.index.model_versions import TrainedVersion, differences, find_version, trained_versions
 
 
 @contextmanager

@@ -18,10 +18,10 @@ from metaflow import Flow, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunState
 
-from bridge.events import JobRef
-from bridge.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
-from bridge.metaflow_translate import FlowRunRecord, TaskRecord, translate_flow_run
-from bridge.naming import Naming
+from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
+from bridge.translate.events import JobRef
+from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
+from bridge.translate.naming import Naming
 
 log = logging.getLogger(__name__)
 

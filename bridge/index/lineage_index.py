@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.outbox import Outbox, connect
+from bridge.outbox.queue import Outbox, connect
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mark (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);

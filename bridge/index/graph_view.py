@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bridge.naming import dataset_urn_name
+from bridge.translate.naming import dataset_urn_name
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Runs are found in storage-id order through the public instance APIs (``fetch_run_status_changes``)
 and read with ``get_records_for_run``; the upstream versions each step saw are looked up here, so
-the translation (:mod:`bridge.dagster_translate`) never touches the instance.
+the translation (:mod:`bridge.translate.dagster`) never touches the instance.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
-from bridge.dagster_records import (
+from bridge.translate.dagster import Keyed, is_finished, run_ref, step_job, translate_run
+from bridge.translate.dagster_records import (
     READ_TYPES,
     DagsterRunRecords,
     Upstream,
@@ -32,9 +33,8 @@ from bridge.dagster_records import (
     provenance_pointers,
     upstream_moments,
 )
-from bridge.dagster_translate import Keyed, is_finished, run_ref, step_job, translate_run
-from bridge.events import JobRef
-from bridge.naming import Naming
+from bridge.translate.events import JobRef
+from bridge.translate.naming import Naming
 
 Parents = Callable[[AssetKey], list[AssetKey]]
 UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass

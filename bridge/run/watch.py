@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge.config import LineageBridge
-from bridge.pass_lease import Holder, PassRunning
+from bridge.outbox.lease import Holder, PassRunning
 
 log = logging.getLogger(__name__)
 

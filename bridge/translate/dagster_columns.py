@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 from dagster import AssetKey, MetadataValue, TableColumnDep, TableColumnLineage
 
-from bridge.column_lineage import (
+from bridge.translate.column_lineage import (
     ColumnLineage,
     ColumnOrigin,
     InputColumn,

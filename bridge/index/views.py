@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bridge.index_queries import ColumnNode, VersionNode
+from bridge.index.queries import ColumnNode, VersionNode
 
 
 def walk_columns(tree: ColumnNode, depth: int = 1) -> Iterator[tuple[int, ColumnNode]]:

@@ -3,7 +3,7 @@
 A pass takes the lease (holder, a fencing token, an expiry), renews it as it works and gives it
 back at the end. A second pass waits briefly for it, then says who holds it. A holder that died is
 detected at once on the same machine (its process is gone), and elsewhere once the lease expires.
-Every write that moves a sink checks the token (:meth:`bridge.outbox.Outbox._check_fence`).
+Every write that moves a sink checks the token (:meth:`bridge.outbox.queue.Outbox._check_fence`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
 
 
 class PassRunning(RuntimeError):

@@ -14,7 +14,7 @@ from datahub.emitter import mce_builder as builder
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
 
-from bridge.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
+from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
 
 ACTOR = "urn:li:corpuser:taxi-demand-bridge"
 RUN_RESULTS = {

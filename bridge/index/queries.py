@@ -12,7 +12,7 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from bridge.graph_view import LineageGraph, RunSummary
+from bridge.index.graph_view import LineageGraph, RunSummary
 
 
 def graph(connection: sqlite3.Connection) -> LineageGraph:

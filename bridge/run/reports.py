@@ -33,8 +33,8 @@ from dagster._core.definitions.data_version import (
 )
 
 from bridge.config import LineageBridge
-from bridge.metaflow_source import flow_runs, run_folders, run_record
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
+from bridge.sources.metaflow import flow_runs, run_folders, run_record
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationContext, SkipReason, sensor
 
-from bridge.bridge_pass import run_pass, summary
 from bridge.config import LineageBridge
-from bridge.health import status, status_lines
-from bridge.outbox import Outbox
-from bridge.pass_lease import PassRunning
-from bridge.watch import keep_watcher_running
+from bridge.outbox.health import status, status_lines
+from bridge.outbox.lease import PassRunning
+from bridge.outbox.queue import Outbox
+from bridge.run.lineage_pass import run_pass, summary
+from bridge.run.watch import keep_watcher_running
 
 
 class LineageFailing(Exception):
@@ -26,7 +26,7 @@ def lineage_sensor(
 ) -> SensorDefinition:
     """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick.
 
-    Each tick is a catch-up pass, and keeps the bridge's watcher running (:mod:`bridge.watch`), which
+    Each tick is a catch-up pass, and keeps the bridge's watcher running (:mod:`bridge.run.watch`), which
     delivers a finished step within seconds.
     """
 

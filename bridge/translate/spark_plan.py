@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bridge.column_lineage import (
+from bridge.translate.column_lineage import (
     AGGREGATION,
     DIRECT,
     IDENTITY,

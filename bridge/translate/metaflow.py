@@ -1,6 +1,6 @@
 """Metaflow runs as OpenLineage: a job for the flow run and one per step, each task a run. Pure: records in, events out.
 
-Inputs and outputs are what each step recorded (:mod:`bridge.metaflow_recorder`); the step graph
+Inputs and outputs are what each step recorded (:mod:`bridge.sources.metaflow_recorder`); the step graph
 links consecutive steps through the ``jobDependencies`` run facet even when they share no dataset;
 a run launched by Dagster has the Dagster step that launched it as its parent and the Dagster run as
 its root; a model the run wrote travels with the
@@ -16,10 +16,10 @@ from uuid import UUID
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from bridge.column_lineage import lineage_from_json
-from bridge.events import DatasetRef, EventSpec, InputField, JobRef, ModelTraining, event_key, run_event
-from bridge.naming import Naming, job_name
-from bridge.run_ids import run_id
+from bridge.translate.column_lineage import lineage_from_json
+from bridge.translate.events import DatasetRef, EventSpec, InputField, JobRef, ModelTraining, event_key, run_event
+from bridge.translate.naming import Naming, job_name
+from bridge.translate.run_ids import run_id
 
 INTEGRATION = "METAFLOW"
 SOURCE = "metaflow"

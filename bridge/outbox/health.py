@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 
-from bridge.outbox import Outbox, SinkState
+from bridge.outbox.queue import Outbox, SinkState
 
 HEALTHY, DAMAGED, FAILING, PARKED = 0, 1, 3, 4
 VERDICTS = {HEALTHY: "healthy", DAMAGED: "damaged", FAILING: "failing", PARKED: "dead letters waiting"}

@@ -23,8 +23,8 @@ from openlineage.client.facet_v2 import (
     symlinks_dataset,
 )
 
-from bridge.column_lineage import Transformation
-from bridge.naming import DatasetName
+from bridge.translate.column_lineage import Transformation
+from bridge.translate.naming import DatasetName
 
 PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
 # The custom facet's JSON Schema ships with the bridge: bridge/spec/ModelTrainingRunFacet.json.

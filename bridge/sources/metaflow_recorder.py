@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from metaflow import FlowMutator, current, user_step_decorator
 
-from bridge.column_lineage import ColumnLineage, lineage_to_json
+from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,8 @@ class DatasetUse:
     rows: int | None = None
     metrics: dict[str, float] | None = None
     params: dict[str, str] | None = None
-    # A written dataset's column lineage, as :func:`bridge.column_lineage.lineage_to_json`; sources are tables.
+    # A written dataset's column lineage, as :func:`bridge.translate.column_lineage.lineage_to_json`;
+    # its sources are tables.
     columns_from: dict | None = None
 
 
