@@ -35,6 +35,7 @@ apply_tool_environment(_settings_or_exit())
 # isort: split
 import os
 import time
+from pathlib import Path
 
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
@@ -79,6 +80,12 @@ class TrainForecastModelFlow(FlowSpec):
         default=0,
         type=int,
         help="Days after a day ends before its observed weather is published (0 for the sample source)",
+    )
+    true_rates = Parameter(
+        "true_rates",
+        default="",
+        help="Folder of the true hourly rates the data was generated from, for the noise floor (default: the "
+        "TAXI_TRUE_RATES setting, which ./run demo sets to its sample source's; none for real TLC data)",
     )
     candidates = Parameter(
         "candidates",
@@ -173,7 +180,8 @@ class TrainForecastModelFlow(FlowSpec):
         self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
         self.scenarios = tuple(name for name in self.metrics.candidate if is_scenario(name))
         self.champion = backtest.choose_champion(self.metrics, self.scenarios)
-        truth = load_settings().path("sample_source") / "truth"
+        folder = self.true_rates or load_settings().true_rates
+        truth = Path(folder) if folder else None  # real data has no truth: no noise floor
         self.noise_floor = noise_floor.noise_floor(self.backtest, truth)
         floor_by_zone = noise_floor.noise_floor_by_zone(self.backtest, truth)
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it

@@ -81,6 +81,12 @@ class Settings(BaseSettings):
     trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
     weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
     staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
+    true_rates: str = Field(
+        "",
+        validation_alias=_env("TAXI_TRUE_RATES"),
+        description="A folder of the true hourly rates the data was generated from (a generated source's): the "
+        "training flow's noise floor. `./run demo` sets it to its sample source's.",
+    )
     catalog_kind: Literal["sql", "postgres", "glue"] = Field("sql", validation_alias=_env("TAXI_CATALOG"))
     catalog_url: str = Field(
         "postgresql://taxi@127.0.0.1:5432/iceberg",

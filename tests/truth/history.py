@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dagster import AssetKey, DagsterInstance
 
-from forecast_assets import pipeline_run
 from forecast_assets.definitions import build_definitions
 from forecast_assets.lineage import naming, taxi_bridge
 from forecast_assets.lineage_cli import main as lineage_command
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
-from forecast_assets.sources.sample_source import TRIP_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import Settings
+from taxi_demo import pipeline_run
+from taxi_demo.sample_source import TRIP_DIR
 from tests.truth.scenario import FORECAST, MONTHS, TABLES, capture, run_flow, sha256
 
 REWRITE_RAW_YELLOW = {"ops": {"nyc_taxi__raw_yellow": {"config": {"rewrite_unchanged": True}}}}

@@ -20,12 +20,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forecast_assets.sources import demand_model
-from forecast_assets.sources.demand_model import DemandSpec
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
 from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import Zone, load_zones
+from taxi_demo import demand_model
+from taxi_demo.demand_model import DemandSpec
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,13 @@ class SampleSource:
     def weather_base_url(self) -> str:
         return (self.root / WEATHER_DIR).resolve().as_uri()
 
+    @property
+    def truth_dir(self) -> Path:
+        """The true hourly rates the trips were drawn from, one file a month: the noise floor's truth."""
+        return self.root / TRUTH_DIR
+
     def truth_path(self, month: str) -> Path:
-        return self.root / TRUTH_DIR / f"true_hourly_rates_{month}.parquet"
+        return self.truth_dir / f"true_hourly_rates_{month}.parquet"
 
     def trip_path(self, month: str) -> Path:
         return self.root / TRIP_DIR / trip_file_name(month)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg2
 
-from forecast_assets.local_cluster.services import Service, ServiceFailed, port_is_free
+from taxi_demo.local_cluster.services import Service, ServiceFailed, port_is_free
 
 USER = "taxi"
 # Debian's server binaries are not on PATH; the newest installed major version is used.

@@ -11,11 +11,11 @@ import sys
 import time
 from datetime import datetime
 
-from forecast_assets import local_state
-from forecast_assets.local_cluster import profile as cluster_profile
-from forecast_assets.sources.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import apply_tool_environment, withdraw_tool_environment
+from taxi_demo import local_state
+from taxi_demo.local_cluster import profile as cluster_profile
+from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
 DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
@@ -72,7 +72,11 @@ def init(settings: Settings, months: list[str], trips: int, profile: dict[str, s
     sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
     # The partitions are the months the sample source has, so Dagster's launch dialog offers exactly those.
     written = source.months()
-    sources |= {"TAXI_FIRST_MONTH": written[0], "TAXI_LAST_MONTH": written[-1]}
+    sources |= {
+        "TAXI_FIRST_MONTH": written[0],
+        "TAXI_LAST_MONTH": written[-1],
+        "TAXI_TRUE_RATES": str(source.truth_dir),
+    }
     kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
     write_settings_file(settings.settings_file, sources | kept)
     removed = local_state.remove_old_env_file()
@@ -114,7 +118,7 @@ def run_demo(
     # Dagster reads DAGSTER_HOME when the instance is opened, so this import follows init().
     from dagster import DagsterInstance
 
-    from forecast_assets import pipeline_run
+    from taxi_demo import pipeline_run
 
     outcomes = []
     with DagsterInstance.get() as instance:

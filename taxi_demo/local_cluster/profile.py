@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forecast_assets.local_cluster.postgres_server import LocalPostgres
-from forecast_assets.local_cluster.services import Service
-from forecast_assets.local_cluster.spark_standalone import SparkStandalone
 from taxi_core.settings import Settings
+from taxi_demo.local_cluster.postgres_server import LocalPostgres
+from taxi_demo.local_cluster.services import Service
+from taxi_demo.local_cluster.spark_standalone import SparkStandalone
 
 PROFILE_FOLDER = "cluster"
 INSTANCE_YAML = Path(__file__).with_name("dagster.yaml")

@@ -7,7 +7,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forecast_assets.local_cluster.services import Service, ServiceFailed, free_port, port_is_free
+from taxi_demo.local_cluster.services import Service, ServiceFailed, free_port, port_is_free
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
