@@ -312,6 +312,12 @@ def _kill_a_worker_mid_stage(cluster, stop: threading.Event, killed: list) -> No
         time.sleep(0.05)
 
 
+def _extend_partitions_to(settings, month: str) -> None:
+    """As `./run demo --months` leaves the settings file: the partitions reach the newest month written."""
+    lines = [line for line in settings.settings_file.read_text().splitlines() if not line.startswith("TAXI_LAST_MONTH=")]
+    settings.settings_file.write_text("\n".join([*lines, f"TAXI_LAST_MONTH={month}"]) + "\n")
+
+
 def worker_dir(cluster, worker) -> Path:
     return cluster.spark.folder / f"worker-{cluster.spark.running_workers.index(worker) + 1}"
 
@@ -324,7 +330,8 @@ def test_a_worker_killed_in_the_middle_of_a_stage(running):
 
     cluster, settings = running
     source = SampleSource(settings.path("sample_source"), trips_per_month=KILLED_MONTH_TRIPS)
-    source.write_month(KILLED_MONTH)
+    source.write_month(KILLED_MONTH)  # a larger month beside the others (write_months would rewrite them at this scale)
+    _extend_partitions_to(settings, KILLED_MONTH)
     before = _rows_per_month(settings)
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=_kill_a_worker_mid_stage, args=(cluster, stop, killed), daemon=True)
