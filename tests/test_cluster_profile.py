@@ -314,7 +314,8 @@ def _kill_a_worker_mid_stage(cluster, stop: threading.Event, killed: list) -> No
 
 def _extend_partitions_to(settings, month: str) -> None:
     """As `./run demo --months` leaves the settings file: the partitions reach the newest month written."""
-    lines = [line for line in settings.settings_file.read_text().splitlines() if not line.startswith("TAXI_LAST_MONTH=")]
+    written = settings.settings_file.read_text().splitlines()
+    lines = [line for line in written if not line.startswith("TAXI_LAST_MONTH=")]
     settings.settings_file.write_text("\n".join([*lines, f"TAXI_LAST_MONTH={month}"]) + "\n")
 
 
