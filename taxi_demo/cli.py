@@ -12,7 +12,7 @@ import time
 from datetime import datetime
 
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
-from taxi_core.tool_env import apply_tool_environment, withdraw_tool_environment
+from taxi_core.tool_env import child_environment
 from taxi_demo import local_state
 from taxi_demo.local_cluster import profile as cluster_profile
 from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
@@ -93,11 +93,8 @@ def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, p
     with cluster_profile.running(settings) as cluster:
         for line in cluster.describe():
             print(f"  {line}")
-        # The profile's own state folder: its Metaflow root and caches too, not the embedded ones.
-        withdraw_tool_environment(settings)
-        os.environ.update(cluster.environment)
-        cluster_settings = load_settings()
-        apply_tool_environment(cluster_settings)
+        # The profile's own state folder (its Metaflow root and caches too), read without touching this process.
+        cluster_settings = load_settings(os.environ | cluster.environment)
         status = run_demo(cluster_settings, months, trips, use_weather, stages, cluster.environment)
         stages.header("Cluster profile: stopping the Spark workers, the master and PostgreSQL")
     return status
@@ -113,9 +110,21 @@ def run_demo(
 ) -> int:
     stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
     values = init(settings, months, trips, profile)
-    # The demo runs on its sample source: the code server and runs it starts inherit this environment.
-    os.environ.update(values)
-    # Dagster reads DAGSTER_HOME when the instance is opened, so this import follows init().
+    # What the demo starts (the code server and its runs, Metaflow, the lineage pass) runs on this state folder,
+    # its sample source and, with a profile, its servers.
+    with child_environment((profile or {}) | values):
+        return _run_pipeline(settings, months, use_weather, stages, values, profile)
+
+
+def _run_pipeline(
+    settings: Settings,
+    months: list[str],
+    use_weather: bool,
+    stages: Stages,
+    values: dict[str, str],
+    profile: dict[str, str] | None,
+) -> int:
+    # Dagster reads DAGSTER_HOME when the instance is opened: inside the demo's environment.
     from dagster import DagsterInstance
 
     from taxi_demo import pipeline_run
@@ -217,7 +226,6 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
     except SettingsError as err:
         parser.error(str(err))
-    apply_tool_environment(settings)
     if args.command == "init":
         init(settings, months, trips)
         print(f"Wrote {settings.settings_file}; `./run dagster dev` reads it (exported variables win):")
