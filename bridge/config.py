@@ -15,12 +15,13 @@ from bridge.translate.naming import Naming
 
 if TYPE_CHECKING:
     from dagster import AssetKey
+    from dagster._core.definitions.metadata import RawMetadataValue
 
 DataHubKind = Literal["lite", "rest", "file", "off"]
 # Extra metadata for the materializations reported for a Metaflow run made outside Dagster, by asset.
-ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, object]]]
+ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, "RawMetadataValue"]]]
 # The checks a Metaflow run evaluated on what it wrote, by asset: (check name, passed, metadata) each.
-ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, object]]]]]
+ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, "RawMetadataValue"]]]]]
 
 
 @dataclass(frozen=True)

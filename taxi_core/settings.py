@@ -13,7 +13,7 @@ import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -175,6 +175,8 @@ class Settings(BaseSettings):
     @field_validator(*SHAPES)
     @classmethod
     def _shaped(cls, value: str, info: ValidationInfo) -> str:
+        if info.field_name is None:  # pydantic names the field a field validator runs for
+            raise TypeError("a field validator called without its field")
         pattern, accepts = SHAPES[info.field_name]
         if not pattern.fullmatch(value):
             raise ValueError(accepts)
@@ -218,7 +220,9 @@ class Settings(BaseSettings):
 
 def _variable(settings_field: str) -> str:
     alias = Settings.model_fields[settings_field].validation_alias
-    return alias.choices[0] if isinstance(alias, AliasChoices) else settings_field
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):  # a variable's name (see _env)
+        return alias.choices[0]
+    return settings_field
 
 
 def _explain(err: ValidationError) -> str:
@@ -234,7 +238,7 @@ def _explain(err: ValidationError) -> str:
     return "Invalid setting: " + "; ".join(lines)
 
 
-def load_settings(environ: dict[str, str] | None = None, **overrides) -> Settings:
+def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
     """The settings, from ``environ`` (by default this process's environment) and the settings files.
 
     ``overrides`` (field names) win over everything; tests and command-line options use them.
@@ -243,7 +247,9 @@ def load_settings(environ: dict[str, str] | None = None, **overrides) -> Setting
     state = Path(environ.get(STATE_DIR_ENV) or overrides.get("state_dir") or default_state_dir())
     files = (state.expanduser() / SETTINGS_FILE, Path.cwd() / ".env")  # later files win
     try:
-        return Settings(_env_file=files, _env_file_encoding="utf-8", **_from(environ), **overrides)
+        # Type checkers see the fields' signature, not BaseSettings' own __init__ (which takes _env_file) nor
+        # pydantic turning the variables' strings into each field's type (pydantic/pydantic-settings#131).
+        return Settings(_env_file=files, _env_file_encoding="utf-8", **_from(environ), **overrides)  # type: ignore[call-arg, arg-type]
     except ValidationError as err:
         raise SettingsError(_explain(err)) from None
 
@@ -254,7 +260,7 @@ def _from(environ: dict[str, str]) -> dict[str, str]:
     for name, spec in Settings.model_fields.items():
         alias = spec.validation_alias
         for variable in alias.choices if isinstance(alias, AliasChoices) else ():
-            if environ.get(variable):
+            if isinstance(variable, str) and environ.get(variable):  # every choice is a variable's name (see _env)
                 values[name] = environ[variable]
                 break
     return values

@@ -16,11 +16,16 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.config import LineageBridge
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox.queue import Outbox, OutboxDamaged
 from bridge.sinks.failures import redact
+
+if TYPE_CHECKING:
+    from bridge.sources.dagster import AssetGraph
 
 
 class UsageError(Exception):
@@ -32,6 +37,13 @@ def damaged_outbox(bridge: LineageBridge, err: Exception) -> UsageError:
         f"{err}. Run `{bridge.repair_command} rebuild outbox`: it sets the file aside and queues every "
         f"Dagster and Metaflow run again, without re-sending what the OpenLineage target already has."
     )
+
+
+def _workspace_file(bridge: LineageBridge) -> Path:
+    """The Dagster workspace the commands that read Dagster load the code location from."""
+    if bridge.workspace_file is None:
+        raise UsageError(f"No Dagster workspace file is configured to load the code location {bridge.code_location}")
+    return bridge.workspace_file
 
 
 def open_outbox(bridge: LineageBridge) -> Outbox:
@@ -50,14 +62,16 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     from bridge.sinks.openlineage import make_client
     from bridge.sources.code_location import CodeLocationNotFound, find_location, load_asset_graph
 
-    def graph():
+    workspace = _workspace_file(bridge)
+
+    def graph() -> AssetGraph:
         try:
-            return load_asset_graph(bridge.workspace_file, bridge.code_location)
+            return load_asset_graph(workspace, bridge.code_location)
         except CodeLocationNotFound as err:
             raise UsageError(str(err)) from err
 
     try:
-        find_location(bridge.workspace_file, bridge.code_location)
+        find_location(workspace, bridge.code_location)
     except CodeLocationNotFound as err:
         raise UsageError(str(err)) from err
     client = make_client(bridge.events_file)
@@ -110,7 +124,7 @@ def watch_lineage(
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("bridge").setLevel(logging.INFO)  # what each pass did; not every library's chatter
-    graph = cache(lambda: load_asset_graph(bridge.workspace_file, bridge.code_location))
+    graph = cache(lambda: load_asset_graph(_workspace_file(bridge), bridge.code_location))
     client = make_client(bridge.events_file)
     last = None
 
@@ -212,11 +226,13 @@ def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> 
     outbox = open_outbox(bridge)
     try:
         with one_pass_at_a_time(outbox, 60, "rebuild datahub", wait=bridge.pass_seconds):
-            if target.kind == "lite":
+            if target.kind == "lite" and target.lite_path is not None:  # a Lite target always has its path
                 aside = set_aside(target.lite_path)
                 print(f"Set {target.lite_path} aside as {aside}" if aside else f"No file at {target.lite_path}")
             else:
                 sink = datahub_sink(target, outbox, bridge.naming, bridge.lineage_dir)
+                if sink is None:  # only DataHub being off has no sink, refused above
+                    raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
                 outbox.set_sink_offset(sink.name, 0)
                 outbox.forget_failures(sink.name)
                 print(f"{sink.name} is refilled from the first queued event")

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bridge.cli.commands import (
     UsageError,
@@ -48,9 +49,10 @@ from bridge.cli.commands import (
 )
 from bridge.config import LineageBridge
 from bridge.index import queries, views
-from bridge.index.graph_view import LineageGraph, NotInGraph, not_found_message, to_mermaid, to_svg
+from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message, to_mermaid, to_svg
 from bridge.index.lineage_index import LineageIndex
 from bridge.index.model_versions import TrainedVersion, differences, find_version, trained_versions
+from bridge.outbox.queue import Outbox
 
 
 @contextmanager
@@ -67,7 +69,7 @@ def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
         outbox.close()
 
 
-def _caught_up(bridge: LineageBridge, outbox) -> LineageIndex:
+def _caught_up(bridge: LineageBridge, outbox: Outbox) -> LineageIndex:
     """The index, rebuilt from the outbox when its file is damaged: it holds nothing the outbox does not."""
     try:
         index = LineageIndex(bridge.index_path, outbox)
@@ -91,7 +93,7 @@ def _graph(connection: sqlite3.Connection, bridge: LineageBridge) -> LineageGrap
     return graph
 
 
-def _describe(graph: LineageGraph, node: str, runs: dict, versions: dict) -> str:
+def _describe(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versions: dict[str, str]) -> str:
     label, kind = graph.labels[node], graph.kinds[node]
     if kind == "dataset":
         version = versions.get(label)
@@ -100,7 +102,7 @@ def _describe(graph: LineageGraph, node: str, runs: dict, versions: dict) -> str
     return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
 
 
-def _node_json(graph: LineageGraph, node: str, runs: dict, versions: dict) -> dict:
+def _node_json(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versions: dict[str, str]) -> dict[str, Any]:
     label, kind = graph.labels[node], graph.kinds[node]
     if kind == "dataset":
         return {"name": label, "kind": "dataset", "version": versions.get(label)}
@@ -111,9 +113,11 @@ def _node_json(graph: LineageGraph, node: str, runs: dict, versions: dict) -> di
     return {"name": label, "kind": f"{kind} job", "last_run": last}
 
 
-def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versions: dict) -> list[dict]:
+def _tree_json(
+    graph: LineageGraph, node: str, upstream: bool, runs: dict[str, RunSummary], versions: dict[str, str]
+) -> list[dict[str, Any]]:
     """The tree as nested nodes; a node already shown is listed with ``"repeated": true`` and no children."""
-    children: dict[str, list[dict]] = {node: []}
+    children: dict[str, list[dict[str, Any]]] = {node: []}
     for line in graph.tree(node, upstream):
         entry = {**_node_json(graph, line.node, runs, versions), "repeated": line.repeated, "children": []}
         children[line.parent].append(entry)
@@ -125,9 +129,10 @@ def _tree_json(graph: LineageGraph, node: str, upstream: bool, runs: dict, versi
 def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False) -> int:
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
-        node, column = _node_or_column(connection, graph, name)
-        if column is not None:
-            return show_column(connection, *column, None, as_json, direct)
+        found = _node_or_column(connection, graph, name)
+        if found[1] is not None:
+            return show_column(connection, *found[1], None, as_json, direct)
+        node = found[0]
         runs, versions = queries.last_runs(connection), queries.current_versions(connection)
         upstream_count, downstream_count = queries.reach(connection, node)
     if as_json:
@@ -291,10 +296,11 @@ def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = 
     """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
-        dataset, column = _node_or_column(connection, graph, name)
-        if column is not None:
-            version, _ = _resolve_version(connection, column[0], wanted)
-            return show_column(connection, *column, version, as_json, direct)
+        found = _node_or_column(connection, graph, name)
+        if found[1] is not None:
+            version, _ = _resolve_version(connection, found[1][0], wanted)
+            return show_column(connection, *found[1], version, as_json, direct)
+        dataset = found[0]
         version, trained = _resolve_version(connection, dataset, wanted)
         tree = queries.version_tree(connection, dataset, version)
     if as_json:

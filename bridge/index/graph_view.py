@@ -11,8 +11,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from bridge.translate.naming import dataset_urn_name
+
+if TYPE_CHECKING:
+    from datahub.lite.lite_local import DataHubLiteLocal
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,14 @@ def _dataset_label(urn: str) -> str:
     return dataset_urn_name(urn)
 
 
+def _job_io(lite: DataHubLiteLocal[Any], urn: str) -> dict[str, Any]:
+    """A job's ``dataJobInputOutput`` aspect as Lite holds it: JSON, as Lite returns aspects unless asked for types."""
+    aspect = (lite.get(urn, aspects=["dataJobInputOutput"]) or {}).get("dataJobInputOutput") or {}
+    if not isinstance(aspect, dict):
+        raise TypeError(f"DataHub Lite returned {type(aspect).__name__} as the inputs and outputs of {urn}")
+    return aspect
+
+
 @dataclass
 class LineageGraph:
     """Datasets and jobs as nodes; an edge ``a -> b`` means b was made from (or after) a."""
@@ -97,11 +109,11 @@ class LineageGraph:
     edges: set[tuple[str, str]] = field(default_factory=set)
 
     @classmethod
-    def from_lite(cls, lite) -> LineageGraph:
+    def from_lite(cls, lite: DataHubLiteLocal[Any]) -> LineageGraph:
         graph = cls()
         for urn in lite.list_ids():
             if urn.startswith("urn:li:dataJob:"):
-                io = (lite.get(urn, aspects=["dataJobInputOutput"]) or {}).get("dataJobInputOutput") or {}
+                io = _job_io(lite, urn)
                 graph.add(urn)
                 for dataset in io.get("inputDatasets", []):
                     graph.add(dataset)
@@ -175,7 +187,7 @@ class LineageGraph:
             incoming[b].add(a)
         layer: dict[str, int] = {}
 
-        def depth(node: str, trail: frozenset = frozenset()) -> int:
+        def depth(node: str, trail: frozenset[str] = frozenset()) -> int:
             if node not in layer:
                 parents = [p for p in incoming[node] if p not in trail]
                 layer[node] = 1 + max((depth(p, trail | {node}) for p in parents), default=-1)
@@ -220,7 +232,7 @@ def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -
         edge_attr={"color": "#888888", "arrowsize": "0.7"},
     )  # fmt: skip
 
-    def add(target, node: str) -> None:
+    def add(target: Any, node: str) -> None:  # the picture or one of its clusters
         kind = graph.kinds[node]
         faded = highlight is not None and node not in highlight
         target.node(
@@ -254,7 +266,8 @@ def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -
     for a, b in sorted(graph.edges):
         strong = highlight is not None and a in highlight and b in highlight
         picture.edge(ids[a], ids[b], color="#d9480f" if strong else "#888888", penwidth="2" if strong else "1")
-    return picture.pipe(format="svg").decode()
+    svg: str = picture.pipe(format="svg").decode()
+    return svg
 
 
 def _plain_svg(graph: LineageGraph, title: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bridge.outbox.queue import Outbox, connect
 
@@ -46,14 +47,16 @@ CREATE TABLE IF NOT EXISTS located (namespace TEXT, name TEXT, label TEXT NOT NU
 FINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
 
 
-def dataset_label(dataset: dict) -> str:
+def dataset_label(dataset: dict[str, Any]) -> str:
     """A dataset's catalog name when it has one (``nyc_taxi.raw_weather``), else its OpenLineage name."""
     symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
-    return symlinks[0]["name"] if symlinks else dataset["name"]
+    label: str = symlinks[0]["name"] if symlinks else dataset["name"]
+    return label
 
 
-def dataset_version(dataset: dict) -> str | None:
-    return dataset.get("facets", {}).get("version", {}).get("datasetVersion")
+def dataset_version(dataset: dict[str, Any]) -> str | None:
+    version: str | None = dataset.get("facets", {}).get("version", {}).get("datasetVersion")
+    return version
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class EventFacts:
     trained: bool = False
 
 
-def event_facts(event: dict, located: dict[tuple[str, str], str] | None = None) -> EventFacts:
+def event_facts(event: dict[str, Any], located: dict[tuple[str, str], str] | None = None) -> EventFacts:
     """The index's facts in one OpenLineage event (as JSON).
 
     ``located`` maps an OpenLineage (namespace, name) to the label of a dataset seen before, so a column

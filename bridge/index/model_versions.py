@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class TrainedVersion:
     def input_columns(self) -> set[str]:
         return {column for columns in self.features.values() for column in columns}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "model": self.model,
@@ -48,15 +49,16 @@ class TrainedVersion:
         }
 
 
-def dataset_label(dataset: dict) -> str:
+def dataset_label(dataset: dict[str, Any]) -> str:
     """A dataset's catalog name when it has one (``nyc_taxi.raw_weather``), else its OpenLineage name."""
     symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
-    return symlinks[0]["name"] if symlinks else dataset["name"]
+    label: str = symlinks[0]["name"] if symlinks else dataset["name"]
+    return label
 
 
-def trained_versions(events: Iterable[dict]) -> list[TrainedVersion]:
+def trained_versions(events: Iterable[dict[str, Any]]) -> list[TrainedVersion]:
     """Every model version in ``events``, oldest first."""
-    found = []
+    found: list[TrainedVersion] = []
     for event in events:
         facet = event["run"]["facets"].get("modelTraining")
         if event["eventType"] != "COMPLETE" or not facet:
@@ -84,7 +86,7 @@ def trained_versions(events: Iterable[dict]) -> list[TrainedVersion]:
     return sorted(found, key=lambda v: v.trained_at)
 
 
-def _features(event: dict, version: str) -> dict[str, tuple[str, ...]]:
+def _features(event: dict[str, Any], version: str) -> dict[str, tuple[str, ...]]:
     """The model output's column lineage: each feature and the direct input columns it is computed from."""
     labels = {(d["namespace"], d["name"]): dataset_label(d) for d in (*event.get("inputs", []), *event["outputs"])}
     model = next((d for d in event.get("outputs", []) if _input(d).version == version), None)
@@ -146,5 +148,5 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
     return lines
 
 
-def _input(dataset: dict) -> Input:
+def _input(dataset: dict[str, Any]) -> Input:
     return Input(dataset_label(dataset), dataset.get("facets", {}).get("version", {}).get("datasetVersion"))

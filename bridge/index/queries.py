@@ -11,6 +11,7 @@ import json
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from bridge.index.graph_view import LineageGraph, RunSummary
 
@@ -115,7 +116,7 @@ class VersionNode:
     read: list[VersionNode] = field(default_factory=list)
     repeated: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "version": self.version,
@@ -156,7 +157,7 @@ class ColumnNode:
     def name(self) -> str:
         return f"{self.dataset}.{self.column}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "column": self.column,
@@ -224,23 +225,29 @@ def column_tree(
     return visit(dataset, column, version, ())
 
 
-def trained_events(connection: sqlite3.Connection) -> list[dict]:
+def trained_events(connection: sqlite3.Connection) -> list[dict[str, Any]]:
     return [json.loads(payload) for (payload,) in connection.execute("SELECT payload FROM trained")]
 
 
-def run_steps(connection: sqlite3.Connection, run_id: str) -> list[tuple[Run, list, list]]:
+Versions = list[tuple[str, str | None]]  # datasets, each at a version (if known)
+
+
+def run_steps(connection: sqlite3.Connection, run_id: str) -> list[tuple[Run, Versions, Versions]]:
     """The completed steps of a run, in order, each with the dataset versions it read and wrote."""
     steps = connection.execute(
         "SELECT run_id FROM runs WHERE parent_run_id = ? AND status = 'COMPLETE' ORDER BY finished", (run_id,)
     ).fetchall()
-    result = []
+    result: list[tuple[Run, Versions, Versions]] = []
     for (step_id,) in steps:
-        io = defaultdict(list)
+        io: dict[str, Versions] = defaultdict(list)
         for direction, dataset, version in connection.execute(
             "SELECT direction, dataset, version FROM io WHERE run_id = ? ORDER BY dataset", (step_id,)
         ):
             io[direction].append((dataset, version))
-        result.append((_run(connection, step_id), io["input"], io["output"]))
+        step = _run(connection, step_id)
+        if step is None:  # the step was read from the runs table a moment ago
+            raise LookupError(f"Run {step_id} is no longer in the lineage index")
+        result.append((step, io["input"], io["output"]))
     return result
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from bridge.outbox.queue import Outbox, SinkState
 
@@ -61,7 +62,7 @@ class Status:
     sinks: list[SinkHealth]
     earlier_targets: list[str]  # sinks of targets no longer configured at the latest pass
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"health": VERDICTS[self.code], "exit_code": self.code, **asdict(self)}
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -131,6 +132,12 @@ class DeadLetter:
     parked_at: str
     requeued: bool
 
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> DeadLetter:
+        """A row of ``dead_letters``, whose ``requeued`` SQLite keeps as an integer."""
+        letter_id, sink, seq, job, run_id, event_type, error, attempts, parked_at, requeued = row[:10]
+        return cls(letter_id, sink, seq, job, run_id, event_type, error, attempts, parked_at, bool(requeued))
+
 
 class Outbox:
     def __init__(self, path: Path) -> None:
@@ -171,7 +178,8 @@ class Outbox:
     def _outbox_id(self) -> str:
         """This outbox's identity: a sink that keeps its own place keeps it per outbox."""
         self.connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('id', ?)", (uuid.uuid4().hex,))
-        return self.connection.execute("SELECT value FROM meta WHERE key = 'id'").fetchone()[0]
+        outbox_id: str = self.connection.execute("SELECT value FROM meta WHERE key = 'id'").fetchone()[0]
+        return outbox_id
 
     def _take_over_delivered_marks(self) -> None:
         """An outbox from before per-sink places marked each delivered event; its place is the first unmarked one."""
@@ -201,7 +209,7 @@ class Outbox:
 
     # Sources
 
-    def cursor(self, source: str) -> dict:
+    def cursor(self, source: str) -> dict[str, Any]:
         row = self.connection.execute("SELECT value FROM cursors WHERE source = ?", (source,)).fetchone()
         return json.loads(row[0]) if row else {}
 
@@ -224,7 +232,8 @@ class Outbox:
         return QueuedEvent(*row) if row else None
 
     def last_seq(self) -> int:
-        return self.connection.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        last: int = self.connection.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        return last
 
     # Sinks that keep their place here
 
@@ -252,11 +261,12 @@ class Outbox:
     def pending_count(self, sink: str, position: int | None = None) -> int:
         """Events ``sink`` has not had: those past its place, and those it holds out of line."""
         after = self.sink_offset(sink) if position is None else position
-        return self.connection.execute(
+        count: int = self.connection.execute(
             "SELECT (SELECT count(*) FROM events WHERE seq > ?) + "
             "(SELECT count(*) FROM failing WHERE sink = ? AND seq <= ?)",
             (after, sink, after),
         ).fetchone()[0]
+        return count
 
     def oldest_pending_time(self, sink: str, position: int) -> str | None:
         """The event time of the oldest event ``sink`` has not had (held, or first past its place)."""
@@ -376,13 +386,14 @@ class Outbox:
                 self._set_offset(sink, event.seq)
 
     def dead_letters(self, sink: str | None = None, requeued: bool | None = None) -> list[DeadLetter]:
-        query, params = "SELECT * FROM dead_letters WHERE 1 = 1", []
+        query = "SELECT * FROM dead_letters WHERE 1 = 1"
+        params: list[str | int] = []
         if sink is not None:
             query, params = query + " AND sink = ?", [*params, sink]
         if requeued is not None:
             query, params = query + " AND requeued = ?", [*params, int(requeued)]
         rows = self.connection.execute(query + " ORDER BY id", params).fetchall()
-        return [DeadLetter(*row[:9], requeued=bool(row[9])) for row in rows]
+        return [DeadLetter.from_row(row) for row in rows]
 
     def requeue(self, ids: list[int] | None = None) -> int:
         """Queue dead letters again (all when ``ids`` is None); the next pass sends them before anything new."""
@@ -464,7 +475,7 @@ class Batch:
         self.added += inserted
         return bool(inserted)
 
-    def set_cursor(self, value: dict) -> None:
+    def set_cursor(self, value: dict[str, Any]) -> None:
         self.connection.execute(
             "INSERT INTO cursors (source, value) VALUES (?, ?) "
             "ON CONFLICT(source) DO UPDATE SET value = excluded.value",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from dagster import DagsterInstance
 from openlineage.client import OpenLineageClient
+from openlineage.client.event_v2 import RunEvent
 from openlineage.client.serde import Serde
 
 from bridge.config import LineageBridge
@@ -40,7 +41,7 @@ LEASE_SECONDS = 90.0
 @dataclass
 class PassResult:
     queued: dict[str, int] = field(default_factory=dict)
-    event_types: Counter = field(default_factory=Counter)
+    event_types: Counter[str] = field(default_factory=Counter)
     untranslated: list[int] = field(default_factory=list)
     sinks: dict[str, DrainResult] = field(default_factory=dict)  # by the sink's name in the bridge's configuration
     reported: list[str] = field(default_factory=list)
@@ -67,7 +68,12 @@ class PassResult:
         return self.health != HEALTHY
 
 
-def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]) -> list:
+Source = DagsterSource | MetaflowSource
+
+
+def sources_for(
+    bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]
+) -> list[Source]:
     """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
     dagster = DagsterSource(
         instance, graph, bridge.naming, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
@@ -78,16 +84,22 @@ def sources_for(bridge: LineageBridge, instance: DagsterInstance, graph: AssetGr
     ]
 
 
-def queue_source(outbox: Outbox, source) -> tuple[int, Counter]:
+def queue_source(outbox: Outbox, source: Source) -> tuple[int, Counter[str]]:
     """Read ``source`` past its cursor and queue its events with the new cursor, atomically."""
     events, cursor = source.read(outbox.cursor(source.name))
-    types: Counter = Counter()
+    types: Counter[str] = Counter()
     with outbox.batch(source.name) as batch:
         for key, event in events:
             if batch.add(key, Serde.to_json(event)):
-                types[event.eventType.value] += 1
+                types[_event_type(event)] += 1
         batch.set_cursor(cursor)
     return batch.added, types
+
+
+def _event_type(event: RunEvent) -> str:
+    if event.eventType is None:  # the translators give every run event its type
+        raise ValueError(f"A run event of {event.job.name} without its type")
+    return event.eventType.value
 
 
 def run_pass(
@@ -116,7 +128,15 @@ def run_pass(
     return result
 
 
-def _pass(bridge, instance, graph, client, outbox: Outbox, deadline: float, renew) -> PassResult:
+def _pass(
+    bridge: LineageBridge,
+    instance: DagsterInstance,
+    graph: AssetGraph | Callable[[], AssetGraph],
+    client: OpenLineageClient | None,
+    outbox: Outbox,
+    deadline: float,
+    renew: Callable[[], None],
+) -> PassResult:
     result = PassResult()
     sources = sources_for(bridge, instance, graph)
     for source in sources:

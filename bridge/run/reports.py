@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
@@ -22,6 +23,7 @@ from dagster import (
     AssetMaterialization,
     DagsterInstance,
     DataVersion,
+    EventLogRecord,
 )
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
@@ -35,6 +37,7 @@ from dagster._core.definitions.data_version import (
 from bridge.config import LineageBridge
 from bridge.outbox.queue import Outbox
 from bridge.sources.metaflow import flow_runs, run_folders, run_record
+from bridge.translate.metaflow import FlowRunRecord
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ CURSOR = "dagster-reports"
 Parents = Callable[[AssetKey], list[AssetKey]]
 
 
-def asset_key_of(use: dict) -> AssetKey:
+def asset_key_of(use: dict[str, Any]) -> AssetKey:
     """The asset of a recorded dataset: a table by its identifier's parts, anything else by its name's."""
     return AssetKey(use["name"].split(".") if use["kind"] == "table" else use["name"].split("/"))
 
@@ -55,7 +58,7 @@ def report_metaflow_outputs(
     ``parents`` are the assets' parents in Dagster's asset graph (for data provenance).
     """
     cursor = outbox.cursor(CURSOR)
-    reported = []
+    reported: list[str] = []
     for flow in bridge.flows:
         # Before the cursor was kept per flow it held one flow's "seen" list.
         seen = set(cursor.get(flow, {}).get("seen", cursor.get("seen", [])))
@@ -81,16 +84,16 @@ def report_metaflow_outputs(
     return reported
 
 
-def _with(cursor: dict, flow: str, entry: dict) -> dict:
+def _with(cursor: dict[str, Any], flow: str, entry: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in cursor.items() if key != "seen"} | {flow: entry}
 
 
-def _save(outbox: Outbox, cursor: dict) -> None:
+def _save(outbox: Outbox, cursor: dict[str, Any]) -> None:
     with outbox.batch(CURSOR) as batch:
         batch.set_cursor(cursor)
 
 
-def _reported_before(instance: DagsterInstance, record) -> bool:
+def _reported_before(instance: DagsterInstance, record: FlowRunRecord) -> bool:
     """True when Dagster already holds a materialization reported for this run (by a pass with another outbox)."""
     keys = [asset_key_of(use) for task in record.tasks for use in task.io.get("writes", [])]
     if not keys:
@@ -103,10 +106,10 @@ def _reported_before(instance: DagsterInstance, record) -> bool:
     )
 
 
-def _report(instance: DagsterInstance, bridge: LineageBridge, record, parents: Parents) -> None:
+def _report(instance: DagsterInstance, bridge: LineageBridge, record: FlowRunRecord, parents: Parents) -> None:
     extra = bridge.report_metadata(record.pathspec) if bridge.report_metadata else {}
     checks = bridge.report_checks(record.pathspec) if bridge.report_checks else {}
-    writes: dict[AssetKey, dict] = {}
+    writes: dict[AssetKey, dict[str, Any]] = {}
     for task in sorted(record.tasks, key=lambda task: task.created_at):  # in the order the flow wrote them
         for use in task.io.get("writes", []):
             writes[asset_key_of(use)] = use
@@ -146,7 +149,7 @@ def _report(instance: DagsterInstance, bridge: LineageBridge, record, parents: P
             )
 
 
-def _reported_record(instance: DagsterInstance, key: AssetKey, pathspec: str):
+def _reported_record(instance: DagsterInstance, key: AssetKey, pathspec: str) -> EventLogRecord | None:
     """The materialization just reported for ``key`` by the run ``pathspec``."""
     for candidate in instance.fetch_materializations(key, limit=5).records:
         entry = candidate.asset_materialization

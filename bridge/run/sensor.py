@@ -13,6 +13,7 @@ from bridge.outbox.lease import PassRunning
 from bridge.outbox.queue import Outbox
 from bridge.run.lineage_pass import run_pass, summary
 from bridge.run.watch import keep_watcher_running
+from bridge.sources.dagster import AssetGraph
 
 
 class LineageFailing(Exception):
@@ -39,7 +40,7 @@ def lineage_sensor(
             "and reports Metaflow runs made outside Dagster as materializations."
         ),
     )
-    def bridge_sensor(context: SensorEvaluationContext):
+    def bridge_sensor(context: SensorEvaluationContext) -> SkipReason:
         configured = bridge() if callable(bridge) else bridge
         watcher = keep_watcher_running(configured)
         if watcher is not None:
@@ -49,7 +50,7 @@ def lineage_sensor(
                 configured.lineage_dir / "watcher.log",
             )
         try:
-            graph = lambda: context.repository_def.asset_graph  # noqa: E731 -- loaded only when a run is new
+            graph = lambda: _asset_graph(context)  # noqa: E731 -- loaded only when a run is new
             result = run_pass(configured, context.instance, graph, purpose="sensor")
         except PassRunning as running:
             said = f"{running}; this tick leaves the work to it"
@@ -64,6 +65,14 @@ def lineage_sensor(
         return SkipReason(said)
 
     return bridge_sensor
+
+
+def _asset_graph(context: SensorEvaluationContext) -> AssetGraph:
+    """The asset graph of the sensor's own code location: Dagster evaluates a sensor with its repository."""
+    repository = context.repository_def
+    if repository is None:
+        raise ValueError("The lineage sensor was evaluated without its repository, so without an asset graph")
+    return repository.asset_graph
 
 
 def _log_health(context: SensorEvaluationContext, bridge: LineageBridge) -> None:

@@ -265,6 +265,7 @@ class _Drain:
 
 def _run_of(event: QueuedEvent) -> str:
     try:
-        return json.loads(event.payload)["run"]["runId"]
+        run_id: str = json.loads(event.payload)["run"]["runId"]
+        return run_id
     except (ValueError, KeyError, TypeError):
         return f"unreadable event {event.seq}"

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datahub.lite.sqlite_lite import SqliteLite
 
 HOW_TO_MAKE_ONE = "run a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs"
 
@@ -12,17 +16,21 @@ class NoLineageGraph(LookupError):
     """There is no DataHub Lite graph to read yet."""
 
 
-def open_lite(path: Path, read_only: bool = False):
+def open_lite(path: Path, read_only: bool = False) -> SqliteLite:
     # DataHub takes a second to import: commands load it only when they open a graph.
     from datahub.lite.lite_util import get_datahub_lite
+    from datahub.lite.sqlite_lite import SqliteLite
 
     config = {"file": str(path), "read_only": read_only, "options": {"journal_mode": "WAL"}}
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
+    lite = get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
+    if not isinstance(lite, SqliteLite):
+        raise TypeError(f"DataHub Lite of type sqlite opened as {type(lite).__name__}")
+    return lite
 
 
-def open_for_reading(path: Path, how_to_make_one: str = HOW_TO_MAKE_ONE):
+def open_for_reading(path: Path, how_to_make_one: str = HOW_TO_MAKE_ONE) -> SqliteLite:
     """The graph, read-only; :class:`NoLineageGraph` (saying ``how_to_make_one``) when nothing has written one yet."""
     if not path.is_file() or path.stat().st_size == 0:
         msg = f"No lineage graph at {path}; {how_to_make_one}"

@@ -12,7 +12,9 @@ from __future__ import annotations
 import gzip
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from bridge.outbox.queue import Outbox, QueuedEvent
@@ -57,7 +59,7 @@ class ArchiveLocation:
 class ObjectStoreSink:
     """Batches of events as objects in a bucket (see the module); ``client`` is a boto3 S3 client."""
 
-    def __init__(self, client, location: ArchiveLocation, outbox: Outbox, endpoint_url: str = "") -> None:
+    def __init__(self, client: Any, location: ArchiveLocation, outbox: Outbox, endpoint_url: str = "") -> None:
         self.client, self.location, self.outbox = client, location, outbox
         self.folder = location.folder(outbox.id)
         self.name = f"object-store {location}"
@@ -111,7 +113,7 @@ class ObjectStoreSink:
     def _reset(self) -> None:
         self._buffer, self._first, self._last = [], None, None
 
-    def _call(self, what: str, request, **arguments):
+    def _call(self, what: str, request: Callable[..., Any], **arguments: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError  # boto3 loads only for a configured archive
 
         try:

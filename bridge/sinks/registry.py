@@ -44,7 +44,8 @@ def factory(kind: str) -> Factory:
         msg = f"no lineage sink of kind {kind!r}: use one of {known}, or install a package that registers it"
         raise UnknownSinkKind(msg)
     module, _, name = where.partition(":")
-    return getattr(import_module(module), name)
+    built: Factory = getattr(import_module(module), name)
+    return built
 
 
 def build_sink(spec: SinkSpec, context: SinkContext) -> Sink | None:

@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 from dagster import Definitions, RepositoryDefinition
@@ -22,9 +23,9 @@ class CodeLocationNotFound(LookupError):
     """The workspace names no such code location, or its code does not load."""
 
 
-def _entries(workspace_file: Path) -> list[tuple[str, dict]]:
+def _entries(workspace_file: Path) -> list[tuple[str, dict[str, Any]]]:
     loaded = yaml.safe_load(workspace_file.read_text()) or {}
-    entries = []
+    entries: list[tuple[str, dict[str, Any]]] = []
     for item in loaded.get("load_from", []):
         for kind in ("python_module", "python_file"):
             if kind in item:
@@ -35,7 +36,7 @@ def _entries(workspace_file: Path) -> list[tuple[str, dict]]:
     return entries
 
 
-def find_location(workspace_file: Path, location_name: str) -> tuple[str, dict]:
+def find_location(workspace_file: Path, location_name: str) -> tuple[str, dict[str, Any]]:
     """The ``load_from`` entry of ``location_name`` (its kind and settings), read without loading its code."""
     entries = _entries(workspace_file)
     names = [
@@ -62,6 +63,8 @@ def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
         else:
             path = base / entry["relative_path"]
             spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"{path} is not a Python module")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
     except Exception as err:
@@ -70,7 +73,7 @@ def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
     return _graph(getattr(module, entry.get("attribute") or "defs"), location_name)
 
 
-def _graph(loadable, location_name: str) -> AssetGraph:
+def _graph(loadable: object, location_name: str) -> AssetGraph:
     if callable(loadable) and not isinstance(loadable, (Definitions, RepositoryDefinition)):
         loadable = loadable()  # a @definitions function
     if isinstance(loadable, Definitions):

@@ -7,7 +7,7 @@ the translation (:mod:`bridge.translate.dagster`) never touches the instance.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cached_property
 from time import time
@@ -19,6 +19,7 @@ from dagster import (
     DagsterEventType,
     DagsterInstance,
     DagsterRun,
+    EventLogRecord,
     RunsFilter,
     TimeWindowPartitionsDefinition,
 )
@@ -28,6 +29,7 @@ from bridge.translate.dagster_records import (
     READ_TYPES,
     DagsterRunRecords,
     Upstream,
+    dagster_event,
     event_type,
     planned_by_step,
     provenance_pointers,
@@ -37,6 +39,8 @@ from bridge.translate.events import JobRef
 from bridge.translate.naming import Naming
 
 Parents = Callable[[AssetKey], list[AssetKey]]
+# An upstream asset's newest materializations (of some partitions): when fetched, the records, whether that is all.
+Window = tuple[float, Sequence[EventLogRecord], bool]
 UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass
 
 
@@ -86,7 +90,7 @@ class DagsterSource:
         """
         self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
         self.launcher_kinds = launcher_kinds
-        self._windows: dict[tuple, tuple[float, list, bool]] = {}
+        self._windows: dict[tuple[AssetKey, tuple[str, ...] | None], Window] = {}
         self.default_location = default_location
         self.untranslated: list[int] = []
 
@@ -103,13 +107,15 @@ class DagsterSource:
         fetched = self._fetch(dagster_run_id)
         return self._assembled(dagster_run_id, *fetched) if fetched else None
 
-    def _fetch(self, dagster_run_id: str, run: DagsterRun | None = None) -> tuple[DagsterRun, list] | None:
+    def _fetch(
+        self, dagster_run_id: str, run: DagsterRun | None = None
+    ) -> tuple[DagsterRun, list[EventLogRecord]] | None:
         run = run or self.instance.get_run_by_id(dagster_run_id)
         if run is None:
             return None
         return run, list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
 
-    def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list) -> DagsterRunRecords:
+    def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list[EventLogRecord]) -> DagsterRunRecords:
         partition = run.tags.get("dagster/partition")
         times = {record.storage_id: record.timestamp for record in records}
         upstream = {
@@ -128,15 +134,15 @@ class DagsterSource:
             self._provenance(records),
         )
 
-    def _provenance(self, records: list) -> dict[int, Any]:
+    def _provenance(self, records: list[EventLogRecord]) -> dict[int, EventLogRecord]:
         """The upstream materializations the run's materializations were computed from, per Dagster."""
         wanted: dict[AssetKey, set[int]] = {}
         for record in records:
             if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
-                tags = record.event_log_entry.dagster_event.step_materialization_data.materialization.tags
+                tags = dagster_event(record).step_materialization_data.materialization.tags
                 for parent, pointer in provenance_pointers(tags).items():
                     wanted.setdefault(parent, set()).add(pointer)
-        found = {}
+        found: dict[int, EventLogRecord] = {}
         for parent, pointers in wanted.items():
             result = self.instance.fetch_materializations(
                 AssetRecordsFilter(asset_key=parent, storage_ids=sorted(pointers)), limit=len(pointers)
@@ -150,7 +156,7 @@ class DagsterSource:
 
     def _upstream(self, key: AssetKey, partition: str | None, before: float) -> list[Upstream]:
         """Each parent of ``key`` at its newest materialization before the time ``before``."""
-        found = []
+        found: list[Upstream] = []
         for parent in self.parents(key):
             latest = None
             # The same partition first (a month's table reads that month's files), then any.
@@ -161,7 +167,7 @@ class DagsterSource:
             found.append(Upstream(parent, latest))
         return found
 
-    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: float):
+    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: float) -> EventLogRecord | None:
         """The newest materialization of ``parent`` (in ``partitions``) stored before the time ``before``.
 
         Answered from one window of the parent's newest materializations per pass, fetched after every
@@ -188,7 +194,7 @@ class DagsterSource:
         )
         return result.records[0] if result.records else None
 
-    def _nominal_window(self, records, partition: str | None) -> tuple[datetime, datetime] | None:
+    def _nominal_window(self, records: list[EventLogRecord], partition: str | None) -> tuple[datetime, datetime] | None:
         if not partition:
             return None
         for keys in planned_by_step(records).values():
@@ -202,7 +208,7 @@ class DagsterSource:
                     return window.start, window.end
         return None
 
-    def read(self, cursor: dict) -> tuple[list[Keyed], dict]:
+    def read(self, cursor: dict[str, Any]) -> tuple[list[Keyed], dict[str, Any]]:
         """New events since ``cursor`` and the cursor after them."""
         cursor = {"run_starts": cursor.get("run_starts"), "open_runs": dict(cursor.get("open_runs", {}))}
         starts = self.instance.fetch_run_status_changes(
@@ -219,10 +225,11 @@ class DagsterSource:
         runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=wanted))} if wanted else {}
         fetched = {run_id: self._fetch(run_id, runs[run_id]) if run_id in runs else None for run_id, _ in ordered}
         for dagster_run_id, last_seen in ordered:
-            if fetched[dagster_run_id] is None:
+            run_and_records = fetched[dagster_run_id]
+            if run_and_records is None:
                 del cursor["open_runs"][dagster_run_id]
                 continue
-            records = self._assembled(dagster_run_id, *fetched[dagster_run_id])
+            records = self._assembled(dagster_run_id, *run_and_records)
             new = {r.storage_id for r in records.records if r.storage_id > last_seen}
             if not new:
                 continue

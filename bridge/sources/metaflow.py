@@ -13,10 +13,11 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from metaflow import Flow, get_metadata, namespace
+from metaflow import Flow, Run, Task, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
-from openlineage.client.event_v2 import RunState
+from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
 from bridge.translate.events import JobRef
@@ -34,14 +35,14 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _artifact(task, name: str, default=None):
+def _artifact(task: Task, name: str, default: Any = None) -> Any:
     try:
         return task[name].data
     except KeyError:
         return default
 
 
-def task_state(task) -> RunState:
+def task_state(task: Task) -> RunState:
     """COMPLETE, FAIL, or RUNNING: Metaflow marks a failed attempt in its metadata, not in ``finished``."""
     if task.successful:
         return RunState.COMPLETE
@@ -50,7 +51,7 @@ def task_state(task) -> RunState:
     return RunState.RUNNING
 
 
-def run_state(run) -> RunState:
+def run_state(run: Run) -> RunState:
     if run.successful:
         return RunState.COMPLETE
     if any(task_state(task) == RunState.FAIL for step in run for task in step):
@@ -58,7 +59,7 @@ def run_state(run) -> RunState:
     return RunState.RUNNING
 
 
-def _task_error(task) -> str:
+def _task_error(task: Task) -> str:
     """The exception's last line (its type and message), from the task's record of it."""
     text = str(task.exception or "") or (task.stderr or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -75,16 +76,19 @@ def run_folders(flow_name: str) -> str | None:
     return hashlib.sha1("\n".join(names).encode()).hexdigest()
 
 
-def flow_runs(flow_name: str) -> list:
+def flow_runs(flow_name: str) -> list[Run]:
     """Every run of ``flow_name`` in every Metaflow namespace, oldest first; none if the flow never ran."""
     namespace(None)
     try:
-        return sorted(Flow(flow_name), key=lambda run: run.created_at)
+        # Flow.__init__ is unannotated. runs() without tags is iterating the flow, typed as its runs
+        # (Flow.__iter__ is annotated as yielding tasks).
+        flow = Flow(flow_name)  # type: ignore[no-untyped-call]
+        return sorted(flow.runs(), key=lambda run: run.created_at)
     except MetaflowNotFound:
         return []
 
 
-def run_record(run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
+def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
     """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
     start = run["start"].task if "start" in [step.id for step in run] else None
     parent = _artifact(start, LINEAGE_PARENT) if start else None
@@ -137,22 +141,23 @@ class MetaflowSource:
         self.dagster_step = dagster_step
         self.untranslated: list[int] = []
 
-    def read(self, cursor: dict) -> tuple[list, dict]:
+    def read(self, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
         """New events since ``cursor`` and the cursor after them; one cursor entry per flow."""
-        events, after = [], {}
+        events: list[tuple[str, RunEvent]] = []
+        after: dict[str, Any] = {}
         for flow in self.flows:
             flow_events, after[flow] = self._read_flow(flow, cursor.get(flow, {}))
             events += flow_events
         return events, after
 
-    def _read_flow(self, flow: str, cursor: dict) -> tuple[list, dict]:
+    def _read_flow(self, flow: str, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
         folders = run_folders(flow)
         if folders is not None and cursor.get("settled") == folders:
             return [], cursor
         finished = dict(cursor.get("finished", {}))
         watermark = cursor.get("watermark", 0.0)
         runs = flow_runs(flow)
-        events = []
+        events: list[tuple[str, RunEvent]] = []
         for run in runs:
             created = _utc(run.created_at).timestamp()
             if created < watermark or run.id in finished:

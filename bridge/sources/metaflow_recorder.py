@@ -15,10 +15,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from metaflow import FlowMutator, current, user_step_decorator
+from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
 
 from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
+
+if TYPE_CHECKING:
+    from metaflow.user_decorators.mutable_flow import MutableFlow
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ class DatasetUse:
     params: dict[str, str] | None = None
     # A written dataset's column lineage, as :func:`bridge.translate.column_lineage.lineage_to_json`;
     # its sources are tables.
-    columns_from: dict | None = None
+    columns_from: dict[str, list[dict[str, Any]]] | None = None
 
 
 @dataclass
@@ -53,7 +57,7 @@ class StepLineage:
     reads: list[DatasetUse] = field(default_factory=list)
     writes: list[DatasetUse] = field(default_factory=list)
 
-    def to_artifact(self) -> dict:
+    def to_artifact(self) -> dict[str, list[dict[str, Any]]]:
         return {"reads": [asdict(d) for d in self.reads], "writes": [asdict(d) for d in self.writes]}
 
 
@@ -76,7 +80,11 @@ def record_write(
 
 
 def record_model(
-    name: str, version: str, metrics: dict[str, float], params: dict, columns_from: ColumnLineage | None = None
+    name: str,
+    version: str,
+    metrics: dict[str, float],
+    params: dict[str, Any],
+    columns_from: ColumnLineage | None = None,
 ) -> None:
     """The step wrote model ``name`` at ``version``, with its metrics, hyperparameters and input columns.
 
@@ -87,7 +95,7 @@ def record_model(
     _record("writes", DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from)))
 
 
-def _columns(lineage: ColumnLineage | None) -> dict | None:
+def _columns(lineage: ColumnLineage | None) -> dict[str, list[dict[str, Any]]] | None:
     return lineage_to_json(lineage) if lineage else None
 
 
@@ -114,7 +122,8 @@ def recording() -> Iterator[StepLineage]:
 
 def step_graph() -> dict[str, list[str]]:
     """Each step and the steps that follow it, from Metaflow's own graph."""
-    return {name: list(info.get("next", [])) for name, info in current.graph["steps"].items()}
+    graph = current.graph  # type: ignore[attr-defined]  # Metaflow adds Current.graph once a flow runs
+    return {name: list(info.get("next", [])) for name, info in graph["steps"].items()}
 
 
 def dagster_parent() -> dict[str, str] | None:
@@ -128,8 +137,8 @@ def dagster_parent() -> dict[str, str] | None:
     }
 
 
-@user_step_decorator
-def lineage_recorder(step_name, flow, inputs):
+@user_step_decorator  # type: ignore[untyped-decorator]  # Metaflow leaves user_step_decorator unannotated
+def lineage_recorder(step_name: str, flow: FlowSpec, inputs: Any) -> Iterator[None]:
     if step_name == "start":
         setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
         setattr(flow, LINEAGE_PARENT, dagster_parent())
@@ -143,6 +152,6 @@ def lineage_recorder(step_name, flow, inputs):
 class record_lineage(FlowMutator):  # noqa: N801 - used as a decorator, named like one
     """Flow decorator: every step saves the datasets it read and wrote as ``lineage_io``."""
 
-    def mutate(self, mutable_flow):
+    def mutate(self, mutable_flow: MutableFlow) -> None:
         for _, step in mutable_flow.steps:
             step.add_decorator(lineage_recorder)

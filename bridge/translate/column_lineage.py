@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 DIRECT = "DIRECT"
 INDIRECT = "INDIRECT"
@@ -56,7 +57,7 @@ def stronger(first: str | None, second: str) -> str:
     return first if DIRECT_STRENGTH[first] >= DIRECT_STRENGTH[second] else second
 
 
-def lineage_to_json(lineage: ColumnLineage) -> dict:
+def lineage_to_json(lineage: ColumnLineage) -> dict[str, list[dict[str, Any]]]:
     return {
         column: [
             {
@@ -70,7 +71,7 @@ def lineage_to_json(lineage: ColumnLineage) -> dict:
     }
 
 
-def lineage_from_json(data: Mapping) -> dict[str, tuple[ColumnOrigin, ...]]:
+def lineage_from_json(data: Mapping[str, Any]) -> dict[str, tuple[ColumnOrigin, ...]]:
     return {
         column: tuple(
             ColumnOrigin(

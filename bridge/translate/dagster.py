@@ -17,14 +17,25 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
-from dagster import AssetKey, DagsterEventType, EventLogRecord
+from dagster import (
+    AssetCheckEvaluation,
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    DagsterEventType,
+    EventLogRecord,
+)
+from dagster._core.events import AssetObservationData
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.dagster_columns import column_lineage_from_metadata
 from bridge.translate.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
+    dagster_event,
+    event_data,
     event_type,
     planned_by_step,
     planned_checks_by_step,
@@ -67,12 +78,25 @@ def _time(record: EventLogRecord) -> datetime:
     return datetime.fromtimestamp(record.event_log_entry.timestamp, tz=UTC)
 
 
-def _metadata(entry) -> dict:
+def _metadata(entry: AssetMaterialization | AssetObservation) -> dict[str, Any]:
     return {key: value.value for key, value in entry.metadata.items()}
 
 
-def _data_version(entry) -> str | None:
+def _data_version(entry: AssetMaterialization | AssetObservation) -> str | None:
     return entry.tags.get("dagster/data_version") if entry.tags else None
+
+
+def _materialization(record: EventLogRecord) -> AssetMaterialization:
+    """The materialization an ``ASSET_MATERIALIZATION`` record holds."""
+    return dagster_event(record).step_materialization_data.materialization
+
+
+def _step(record: EventLogRecord) -> str:
+    """The step of a step event: Dagster records every step event with its step's key."""
+    step = step_key(record)
+    if step is None:
+        raise ValueError(f"Step event {record.storage_id} names no step")
+    return step
 
 
 def run_ref(records: DagsterRunRecords, naming: Naming) -> JobRef:
@@ -137,7 +161,11 @@ class _Run:
         return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
 
     def ref(
-        self, key: AssetKey, metadata: dict | None = None, data_version: str | None = None, written: bool = False
+        self,
+        key: AssetKey,
+        metadata: dict[str, Any] | None = None,
+        data_version: str | None = None,
+        written: bool = False,
     ) -> DatasetRef:
         """``key`` as recorded in ``metadata``; the column lineage only when this run ``written`` it."""
         metadata = metadata or {}
@@ -152,7 +180,7 @@ class _Run:
             columns_from=self.columns_from(metadata) if written else (),
         )
 
-    def columns_from(self, metadata: dict) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
+    def columns_from(self, metadata: dict[str, Any]) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
         lineage = column_lineage_from_metadata(metadata)
         return tuple(
             (
@@ -179,7 +207,7 @@ class _Run:
         tags = made.tags if made is not None else None
         declared = (_metadata(made) if made is not None else {}).get(INPUT_VERSIONS) or {}
         pointers = provenance_pointers(tags)
-        refs = []
+        refs: list[DatasetRef] = []
         for parent in self.records.upstream_at(moment, key):
             read = self.records.provenance.get(pointers[parent.key]) if parent.key in pointers else None
             # Dagster's pointer names the parent's newest materialization, of any partition: only one of
@@ -190,29 +218,29 @@ class _Run:
             if read is None:
                 ref = self.ref(parent.key)
             else:
-                entry = read.asset_materialization
+                entry = _materialization(read)
                 ref = self.ref(parent.key, _metadata(entry), _data_version(entry))
             if parent.key.to_user_string() in declared:
                 ref = replace(ref, version=str(declared[parent.key.to_user_string()]))
             refs.append(ref)
         return refs
 
-    def materialization_of(self, key: AssetKey):
+    def materialization_of(self, key: AssetKey) -> AssetMaterialization | None:
         """The run's last materialization of ``key``, if it made one."""
         for record in reversed(self.records.records):
             if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
-                materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+                materialization = _materialization(record)
                 if materialization.asset_key == key:
                     return materialization
         return None
 
     def materialized(self, of: list[AssetKey], step: str | None = None) -> list[DatasetRef]:
         """What the run (or ``step``) materialized: a table at the version it published, left unchanged, or staged."""
-        refs = []
+        refs: list[DatasetRef] = []
         for record in self.records.records:
             if event_type(record) != DagsterEventType.ASSET_MATERIALIZATION or (step and step_key(record) != step):
                 continue
-            materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+            materialization = _materialization(record)
             if materialization.asset_key not in of:
                 continue
             metadata = _metadata(materialization)
@@ -258,7 +286,7 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
         spec = _run_spec(run, record, RUN_STATES[kind])
         return [(event_key(spec), run_event(spec))]
     if kind in STEP_STATES:
-        spec = _step_spec(run, record, step_key(record), STEP_STATES[kind])
+        spec = _step_spec(run, record, _step(record), STEP_STATES[kind])
         return [(event_key(spec), run_event(spec))]
     if kind == DagsterEventType.ASSET_OBSERVATION:
         spec = _observation_spec(run, record)
@@ -289,7 +317,7 @@ def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
 
 def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
     step = step_key(record)
-    observation = record.event_log_entry.dagster_event.event_specific_data.asset_observation
+    observation = event_data(record, AssetObservationData).asset_observation
     return EventSpec(
         state=RunState.OTHER,
         time=_time(record),
@@ -320,7 +348,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
     job_type = "ASSET" if planned else "ASSET_CHECK" if assertions else "STEP"
     error = None
     if state == RunState.FAIL:
-        failure = record.event_log_entry.dagster_event.step_failure_data
+        failure = dagster_event(record).step_failure_data
         error = failure.error.message.strip() if failure and failure.error else record.event_log_entry.message
     nominal_start, nominal_end = run.nominal()
     return EventSpec(
@@ -342,7 +370,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
 def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion, ...]]:
     by_asset: dict[AssetKey, list[Assertion]] = {}
     for record in checks:
-        evaluation = record.event_log_entry.dagster_event.event_specific_data
+        evaluation = event_data(record, AssetCheckEvaluation)
         severity = evaluation.severity.value.lower() if evaluation.severity else "error"
         by_asset.setdefault(evaluation.asset_key, []).append(
             Assertion(name=evaluation.check_name, success=evaluation.passed, severity=severity)
@@ -353,7 +381,7 @@ def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion,
 def _audited(run: _Run, step: str, key: AssetKey) -> DatasetRef:
     """The version a step audited without publishing it: a held-back staged snapshot, or the published one."""
     for record in reversed(run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)):
-        materialization = record.event_log_entry.dagster_event.step_materialization_data.materialization
+        materialization = _materialization(record)
         if materialization.asset_key == key:
             metadata = _metadata(materialization)
             version = metadata.get(STAGED_VERSION) or metadata.get(VERSION_KEYS[0])

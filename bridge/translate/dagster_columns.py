@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from dagster import AssetKey, MetadataValue, TableColumnDep, TableColumnLineage
 
@@ -29,7 +30,7 @@ COLUMN_TRANSFORMATIONS = "lineage/column_transformations"
 COLUMN_TABLE = "lineage/columns"
 
 
-def column_lineage_metadata(lineage: ColumnLineage) -> dict:
+def column_lineage_metadata(lineage: ColumnLineage) -> dict[str, Any]:
     """Both metadata entries for ``lineage`` whose sources are asset keys' user strings."""
     deps = {
         column: [TableColumnDep(AssetKey.from_user_string(o.input.source), o.input.column) for o in origins]
@@ -55,7 +56,7 @@ def column_lineage_markdown(lineage: ColumnLineage) -> str:
 
 def derived_column_lineage(
     derive: Callable[[], ColumnLineage], what: str, warn: Callable[[str], object] = log.warning
-) -> dict:
+) -> dict[str, Any]:
     """The metadata of ``derive()``, or none when it cannot be derived: lineage never fails a run."""
     try:
         return column_lineage_metadata(derive())
@@ -64,7 +65,7 @@ def derived_column_lineage(
         return {}
 
 
-def column_lineage_from_metadata(metadata: Mapping) -> dict[str, tuple[ColumnOrigin, ...]]:
+def column_lineage_from_metadata(metadata: Mapping[str, Any]) -> dict[str, tuple[ColumnOrigin, ...]]:
     """The column lineage a materialization reported (values already unwrapped), sources as asset key strings."""
     typed = metadata.get(COLUMN_TRANSFORMATIONS)
     if isinstance(typed, Mapping):

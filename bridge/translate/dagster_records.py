@@ -14,10 +14,13 @@ the order of records in another run.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, TypeVar
 
-from dagster import AssetKey, DagsterEventType, EventLogRecord, deserialize_value, serialize_value
+from dagster import AssetKey, DagsterEvent, DagsterEventType, EventLogRecord, deserialize_value, serialize_value
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationPlanned
 from dagster._core.definitions.data_version import INPUT_EVENT_POINTER_TAG_PREFIX
 
 RUN_TERMINAL = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED}
@@ -34,19 +37,47 @@ READ_TYPES = {
 }
 
 
+Data = TypeVar("Data")
+
+
+def dagster_event(record: EventLogRecord) -> DagsterEvent:
+    """The Dagster event of a record the bridge read: it reads only Dagster events (:data:`READ_TYPES`)."""
+    event = record.event_log_entry.dagster_event
+    if event is None:
+        raise ValueError(f"Event log record {record.storage_id} is not a Dagster event")
+    return event
+
+
+def event_data(record: EventLogRecord, of_type: type[Data]) -> Data:
+    """The event-specific data of a record whose event type says it is ``of_type``."""
+    data = dagster_event(record).event_specific_data
+    if not isinstance(data, of_type):
+        kind = type(data).__name__
+        raise TypeError(f"Event log record {record.storage_id} carries {kind}, not {of_type.__name__}")
+    return data
+
+
 def event_type(record: EventLogRecord) -> DagsterEventType:
-    return record.event_log_entry.dagster_event.event_type
+    return dagster_event(record).event_type
 
 
 def step_key(record: EventLogRecord) -> str | None:
-    return record.event_log_entry.dagster_event.step_key
+    return dagster_event(record).step_key
+
+
+def _planned_asset(record: EventLogRecord) -> AssetKey:
+    """The asset an ``ASSET_MATERIALIZATION_PLANNED`` record plans."""
+    key = dagster_event(record).asset_key
+    if key is None:
+        raise ValueError(f"Event log record {record.storage_id} plans no asset")
+    return key
 
 
 def planned_by_step(records: list[EventLogRecord]) -> dict[str | None, list[AssetKey]]:
     planned: dict[str | None, list[AssetKey]] = {}
     for record in records:
         if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
-            planned.setdefault(step_key(record), []).append(record.event_log_entry.dagster_event.asset_key)
+            planned.setdefault(step_key(record), []).append(_planned_asset(record))
     return planned
 
 
@@ -55,12 +86,12 @@ def planned_checks_by_step(records: list[EventLogRecord]) -> dict[str | None, li
     planned: dict[str | None, list[AssetKey]] = {}
     for record in records:
         if event_type(record) == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
-            check = record.event_log_entry.dagster_event.event_specific_data
+            check = event_data(record, AssetCheckEvaluationPlanned)
             planned.setdefault(step_key(record), []).append(check.asset_key)
     return planned
 
 
-def provenance_pointers(tags: dict[str, str] | None) -> dict[AssetKey, int]:
+def provenance_pointers(tags: Mapping[str, str] | None) -> dict[AssetKey, int]:
     """The upstream materialization (by storage id) Dagster recorded a materialization as computed from."""
     return {
         AssetKey.from_user_string(name[len(INPUT_EVENT_POINTER_TAG_PREFIX) :]): int(pointer)
@@ -159,7 +190,7 @@ class DagsterRunRecords:
     def from_json(cls, text: str) -> DagsterRunRecords:
         data = json.loads(text)
 
-        def load(value):
+        def load(value: Any) -> Any:
             return deserialize_value(json.dumps(value))
 
         upstream: dict[int, dict[AssetKey, list[Upstream]]] = {}

@@ -9,10 +9,12 @@ MLModel version in its MLModelGroup. Everything comes from the event: nothing is
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from datahub.emitter import mce_builder as builder
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
+from datahub.metadata.schema_classes import _Aspect
 
 from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
 
@@ -24,14 +26,14 @@ RUN_RESULTS = {
 }
 
 
-def dataset_urn(dataset: dict, naming: Naming) -> str:
+def dataset_urn(dataset: dict[str, Any], naming: Naming) -> str:
     symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
     catalog = symlinks[0] if symlinks else {}
     name = DatasetName(dataset["namespace"], dataset["name"], catalog.get("name"), catalog.get("namespace"))
     return naming.datahub_urn(name)
 
 
-def flow_and_job(event: dict) -> tuple[str, str | None]:
+def flow_and_job(event: dict[str, Any]) -> tuple[str, str | None]:
     """The DataFlow URN and, for a step job, its DataJob URN."""
     integration = event["job"]["facets"]["jobType"]["integration"].lower()
     parent, _, leaf = event["job"]["name"].partition(".")
@@ -39,11 +41,15 @@ def flow_and_job(event: dict) -> tuple[str, str | None]:
     return flow, builder.make_data_job_urn_with_flow(flow, leaf) if leaf else None
 
 
+def _string_type() -> models.StringTypeClass:
+    return models.StringTypeClass()  # type: ignore[no-untyped-call]  # generated without a return annotation
+
+
 def _millis(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrapper]:
+def metadata_for(event: dict[str, Any], naming: Naming) -> list[MetadataChangeProposalWrapper]:
     """DataHub aspects for one OpenLineage event (as JSON)."""
     flow, job = flow_and_job(event)
     integration = event["job"]["facets"]["jobType"]["integration"].lower()
@@ -52,7 +58,7 @@ def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrap
     flow_info = models.DataFlowInfoClass(
         name=event["job"]["name"].partition(".")[0], customProperties={"orchestrator": integration}
     )
-    aspects: list[tuple[str, object]] = [(flow, flow_info)]
+    aspects: list[tuple[str, _Aspect]] = [(flow, flow_info)]
     entity = job or flow
     if job:
         upstream_jobs = [
@@ -88,7 +94,7 @@ def metadata_for(event: dict, naming: Naming) -> list[MetadataChangeProposalWrap
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
 
 
-def fine_grained_lineage(dataset: dict, urn: str, naming: Naming) -> list[models.FineGrainedLineageClass]:
+def fine_grained_lineage(dataset: dict[str, Any], urn: str, naming: Naming) -> list[models.FineGrainedLineageClass]:
     """An output's ``columnLineage`` facet as DataHub column lineage: per column, direct then indirect inputs."""
     lineages = []
     for column, spec in sorted(dataset.get("facets", {}).get("columnLineage", {}).get("fields", {}).items()):
@@ -114,8 +120,8 @@ def fine_grained_lineage(dataset: dict, urn: str, naming: Naming) -> list[models
 
 
 def _dataset_aspects(
-    dataset: dict, upstream: list[str], partition: str | None, naming: Naming
-) -> list[tuple[str, object]]:
+    dataset: dict[str, Any], upstream: list[str], partition: str | None, naming: Naming
+) -> list[tuple[str, _Aspect]]:
     """Properties of the dataset's latest version (version, rows written, partition) and lineage."""
     urn = dataset_urn(dataset, naming)
     facets = dataset.get("facets", {})
@@ -127,7 +133,7 @@ def _dataset_aspects(
         properties["rows_written"] = str(rows)
     if partition:
         properties["partition"] = partition
-    aspects: list[tuple[str, object]] = []
+    aspects: list[tuple[str, _Aspect]] = []
     # Only a written version describes the dataset's latest state; a planned or failed output must not
     # overwrite the properties of the version before it.
     if "version" in facets:
@@ -149,7 +155,7 @@ def _dataset_aspects(
                 version=0, hash="",
                 platformSchema=models.OtherSchemaClass(rawSchema=""),
                 fields=[models.SchemaFieldClass(fieldPath=f["name"], nativeDataType=f.get("type") or "",
-                                                type=models.SchemaFieldDataTypeClass(type=models.StringTypeClass()))
+                                                type=models.SchemaFieldDataTypeClass(type=_string_type()))
                         for f in fields],
             ))
         )  # fmt: skip
@@ -157,12 +163,12 @@ def _dataset_aspects(
 
 
 def _run_aspects(
-    event: dict, template: str, inputs: list[str], outputs: list[str], naming: Naming
-) -> list[tuple[str, object]]:
+    event: dict[str, Any], template: str, inputs: list[str], outputs: list[str], naming: Naming
+) -> list[tuple[str, _Aspect]]:
     """The run as a DataProcessInstance, with what this run (this version) read and wrote."""
     urn = f"urn:li:dataProcessInstance:{event['run']['runId']}"
     when = _millis(event["eventTime"])
-    aspects: list[tuple[str, object]] = [
+    aspects: list[tuple[str, _Aspect]] = [
         (urn, models.DataProcessInstanceRelationshipsClass(upstreamInstances=[], parentTemplate=template)),
     ]
     if inputs:
@@ -198,7 +204,7 @@ def _run_aspects(
     return aspects
 
 
-def _model_aspects(event: dict, inputs: list[str], naming: Naming) -> list[tuple[str, object]]:
+def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> list[tuple[str, _Aspect]]:
     """A run that trained a model: the model group and one MLModel for this version, with what it learned."""
     facet = event["run"]["facets"]["modelTraining"]
     name, version = facet["model"], facet["version"]
@@ -223,11 +229,11 @@ def _model_aspects(event: dict, inputs: list[str], naming: Naming) -> list[tuple
     return [(group, models.MLModelGroupPropertiesClass(name=name)), (urn, properties)]
 
 
-def _assertion_aspects(event: dict, dataset: dict, naming: Naming) -> list[tuple[str, object]]:
+def _assertion_aspects(event: dict[str, Any], dataset: dict[str, Any], naming: Naming) -> list[tuple[str, _Aspect]]:
     """Each asset check on a dataset as a DataHub assertion, with this run's result."""
     facet = dataset.get("facets", {}).get("dataQualityAssertions", {})
     target = dataset_urn(dataset, naming)
-    aspects: list[tuple[str, object]] = []
+    aspects: list[tuple[str, _Aspect]] = []
     for check in facet.get("assertions", []):
         urn = builder.make_assertion_urn(builder.datahub_guid({"dataset": target, "check": check["assertion"]}))
         info = models.AssertionInfoClass(

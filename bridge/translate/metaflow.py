@@ -10,8 +10,9 @@ flow's COMPLETE event as a ``modelTraining`` run facet (its metrics and hyperpar
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from openlineage.client.event_v2 import RunEvent, RunState
@@ -33,7 +34,7 @@ class TaskRecord:
     finished_at: datetime | None
     state: str  # a RunState value: COMPLETE, FAIL or RUNNING
     error: str | None = None
-    io: dict = field(default_factory=dict)  # the task's ``lineage_io``: {"reads": [...], "writes": [...]}
+    io: dict[str, Any] = field(default_factory=dict)  # the task's ``lineage_io``: {"reads": [...], "writes": [...]}
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class FlowRunRecord:
     def from_json(cls, text: str) -> FlowRunRecord:
         data = json.loads(text)
 
-        def moment(value):
+        def moment(value: str | None) -> datetime | None:
             return datetime.fromisoformat(value) if value else None
 
         tasks = [
@@ -102,27 +103,29 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
             models += [_model(use) for use in io.get("writes", []) if use.get("kind") == "model"]
             flow_inputs |= {ref.name.key: ref for ref in inputs}
             flow_outputs |= {ref.name.key: ref for ref in outputs}
-            common = dict(job=job, integration=INTEGRATION, job_type="STEP", inputs=inputs, outputs=outputs,
-                          parent=flow_job, root=root or flow_job, upstream_jobs=upstream)  # fmt: skip
-            specs.append(EventSpec(state=RunState.START, time=task.created_at, **common))
+            start = EventSpec(state=RunState.START, time=task.created_at, job=job, integration=INTEGRATION,
+                              job_type="STEP", inputs=inputs, outputs=outputs, parent=flow_job,
+                              root=root or flow_job, upstream_jobs=upstream)  # fmt: skip
+            specs.append(start)
             if task.state != RunState.RUNNING.value:
                 finished_at = task.finished_at or task.created_at
-                specs.append(EventSpec(state=RunState(task.state), time=finished_at, error=task.error, **common))
+                specs.append(replace(start, state=RunState(task.state), time=finished_at, error=task.error))
     inputs = [ref for key, ref in flow_inputs.items() if key not in flow_outputs]
-    flow_common = dict(job=flow_job, integration=INTEGRATION, job_type="FLOW", inputs=inputs,
-                       outputs=list(flow_outputs.values()), parent=record.parent or root, root=root)  # fmt: skip
-    specs.insert(0, EventSpec(state=RunState.START, time=record.created_at, **flow_common))
+    flow_start = EventSpec(state=RunState.START, time=record.created_at, job=flow_job, integration=INTEGRATION,
+                           job_type="FLOW", inputs=inputs, outputs=list(flow_outputs.values()),
+                           parent=record.parent or root, root=root)  # fmt: skip
+    specs.insert(0, flow_start)
     if record.state != RunState.RUNNING.value:
         ended = [task.finished_at for task in record.tasks if task.finished_at]
         ended_at = record.finished_at or max(ended, default=record.created_at)
         complete = record.state == RunState.COMPLETE.value
         error = None if complete else f"Metaflow run {record.pathspec} failed"
         model = models[-1] if complete and models else None
-        specs.append(EventSpec(state=RunState(record.state), time=ended_at, error=error, model=model, **flow_common))
+        specs.append(replace(flow_start, state=RunState(record.state), time=ended_at, error=error, model=model))
     return [(event_key(spec), run_event(spec)) for spec in specs]
 
 
-def _ref(use: dict, naming: Naming) -> DatasetRef:
+def _ref(use: dict[str, Any], naming: Naming) -> DatasetRef:
     columns_from = tuple(
         (column, tuple(InputField(naming.table(o.input.source), o.input.column, o.transformations) for o in origins))
         for column, origins in lineage_from_json(use.get("columns_from") or {}).items()
@@ -133,5 +136,5 @@ def _ref(use: dict, naming: Naming) -> DatasetRef:
     )
 
 
-def _model(use: dict) -> ModelTraining:
+def _model(use: dict[str, Any]) -> ModelTraining:
     return ModelTraining(use["name"], use["version"], use.get("metrics") or {}, use.get("params") or {})

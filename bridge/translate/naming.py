@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -107,7 +107,7 @@ class Naming:
             raise NotNamed(msg)
         return self.tables.dataset(identifier)
 
-    def asset(self, asset_path: list[str] | tuple[str, ...]) -> DatasetName:
+    def asset(self, asset_path: Sequence[str]) -> DatasetName:
         """A Dagster asset key (its path) as a dataset."""
         if len(asset_path) == 2 and asset_path[0] in self.table_namespaces:
             return self.table(".".join(asset_path))

@@ -12,6 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from bridge.translate.column_lineage import (
     AGGREGATION,
@@ -25,6 +26,9 @@ from bridge.translate.column_lineage import (
     Transformation,
     stronger,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference"
 ALIAS = "org.apache.spark.sql.catalyst.expressions.Alias"
@@ -47,12 +51,12 @@ class PlanNode:
 
     kind: str
     output: tuple[Attribute, ...]
-    expressions: tuple[tuple[dict, ...], ...] = ()
+    expressions: tuple[tuple[dict[str, Any], ...], ...] = ()
     children: tuple[PlanNode, ...] = ()
-    grouping: tuple[tuple[dict, ...], ...] = ()
+    grouping: tuple[tuple[dict[str, Any], ...], ...] = ()
     source: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "output": [[a.id, a.name] for a in self.output],
@@ -63,7 +67,7 @@ class PlanNode:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> PlanNode:
+    def from_json(cls, data: Mapping[str, Any]) -> PlanNode:
         return cls(
             kind=data["kind"],
             output=tuple(Attribute(i, name) for i, name in data["output"]),
@@ -75,17 +79,18 @@ class PlanNode:
 
 
 # -- I/O edge: the plan of a live DataFrame --------------------------------------------------------
+# The plan's objects are the JVM's, reached through py4j: untyped on this side.
 
 
-def _seq(scala_seq) -> list:
+def _seq(scala_seq: Any) -> list[Any]:
     return [scala_seq.apply(i) for i in range(scala_seq.size())]
 
 
-def _expression(jexpr) -> tuple[dict, ...]:
+def _expression(jexpr: Any) -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(jexpr.toJSON()))
 
 
-def _node(jplan, inputs: Mapping[str, list]) -> PlanNode:
+def _node(jplan: Any, inputs: Mapping[str, list[Any]]) -> PlanNode:
     children = tuple(_node(child, inputs) for child in _seq(jplan.children()))
     kind = jplan.getClass().getSimpleName()
     source = None
@@ -104,13 +109,13 @@ def _node(jplan, inputs: Mapping[str, list]) -> PlanNode:
     )
 
 
-def plan_of(rows, inputs: Mapping[str, object]) -> PlanNode:
+def plan_of(rows: DataFrame, inputs: Mapping[str, DataFrame]) -> PlanNode:
     """The analyzed plan of DataFrame ``rows``; a leaf that reads one of ``inputs`` (label -> DataFrame) is labelled."""
     input_leaves = {label: _seq(df._jdf.queryExecution().analyzed().collectLeaves()) for label, df in inputs.items()}
     return _node(rows._jdf.queryExecution().analyzed(), input_leaves)
 
 
-def column_lineage(rows, inputs: Mapping[str, object]) -> ColumnLineage:
+def column_lineage(rows: DataFrame, inputs: Mapping[str, DataFrame]) -> ColumnLineage:
     """Each column of DataFrame ``rows`` and the columns of ``inputs`` it is derived from."""
     return derive(plan_of(rows, inputs))
 
@@ -118,11 +123,11 @@ def column_lineage(rows, inputs: Mapping[str, object]) -> ColumnLineage:
 # -- Pure: walk the plan -----------------------------------------------------------------------------
 
 
-def _references(expression: tuple[dict, ...]) -> list[int]:
+def _references(expression: tuple[dict[str, Any], ...]) -> list[int]:
     return [node["exprId"]["id"] for node in expression if node["class"] == ATTRIBUTE]
 
 
-def _kind(expression: tuple[dict, ...]) -> str:
+def _kind(expression: tuple[dict[str, Any], ...]) -> str:
     if any(node["class"] == AGGREGATE for node in expression):
         return AGGREGATION
     is_rename = expression[0]["class"] == ALIAS and len(expression) == 2 and expression[1]["class"] == ATTRIBUTE
@@ -134,7 +139,7 @@ class _Walk:
         self.origins: dict[int, dict[InputColumn, str]] = defaultdict(dict)
         self.indirect: dict[InputColumn, set[str]] = defaultdict(set)
 
-    def computed(self, expression: tuple[dict, ...]) -> dict[InputColumn, str]:
+    def computed(self, expression: tuple[dict[str, Any], ...]) -> dict[InputColumn, str]:
         step = _kind(expression)
         found: dict[InputColumn, str] = {}
         for ref in _references(expression):
@@ -147,7 +152,7 @@ class _Walk:
         for column, kind in found.items():
             target[column] = stronger(target.get(column), kind)
 
-    def decides_rows(self, expression: tuple[dict, ...], subtype: str) -> None:
+    def decides_rows(self, expression: tuple[dict[str, Any], ...], subtype: str) -> None:
         for ref in _references(expression):
             for column in self.origins.get(ref, {}):
                 self.indirect[column].add(subtype)
@@ -156,8 +161,9 @@ class _Walk:
         for child in node.children:
             self.visit(child)
         if not node.children:
-            for attribute in node.output if node.source else ():
-                self.origins[attribute.id] = {InputColumn(node.source, attribute.name): IDENTITY}
+            if node.source:  # a leaf that reads none of the inputs is the origin of nothing
+                for attribute in node.output:
+                    self.origins[attribute.id] = {InputColumn(node.source, attribute.name): IDENTITY}
         elif node.kind in ("Union", "Expand"):
             self.positional(node)
         elif node.kind == "Generate":
