@@ -16,6 +16,7 @@ Steps:
 
 import sys
 
+from taxi_core.errors import PipelineError
 from taxi_core.settings import SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
@@ -55,7 +56,7 @@ SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "w
                     "actuals_snapshot_id", "weather_snapshot_id", "features", "weather_lag"]  # fmt: skip
 
 
-class BadRunSetting(MetaflowException):
+class BadRunSetting(MetaflowException, PipelineError):
     """A parameter the run cannot work with: Metaflow prints its one line, without a traceback."""
 
     headline = "Bad run setting"

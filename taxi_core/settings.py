@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from taxi_core.errors import PipelineError
 from taxi_core.files import write_atomically
 from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 
@@ -43,7 +44,7 @@ SHAPES = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(ValueError, PipelineError):
     """A setting is missing or invalid; the message names the variable and what it accepts."""
 
 

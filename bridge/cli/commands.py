@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.config import LineageBridge
+from bridge.errors import BridgeError
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox.queue import Outbox, OutboxDamaged
 from bridge.sinks.failures import redact
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from bridge.sources.dagster import AssetGraph
 
 
-class UsageError(Exception):
+class UsageError(BridgeError):
     """A name or state the command cannot work with; reported like argparse's usage errors."""
 
 

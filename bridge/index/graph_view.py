@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from bridge.errors import BridgeError
 from bridge.translate.naming import dataset_urn_name
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class NotInGraph(LookupError):
+class NotInGraph(LookupError, BridgeError):
     """A name the graph does not hold; the message lists close names."""
 
 

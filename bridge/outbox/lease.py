@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from bridge.errors import BridgeError
 from bridge.outbox.queue import Outbox
 
 
-class PassRunning(RuntimeError):
+class PassRunning(RuntimeError, BridgeError):
     """Another pass holds the lease."""
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bridge.errors import BridgeError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -58,11 +60,11 @@ OPENLINEAGE_SINK = "openlineage"
 SINK_TABLES = ("sink_offsets", "failing", "dead_letters", "job_edges", "sinks")
 
 
-class OutboxDamaged(RuntimeError):
+class OutboxDamaged(RuntimeError, BridgeError):
     """The outbox file cannot be read as SQLite."""
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(RuntimeError, BridgeError):
     """Another pass took the lease: this pass may not move any sink."""
 
 

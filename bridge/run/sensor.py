@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationContext, SkipReason, sensor
 
 from bridge.config import LineageBridge
+from bridge.errors import BridgeError
 from bridge.outbox.health import status, status_lines
 from bridge.outbox.lease import PassRunning
 from bridge.outbox.queue import Outbox
@@ -16,7 +17,7 @@ from bridge.run.watch import keep_watcher_running
 from bridge.sources.dagster import AssetGraph
 
 
-class LineageFailing(Exception):
+class LineageFailing(BridgeError):
     """Raised by a tick whose pass left events waiting on a failure or parked, so the tick shows as failed."""
 
 

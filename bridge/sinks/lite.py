@@ -6,13 +6,15 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.errors import BridgeError
+
 if TYPE_CHECKING:
     from datahub.lite.sqlite_lite import SqliteLite
 
 HOW_TO_MAKE_ONE = "run a lineage pass (`taxi-lineage`) after Dagster or Metaflow runs"
 
 
-class NoLineageGraph(LookupError):
+class NoLineageGraph(LookupError, BridgeError):
     """There is no DataHub Lite graph to read yet."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from bridge.errors import BridgeError
 from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import SinkContext, SinkSpec
 
@@ -28,7 +29,7 @@ CREDENTIALS_SETTING = (
 OBJECT_NAME = re.compile(r"(\d{12})-(\d{12})\.jsonl\.gz$")
 
 
-class ObjectStoreError(Exception):
+class ObjectStoreError(BridgeError):
     """The store refused or failed a request; ``status`` is its HTTP status, for :mod:`bridge.sinks.failures`."""
 
     def __init__(self, message: str, status: int | None) -> None:

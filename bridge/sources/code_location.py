@@ -16,10 +16,11 @@ from typing import Any
 import yaml
 from dagster import Definitions, RepositoryDefinition
 
+from bridge.errors import BridgeError
 from bridge.sources.dagster import AssetGraph
 
 
-class CodeLocationNotFound(LookupError):
+class CodeLocationNotFound(LookupError, BridgeError):
     """The workspace names no such code location, or its code does not load."""
 
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from bridge.errors import BridgeError
+
 # Jobs Dagster makes up to run a selection of assets: the UI's Materialize button (``__ASSET_JOB``,
 # ``__ASSET_JOB_0``... before Dagster 1.9), ``materialize()``, and sensors or schedules that target assets.
 GENERATED_ASSET_JOB = re.compile(r"__ASSET_JOB(_\d+)?|__ephemeral_asset_job__|__anonymous_asset_job_.*")
@@ -36,7 +38,7 @@ class DatasetName:
         return f"{self.namespace}/{self.name}"
 
 
-class NotNamed(KeyError):
+class NotNamed(KeyError, BridgeError):
     """A dataset the naming policy has no name for."""
 
     def __str__(self) -> str:
