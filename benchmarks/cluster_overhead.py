@@ -35,9 +35,9 @@ def main() -> int:
         print(json.dumps(ingest_month(args.month)))
         return 0
 
-    from forecast_assets.local_cluster import profile
-    from forecast_assets.sources.sample_source import SampleSource
     from taxi_core.settings import load_settings
+    from taxi_demo.local_cluster import profile
+    from taxi_demo.sample_source import SampleSource
 
     root = Path(tempfile.mkdtemp(prefix="taxi-bench-cluster-"))
     root.chmod(0o755)  # PostgreSQL runs as its own account when this runs as root

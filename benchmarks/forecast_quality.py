@@ -31,9 +31,9 @@ def main() -> int:
     from flows.forecasting import backtest, features, noise_floor
     from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
     from flows.run_settings import resolve_settings
-    from forecast_assets.cli import trips_per_month
-    from forecast_assets.sources.sample_source import TRUTH_DIR, SampleSource
     from taxi_core.settings import load_settings
+    from taxi_demo.cli import trips_per_month
+    from taxi_demo.sample_source import TRUTH_DIR, SampleSource
 
     trips = trips_per_month(args.scale)
     source = SampleSource(load_settings().path("benchmarks", f"sample_{trips}"), trips_per_month=trips)
@@ -87,7 +87,7 @@ def main() -> int:
 def month_actuals(source, month: str, zones: int) -> pd.DataFrame:
     """The ingestion job's actuals for a month: its busiest eligible zones, every hour, zeros filled."""
     from forecast_assets.assets.lakehouse_tables import eligible_zones
-    from forecast_assets.sources.demand_model import month_hours
+    from taxi_demo.demand_model import month_hours
 
     trips = pd.read_parquet(source.trip_path(month), columns=["tpep_pickup_datetime", "PULocationID"])
     hours = month_hours(month)
@@ -104,8 +104,8 @@ def month_actuals(source, month: str, zones: int) -> pd.DataFrame:
 
 def month_weather(source, month: str) -> pd.DataFrame:
     """The daily weather the sample published for a month, one column per element, as the flow reads it."""
-    from forecast_assets.sources.demand_model import daily_weather
-    from forecast_assets.sources.sample_source import NYC_COUNTIES, OTHER_COUNTIES
+    from taxi_demo.demand_model import daily_weather
+    from taxi_demo.sample_source import NYC_COUNTIES, OTHER_COUNTIES
 
     weather = daily_weather(month, [*NYC_COUNTIES, *OTHER_COUNTIES], source.seed)
     return weather.assign(date=pd.to_datetime(weather.date))

@@ -24,8 +24,8 @@ def main(repeat: int) -> int:
     # Dagster and the project load only once the settings put their configuration in place.
     from dagster import DagsterInstance
 
-    from bridge.bridge_pass import run_pass
-    from bridge.code_location import load_asset_graph
+    from bridge.run.lineage_pass import run_pass
+    from bridge.sources.code_location import load_asset_graph
     from forecast_assets.lineage import taxi_bridge
 
     bridge = taxi_bridge(settings)

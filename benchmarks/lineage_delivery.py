@@ -61,7 +61,7 @@ def _rate(count: int, seconds: float) -> str:
 
 
 def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
-    from bridge.outbox import Outbox
+    from bridge.outbox.queue import Outbox
     from bridge.sinks.drain import drain
     from bridge.sinks.openlineage import OpenLineageSink
 
@@ -93,7 +93,7 @@ def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
 
 
 def ours_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
-    from bridge.outbox import Outbox
+    from bridge.outbox.queue import Outbox
     from bridge.sinks.datahub import LiteSink
     from bridge.sinks.drain import drain
 
@@ -110,8 +110,8 @@ def ours_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, 
 
 def before_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
     """Lite as it was written: the SDK's write per aspect, each its own commit."""
-    from bridge.datahub_metadata import metadata_for
-    from bridge.lite import open_lite
+    from bridge.sinks.lite import open_lite
+    from bridge.translate.datahub import metadata_for
 
     with sqlite3.connect(outbox_path) as reading:
         payloads = [row[0] for row in reading.execute("SELECT payload FROM events ORDER BY seq")]
@@ -250,8 +250,8 @@ def against_dagster_openlineage(url: str, state: Path, runs: int) -> None:
     from openlineage.client import OpenLineageClient
     from openlineage.client.transport.http import HttpConfig, HttpTransport
 
-    from bridge.bridge_pass import run_pass
     from bridge.config import DataHubTarget
+    from bridge.run.lineage_pass import run_pass
     from tests.reuse_project.shop import shop_bridge
 
     python = sensor_venv(state)

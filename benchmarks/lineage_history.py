@@ -13,7 +13,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "openlineage
 
 
 def demo_events(outbox_path: Path) -> list[dict]:
-    from bridge.outbox import Outbox
+    from bridge.outbox.queue import Outbox
 
     if outbox_path.exists():
         return [json.loads(q.payload) for q in Outbox(outbox_path).events_after(0, limit=10_000_000)]
@@ -42,7 +42,7 @@ def as_another_run(event: dict, copy: int) -> dict:
 
 
 def fill(folder: Path, events: list[dict], scale: int) -> Path:
-    from bridge.outbox import Outbox
+    from bridge.outbox.queue import Outbox
 
     outbox = Outbox(folder / "outbox.sqlite")
     with outbox.batch("benchmark") as batch:

@@ -38,7 +38,7 @@ WATCHER = """
 import sys
 from dataclasses import replace
 from pathlib import Path
-from bridge import cli
+from bridge.cli import main as cli
 from tests.reuse_project.shop import shop_bridge
 root = Path(sys.argv[1])
 bridge = replace(shop_bridge(root), workspace_file=root / "workspace.yaml")
@@ -147,7 +147,7 @@ def one_round(root: Path, instance, defs, arrivals: Path, env: dict) -> list[tup
 
 def idle_pass_ms(root: Path, instance, repeat: int = 20) -> float:
     """The median in-process pass with nothing new, over the project's lineage folder."""
-    from bridge.bridge_pass import run_pass
+    from bridge.run.lineage_pass import run_pass
     from bridge.sinks.openlineage import make_client
     from tests.reuse_project.shop import definitions, shop_bridge
 

@@ -40,8 +40,8 @@ def _time(question: Callable[[], object], repeat: int) -> float:
 
 def _baseline(outbox_path: Path) -> Callable[[], dict]:
     """Without an index: parse every queued event and rebuild the graph, last runs and versions."""
-    from bridge.lineage_index import event_facts
-    from bridge.outbox import Outbox
+    from bridge.index.lineage_index import event_facts
+    from bridge.outbox.queue import Outbox
 
     def answer() -> dict:
         edges, runs, versions = set(), {}, {}
@@ -57,9 +57,9 @@ def _baseline(outbox_path: Path) -> Callable[[], dict]:
 
 
 def _scale_rows(events: list[dict], scale: int, repeat: int) -> list[tuple]:
-    from bridge import index_queries as queries
-    from bridge.lineage_index import LineageIndex
-    from bridge.outbox import Outbox
+    from bridge.index import queries
+    from bridge.index.lineage_index import LineageIndex
+    from bridge.outbox.queue import Outbox
 
     folder = Path(tempfile.mkdtemp(prefix="lineage-bench-"))
     outbox_path = fill(folder, events, scale)

@@ -32,9 +32,9 @@ def main() -> int:
 
     from forecast_assets.definitions import build_definitions, resources_for
     from forecast_assets.resources import SourceResource
-    from forecast_assets.sources.sample_source import SampleSource
     from taxi_core.settings import load_settings
     from taxi_core.tool_env import apply_tool_environment
+    from taxi_demo.sample_source import SampleSource
 
     settings = load_settings()
     apply_tool_environment(settings)

@@ -4,9 +4,10 @@ The public API, by module (importing the package itself loads nothing, so a Meta
 records lineage does not pay for Dagster or DataHub):
 
 - ``bridge.config``: ``LineageBridge``, ``DataHubTarget``: what a project hands the bridge;
-- ``bridge.naming``: ``Naming``, ``IcebergTables``, ``GlueTables``: how datasets are named;
-- ``bridge.sensor``: ``lineage_sensor``: the bridge as a Dagster sensor;
-- ``bridge.bridge_pass``: ``run_pass``: one pass, from anywhere;
-- ``bridge.metaflow_recorder``: ``record_lineage``, ``record_read``, ``record_write``, ``record_model``: in flows;
-- ``bridge.cli``: ``main``: a project's lineage command.
+- ``bridge.translate.naming``: ``Naming``, ``IcebergTables``, ``GlueTables``: how datasets are named;
+- ``bridge.run.sensor``: ``lineage_sensor``: the bridge as a Dagster sensor;
+- ``bridge.run.lineage_pass``: ``run_pass``: one pass, from anywhere;
+- ``bridge.sources.metaflow_recorder``: ``record_lineage``, ``record_read``, ``record_write``,
+  ``record_model``: in flows;
+- ``bridge.cli.main``: ``main``: a project's lineage command.
 """

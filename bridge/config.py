@@ -11,16 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from bridge.naming import Naming
+from bridge.translate.naming import Naming
 
 if TYPE_CHECKING:
     from dagster import AssetKey
+    from dagster._core.definitions.metadata import RawMetadataValue
 
 DataHubKind = Literal["lite", "rest", "file", "off"]
 # Extra metadata for the materializations reported for a Metaflow run made outside Dagster, by asset.
-ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, object]]]
+ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, "RawMetadataValue"]]]
 # The checks a Metaflow run evaluated on what it wrote, by asset: (check name, passed, metadata) each.
-ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, object]]]]]
+ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, "RawMetadataValue"]]]]]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class LineageBridge:
     for the next. ``answer_seconds`` is how long a request already sent to an HTTP target is waited on (at
     least the client's configured timeout): giving up sooner could send the event twice.
     ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
-    the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.watch`),
+    the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.run.watch`),
     which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
     ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
     """

@@ -15,7 +15,8 @@ from enum import Enum
 
 from metaflow import Run, Runner
 
-from bridge.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
+from bridge.sources.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
+from taxi_core.errors import PipelineError
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import PROJECT_ROOT
 
@@ -31,7 +32,7 @@ TASK_LINE = re.compile(
 TASK_ERROR_HEADER = re.compile(r"^<flow \S+ step \S+> failed:$")
 
 
-class FlowFailed(RuntimeError):
+class FlowFailed(RuntimeError, PipelineError):
     """The flow ran and failed; the message names the run and the failed step and carries its error."""
 
     def __init__(self, message: str, pathspec: str | None = None, step: str | None = None):

@@ -16,6 +16,7 @@ Steps:
 
 import sys
 
+from taxi_core.errors import PipelineError
 from taxi_core.settings import SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
@@ -35,6 +36,7 @@ apply_tool_environment(_settings_or_exit())
 # isort: split
 import os
 import time
+from pathlib import Path
 
 import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
@@ -42,7 +44,7 @@ from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 from threadpoolctl import threadpool_limits
 
-from bridge.metaflow_recorder import record_lineage, record_model
+from bridge.sources.metaflow_recorder import record_lineage, record_model
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.run_settings import RunSettings, resolve_settings
@@ -54,7 +56,7 @@ SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "w
                     "actuals_snapshot_id", "weather_snapshot_id", "features", "weather_lag"]  # fmt: skip
 
 
-class BadRunSetting(MetaflowException):
+class BadRunSetting(MetaflowException, PipelineError):
     """A parameter the run cannot work with: Metaflow prints its one line, without a traceback."""
 
     headline = "Bad run setting"
@@ -79,6 +81,12 @@ class TrainForecastModelFlow(FlowSpec):
         default=0,
         type=int,
         help="Days after a day ends before its observed weather is published (0 for the sample source)",
+    )
+    true_rates = Parameter(
+        "true_rates",
+        default="",
+        help="Folder of the true hourly rates the data was generated from, for the noise floor (default: the "
+        "TAXI_TRUE_RATES setting, which ./run demo sets to its sample source's; none for real TLC data)",
     )
     candidates = Parameter(
         "candidates",
@@ -173,7 +181,8 @@ class TrainForecastModelFlow(FlowSpec):
         self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
         self.scenarios = tuple(name for name in self.metrics.candidate if is_scenario(name))
         self.champion = backtest.choose_champion(self.metrics, self.scenarios)
-        truth = load_settings().path("sample_source") / "truth"
+        folder = self.true_rates or load_settings().true_rates
+        truth = Path(folder) if folder else None  # real data has no truth: no noise floor
         self.noise_floor = noise_floor.noise_floor(self.backtest, truth)
         floor_by_zone = noise_floor.noise_floor_by_zone(self.backtest, truth)
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it

@@ -75,7 +75,7 @@ def resources_for(settings: Settings) -> dict:
 def build_definitions(settings: Settings, resources: dict | None = None) -> Definitions:
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
-    from bridge.sensor import lineage_sensor
+    from bridge.run.sensor import lineage_sensor
     from forecast_assets.lineage import lineage_links, lineage_markdown, taxi_bridge
 
     def with_lineage_links(spec: AssetSpec) -> AssetSpec:

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from bridge.config import DataHubTarget, LineageBridge, SinkSpec
-from bridge.naming import GlueTables, IcebergTables, Naming
+from bridge.translate.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import (
     FLOW_NAME,

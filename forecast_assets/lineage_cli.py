@@ -18,9 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     apply_tool_environment(settings)
     os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home))
     # Metaflow and DataHub read their configuration when first imported: only now, with it in place.
-    from bridge import cli
+    from bridge.cli import main as cli
+    from forecast_assets.instance import dagster_home
     from forecast_assets.lineage import TITLE, taxi_bridge
-    from forecast_assets.local_state import dagster_home
 
     dagster_home(settings)  # the instance's dagster.yaml, for a pass
     return cli.main(sys.argv[1:] if argv is None else argv, taxi_bridge(settings), prog="taxi-lineage", title=TITLE)

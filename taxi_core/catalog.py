@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlsplit
 
+from taxi_core.errors import PipelineError
 from taxi_core.names import CATALOG_NAME
 from taxi_core.settings import Settings
 
@@ -18,7 +19,7 @@ CatalogKind = Literal["sql", "postgres", "glue"]
 CATALOG_KINDS: tuple[str, ...] = ("sql", "postgres", "glue")
 
 
-class CatalogConfigError(ValueError):
+class CatalogConfigError(ValueError, PipelineError):
     """A catalog setting is missing or invalid."""
 
 

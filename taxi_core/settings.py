@@ -13,11 +13,12 @@ import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from taxi_core.errors import PipelineError
 from taxi_core.files import write_atomically
 from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 
@@ -43,7 +44,7 @@ SHAPES = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(ValueError, PipelineError):
     """A setting is missing or invalid; the message names the variable and what it accepts."""
 
 
@@ -81,6 +82,12 @@ class Settings(BaseSettings):
     trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
     weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
     staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
+    true_rates: str = Field(
+        "",
+        validation_alias=_env("TAXI_TRUE_RATES"),
+        description="A folder of the true hourly rates the data was generated from (a generated source's): the "
+        "training flow's noise floor. `./run demo` sets it to its sample source's.",
+    )
     catalog_kind: Literal["sql", "postgres", "glue"] = Field("sql", validation_alias=_env("TAXI_CATALOG"))
     catalog_url: str = Field(
         "postgresql://taxi@127.0.0.1:5432/iceberg",
@@ -169,6 +176,8 @@ class Settings(BaseSettings):
     @field_validator(*SHAPES)
     @classmethod
     def _shaped(cls, value: str, info: ValidationInfo) -> str:
+        if info.field_name is None:  # pydantic names the field a field validator runs for
+            raise TypeError("a field validator called without its field")
         pattern, accepts = SHAPES[info.field_name]
         if not pattern.fullmatch(value):
             raise ValueError(accepts)
@@ -212,7 +221,9 @@ class Settings(BaseSettings):
 
 def _variable(settings_field: str) -> str:
     alias = Settings.model_fields[settings_field].validation_alias
-    return alias.choices[0] if isinstance(alias, AliasChoices) else settings_field
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):  # a variable's name (see _env)
+        return alias.choices[0]
+    return settings_field
 
 
 def _explain(err: ValidationError) -> str:
@@ -228,7 +239,7 @@ def _explain(err: ValidationError) -> str:
     return "Invalid setting: " + "; ".join(lines)
 
 
-def load_settings(environ: dict[str, str] | None = None, **overrides) -> Settings:
+def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
     """The settings, from ``environ`` (by default this process's environment) and the settings files.
 
     ``overrides`` (field names) win over everything; tests and command-line options use them.
@@ -237,7 +248,9 @@ def load_settings(environ: dict[str, str] | None = None, **overrides) -> Setting
     state = Path(environ.get(STATE_DIR_ENV) or overrides.get("state_dir") or default_state_dir())
     files = (state.expanduser() / SETTINGS_FILE, Path.cwd() / ".env")  # later files win
     try:
-        return Settings(_env_file=files, _env_file_encoding="utf-8", **_from(environ), **overrides)
+        # Type checkers see the fields' signature, not BaseSettings' own __init__ (which takes _env_file) nor
+        # pydantic turning the variables' strings into each field's type (pydantic/pydantic-settings#131).
+        return Settings(_env_file=files, _env_file_encoding="utf-8", **_from(environ), **overrides)  # type: ignore[call-arg, arg-type]
     except ValidationError as err:
         raise SettingsError(_explain(err)) from None
 
@@ -248,7 +261,7 @@ def _from(environ: dict[str, str]) -> dict[str, str]:
     for name, spec in Settings.model_fields.items():
         alias = spec.validation_alias
         for variable in alias.choices if isinstance(alias, AliasChoices) else ():
-            if environ.get(variable):
+            if isinstance(variable, str) and environ.get(variable):  # every choice is a variable's name (see _env)
                 values[name] = environ[variable]
                 break
     return values

@@ -8,6 +8,8 @@ telemetry is on unless switched off. Entry points call :func:`apply_tool_environ
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from taxi_core.settings import Settings
 
@@ -38,11 +40,21 @@ def apply_tool_environment(settings: Settings) -> dict[str, str]:
     return {key: os.environ[key] for key in tool_environment(settings)}
 
 
-def withdraw_tool_environment(settings: Settings) -> None:
-    """Take back what :func:`apply_tool_environment` put in for ``settings``, before moving to another state folder.
+@contextmanager
+def child_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while the block runs, restored after.
 
-    Values a user exported differ from the derived ones and stay.
+    For a command that starts child processes which read their configuration from the environment and
+    offer no other way in (Dagster's code server and its runs, Metaflow, Spark's launcher): the values
+    hold for what the block starts, and the process is left as it was.
     """
-    for key, value in tool_environment(settings).items():
-        if os.environ.get(key) == value:
-            del os.environ[key]
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

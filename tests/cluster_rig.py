@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 from subprocess import PIPE
 
-from forecast_assets.local_cluster.services import free_port
 from taxi_core.settings import PROJECT_ROOT, Settings, load_settings
+from taxi_demo.local_cluster.services import free_port
 
 # The test process's own state and tool settings (conftest) must not leak into the profile's commands.
 OWN_PREFIXES = ("TAXI_", "METAFLOW_", "DAGSTER_", "OPENLINEAGE", "MPLCONFIGDIR")
@@ -68,7 +68,7 @@ def run_to_the_end(command: list[str], env: dict[str, str], timeout: float) -> s
 
 
 def taxi_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "forecast_assets.cli", *args]
+    return [sys.executable, "-m", "taxi_demo.cli", *args]
 
 
 def processes_mentioning(text: str) -> list[str]:

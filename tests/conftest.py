@@ -12,6 +12,8 @@ import pytest
 # The state folder must be chosen before any project module reads it.
 _STATE = Path(tempfile.mkdtemp(prefix="taxi-tests-"))
 os.environ["TAXI_STATE_DIR"] = str(_STATE)
+# As `./run demo` sets it: the sample source below writes the true rates there, the flow's noise floor.
+os.environ["TAXI_TRUE_RATES"] = str(_STATE / "sample_source" / "truth")
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 
 from taxi_core.settings import Settings, load_settings  # noqa: E402
@@ -44,7 +46,7 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def sample_source(tmp_path_factory):
-    from forecast_assets.sources.sample_source import SampleSource
+    from taxi_demo.sample_source import SampleSource
 
     # Where `taxi init` puts it: the flow finds the true rates (its noise floor) there.
     source = SampleSource(load_settings().path("sample_source"), trips_per_month=TEST_TRIPS_PER_MONTH)

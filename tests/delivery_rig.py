@@ -2,7 +2,7 @@
 
     python -m tests.delivery_rig FOLDER OPENLINEAGE_URL [--wait S] [--seconds S] [--slow-lite S]
 
-runs one :func:`bridge.bridge_pass.run_pass` (lease, OpenLineage over HTTP, DataHub Lite in FOLDER) over
+runs one :func:`bridge.run.lineage_pass.run_pass` (lease, OpenLineage over HTTP, DataHub Lite in FOLDER) over
 an empty Dagster instance, so the pass delivers exactly what the outbox holds, and prints its result
 as JSON. ``--slow-lite`` holds each Lite write that long, so a test can kill the pass in the middle.
 """
@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bridge.config import DataHubTarget, LineageBridge
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 
@@ -65,7 +65,7 @@ def one_pass(bridge: LineageBridge, client, wait: float = 0.0):
     """A real pass over an empty Dagster instance: it delivers what the outbox holds."""
     from dagster import DagsterInstance
 
-    from bridge.bridge_pass import run_pass
+    from bridge.run.lineage_pass import run_pass
 
     def no_graph():
         raise AssertionError("nothing new in an empty instance: the asset graph is never loaded")
@@ -88,7 +88,7 @@ def _slow_lite_writes(seconds: float) -> None:
 
 
 def main() -> int:
-    from bridge.pass_lease import PassRunning
+    from bridge.outbox.lease import PassRunning
 
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)

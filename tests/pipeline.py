@@ -8,8 +8,8 @@ from dagster import AssetKey, DagsterInstance
 
 from forecast_assets.definitions import build_definitions, resources_for
 from forecast_assets.resources import SourceResource
-from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
 from taxi_core.settings import Settings
+from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 
 
 @dataclass

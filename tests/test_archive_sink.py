@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from bridge.config import SinkSpec
-from bridge.health import FAILING, HEALTHY
+from bridge.outbox.health import FAILING, HEALTHY
 from bridge.sinks.drain import BATCH
 from bridge.sinks.openlineage import make_client
 from bridge.sinks.registry import UnknownSinkKind, factory

@@ -2,7 +2,6 @@
 
 import pytest
 
-from forecast_assets import cli
 from taxi_core.settings import (
     DEFAULT_STATE_DIR_NAME,
     INSTALLED_STATE_DIR,
@@ -11,6 +10,7 @@ from taxi_core.settings import (
     load_settings,
 )
 from taxi_core.tool_env import tool_environment
+from taxi_demo import cli
 
 
 def _options(argv):

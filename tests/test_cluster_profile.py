@@ -25,11 +25,11 @@ import pytest
 from forecast_assets.assets.table_metadata import ROW_COUNT
 from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
 from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE
-from forecast_assets.local_cluster import profile
-from forecast_assets.local_cluster.services import port_is_free
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.settings import PROJECT_ROOT, load_settings
 from taxi_core.tool_env import tool_environment
+from taxi_demo.local_cluster import profile
+from taxi_demo.local_cluster.services import port_is_free
 from tests.cluster_rig import (
     OWN_PREFIXES,
     cluster_home,
@@ -142,7 +142,7 @@ def test_the_demo_runs_on_the_cluster_with_the_embedded_row_counts(cluster_demo,
 
 def _stop_sensors(instance, workspace) -> None:
     """Only the runs the test submits: the new-months sensor would start ingestions of its own."""
-    from forecast_assets.pipeline_run import LOCATION_NAME, REPOSITORY_NAME
+    from taxi_demo.pipeline_run import LOCATION_NAME, REPOSITORY_NAME
 
     repository = workspace.get_code_location(LOCATION_NAME).get_repository(REPOSITORY_NAME)
     for sensor in repository.get_sensors():
@@ -206,9 +206,9 @@ def _jobs_seen(events_file: Path) -> collections.Counter:
 def test_two_ingestions_and_a_training_run_at_once_share_one_catalog(running, home):
     from dagster import DagsterEventType, DagsterInstance
 
-    from forecast_assets import pipeline_run
-    from forecast_assets.cli import init
-    from forecast_assets.sources.sample_source import SampleSource
+    from taxi_demo import pipeline_run
+    from taxi_demo.cli import init
+    from taxi_demo.sample_source import SampleSource
 
     cluster, settings = running
     source = SampleSource(settings.path("sample_source"), trips_per_month=TEST_TRIPS_PER_MONTH)
@@ -312,6 +312,13 @@ def _kill_a_worker_mid_stage(cluster, stop: threading.Event, killed: list) -> No
         time.sleep(0.05)
 
 
+def _extend_partitions_to(settings, month: str) -> None:
+    """As `./run demo --months` leaves the settings file: the partitions reach the newest month written."""
+    written = settings.settings_file.read_text().splitlines()
+    lines = [line for line in written if not line.startswith("TAXI_LAST_MONTH=")]
+    settings.settings_file.write_text("\n".join([*lines, f"TAXI_LAST_MONTH={month}"]) + "\n")
+
+
 def worker_dir(cluster, worker) -> Path:
     return cluster.spark.folder / f"worker-{cluster.spark.running_workers.index(worker) + 1}"
 
@@ -319,12 +326,13 @@ def worker_dir(cluster, worker) -> Path:
 def test_a_worker_killed_in_the_middle_of_a_stage(running):
     from dagster import DagsterInstance
 
-    from forecast_assets import pipeline_run
-    from forecast_assets.sources.sample_source import SampleSource
+    from taxi_demo import pipeline_run
+    from taxi_demo.sample_source import SampleSource
 
     cluster, settings = running
     source = SampleSource(settings.path("sample_source"), trips_per_month=KILLED_MONTH_TRIPS)
-    source.write_month(KILLED_MONTH)
+    source.write_month(KILLED_MONTH)  # a larger month beside the others (write_months would rewrite them at this scale)
+    _extend_partitions_to(settings, KILLED_MONTH)
     before = _rows_per_month(settings)
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=_kill_a_worker_mid_stage, args=(cluster, stop, killed), daemon=True)

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from pyspark.sql import functions as F
 
-from bridge.column_lineage import ColumnOrigin, InputColumn, Transformation
-from bridge.dagster_columns import column_lineage_from_metadata, column_lineage_metadata
-from bridge.datahub_metadata import metadata_for
-from bridge.spark_plan import PlanNode, column_lineage, derive, plan_of
+from bridge.translate.column_lineage import ColumnOrigin, InputColumn, Transformation
+from bridge.translate.dagster_columns import column_lineage_from_metadata, column_lineage_metadata
+from bridge.translate.datahub import metadata_for
+from bridge.translate.spark_plan import PlanNode, column_lineage, derive, plan_of
 from flows.forecasting.column_lineage import UnknownFeature, forecast_lineage, model_lineage
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.transforms.hourly_actuals import hourly_actuals

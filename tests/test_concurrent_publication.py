@@ -15,11 +15,11 @@ import pytest
 
 from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
 from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE, PARTITION_PROPERTY
-from forecast_assets.local_cluster.postgres_server import LocalPostgres
-from forecast_assets.local_cluster.services import free_port
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import NAMESPACE
 from taxi_core.settings import PROJECT_ROOT
+from taxi_demo.local_cluster.postgres_server import LocalPostgres
+from taxi_demo.local_cluster.services import free_port
 from tests.cluster_rig import cluster_home, profile_environment, settings_in
 from tests.publication_writer import ROWS_PER_ROUND, round_values
 

@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 from openlineage.client import OpenLineageClient
 
-from bridge.bridge_pass import run_pass
 from bridge.config import DataHubTarget
-from bridge.lite import open_lite
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
+from bridge.run.lineage_pass import run_pass
 from bridge.sinks.datahub import FileSink, LiteSink, RestSink
 from bridge.sinks.drain import drain
+from bridge.sinks.lite import open_lite
 from forecast_assets.lineage import naming
 from tests.lineage_bridges import bridge_at
 

@@ -8,9 +8,9 @@ from forecast_assets.config import ActualsConfig
 from forecast_assets.definitions import build_definitions, defs, monthly_partitions
 from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.resources import SourceResource
-from forecast_assets.sources.sample_source import SampleSource
 from taxi_core.catalog import CatalogConfig, CatalogConfigError
 from taxi_core.settings import load_settings
+from taxi_demo.sample_source import SampleSource
 
 TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
 
@@ -35,7 +35,7 @@ def test_every_table_has_checks_and_every_asset_a_description(definitions):
 
 
 def test_every_asset_says_where_its_lineage_is(definitions, tmp_path, monkeypatch):
-    from bridge.naming import dataset_urn_name
+    from bridge.translate.naming import dataset_urn_name
 
     graph = definitions.resolve_asset_graph()
     for key in graph.get_all_asset_keys():

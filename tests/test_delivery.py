@@ -7,7 +7,7 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
 
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
 from bridge.sinks.openlineage import deliver, make_client, run_event_from_json, target_of
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge import cli
-from bridge.outbox import Outbox
+from bridge.cli import main as cli
+from bridge.outbox.queue import Outbox
 from bridge.sinks.datahub import LiteSink
 from bridge.sinks.drain import drain
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
@@ -89,7 +89,7 @@ def test_a_second_pass_that_will_not_wait_says_another_is_running(folder):
 
 
 def one_pass_skipped(folder: Path, url: str) -> str:
-    from bridge.pass_lease import PassRunning
+    from bridge.outbox.lease import PassRunning
 
     with pytest.raises(PassRunning) as running:
         one_pass(rig_bridge(folder), http_client(url))
@@ -208,7 +208,7 @@ def test_a_damaged_lite_is_named_with_its_repair_and_the_repair_refills_it(folde
         assert len(result.problems) == 1
         assert "lite.sqlite is damaged" in result.problems[0]
         assert "run `taxi-lineage rebuild datahub`" in result.problems[0]
-        monkeypatch.setattr("bridge.cli.lineage_pass", lambda b, wait: _pass_code(b, server.url))
+        monkeypatch.setattr("bridge.cli.main.lineage_pass", lambda b, wait: _pass_code(b, server.url))
         assert cli.main(["rebuild", "datahub"], bridge) == 0
     assert "aside as" in capsys.readouterr().out
     assert lite_rows(folder / "lite.sqlite") == clean_replay(folder, tmp_path / "clean.sqlite")
@@ -233,7 +233,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
     from dagster import DagsterInstance, build_sensor_context
 
     from bridge.config import DataHubTarget
-    from bridge.sensor import LineageFailing, lineage_sensor
+    from bridge.run.sensor import LineageFailing, lineage_sensor
     from tests.loopback_lineage import free_port
     from tests.reuse_project.shop import definitions, shop_bridge
 
@@ -270,7 +270,7 @@ def test_credentials_in_urls_are_never_shown(text, shown):
 def test_the_watcher_delivers_what_is_queued_while_it_runs_and_the_sensor_keeps_one_alive(folder):
     import threading
 
-    from bridge.watch import keep_watcher_running, pid_file, watch
+    from bridge.run.watch import keep_watcher_running, pid_file, watch
 
     bridge = rig_bridge(folder, lite=False)
     stop = threading.Event()
@@ -312,7 +312,7 @@ def test_a_sensor_tick_logs_what_its_pass_did_and_how_each_target_stands(tmp_pat
     from dagster import DagsterInstance, SkipReason, build_sensor_context
 
     from bridge.config import DataHubTarget
-    from bridge.sensor import lineage_sensor
+    from bridge.run.sensor import lineage_sensor
     from tests.reuse_project.shop import definitions, shop_bridge
 
     bridge = replace(shop_bridge(tmp_path), flows=(), datahub=DataHubTarget(kind="off"))
@@ -353,7 +353,7 @@ WATCHER_STARTER = """
 import os, subprocess, sys, time
 folder = sys.argv[1]
 code = (
-    "import sys, threading; from pathlib import Path; from bridge.watch import watch; "
+    "import sys, threading; from pathlib import Path; from bridge.run.watch import watch; "
     "from tests.delivery_rig import rig_bridge; "
     "one_pass = lambda: Path(sys.argv[1], 'passes').open('a').write('.') and None; "
     "watch(rig_bridge(Path(sys.argv[1]), lite=False), one_pass, 0.05, True, started_by=int(sys.argv[2]))"

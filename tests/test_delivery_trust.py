@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 import trustme
 
-from bridge import cli
-from bridge.health import FAILING, HEALTHY, PARKED
+from bridge.cli import main as cli
+from bridge.outbox.health import FAILING, HEALTHY, PARKED
 from bridge.sinks.openlineage import make_client, run_event_from_json
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
 from tests.loopback_lineage import LineageServer, identity
@@ -217,7 +217,7 @@ def test_a_new_target_gets_the_whole_history_and_a_rebuilt_outbox_sends_only_wha
                 print(f"{server.url}: {result.sinks['openlineage'].counts()}")
             return result.health
 
-        monkeypatch.setattr("bridge.cli.lineage_pass", refill_and_pass)
+        monkeypatch.setattr("bridge.cli.main.lineage_pass", refill_and_pass)
         assert cli.main(["rebuild", "outbox"], bridge) == HEALTHY
     said = capsys.readouterr().out
     assert f"{third.url}: sent {len(queued)}, 0 waiting" in said

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from openlineage.client.serde import Serde
 
-from bridge.dagster_records import DagsterRunRecords
-from bridge.dagster_translate import translate_run
-from bridge.datahub_metadata import metadata_for
-from bridge.metaflow_translate import FlowRunRecord, translate_flow_run
+from bridge.translate.dagster import translate_run
+from bridge.translate.dagster_records import DagsterRunRecords
+from bridge.translate.datahub import metadata_for
+from bridge.translate.metaflow import FlowRunRecord, translate_flow_run
 from forecast_assets.lineage import naming as project_naming
 from taxi_core.settings import Settings
 from tests.openlineage_schema import validation_errors

@@ -9,15 +9,18 @@ import pytest
 from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
 from pyiceberg.expressions import EqualTo
 
+from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.definitions import build_definitions
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
-from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.names import TOP_ZONES
+from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.conftest import TEST_MONTHS
 from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
 from tests.loopback import serve_folder
+
+EVERY_AUDIT = [*RAW_YELLOW_AUDITS, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +49,7 @@ def test_every_month_materializes_every_table_and_passes_every_check(pipeline):
         materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
         assert materialized == {"taxi_trip_files", "weather_files", *(t.replace(".", "/") for t in TABLES)}
         evaluations = result.get_asset_check_evaluations()
-        assert len(evaluations) == 13
+        assert len(evaluations) == len(EVERY_AUDIT)
         assert [e.check_name for e in evaluations if not e.passed] == []
 
 
@@ -120,7 +123,7 @@ def test_rematerializing_an_unchanged_month_writes_no_snapshot(pipeline):
         metadata = pipeline.latest_metadata(name)
         assert metadata["publication"].value == "unchanged", name
         assert metadata[SNAPSHOT_ID].value != 0
-    assert len(result.get_asset_check_evaluations()) == 13  # the published month is audited again
+    assert len(result.get_asset_check_evaluations()) == len(EVERY_AUDIT)  # the published month is audited again
     files = pipeline.latest_metadata("taxi_trip_files")
     assert files["downloaded"].value is False  # unchanged at the source: not fetched again
 

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 from openlineage.client import OpenLineageClient
 
-from bridge.bridge_pass import queue_source, run_pass, sources_for
-from bridge.outbox import Outbox
+from bridge.outbox.queue import Outbox
+from bridge.run.lineage_pass import queue_source, run_pass, sources_for
 from forecast_assets.lineage import naming
 from tests.lineage_bridges import bridge_at
 from tests.loopback_lineage import LineageServer, free_port
@@ -261,7 +261,7 @@ def test_http_backend_down_then_up_receives_every_event_once(pipeline, graph, by
 def test_the_sensor_tick_runs_a_pass_and_reports_it(pipeline, by_hand_run, tmp_path):
     from dagster import build_sensor_context
 
-    from bridge.sensor import lineage_sensor
+    from bridge.run.sensor import lineage_sensor
 
     definitions = pipeline.definitions()
     sensor = lineage_sensor(bridge_at(tmp_path, pipeline.settings))

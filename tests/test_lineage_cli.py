@@ -17,12 +17,12 @@ import pytest
 from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecord
 from openlineage.client.serde import Serde
 
-from bridge.dagster_records import DagsterRunRecords
-from bridge.dagster_translate import translate_run
-from bridge.datahub_metadata import flow_and_job
-from bridge.lineage_index import dataset_label, dataset_version
-from bridge.naming import IcebergTables, Naming, dagster_job_name
-from bridge.outbox import Outbox
+from bridge.index.lineage_index import dataset_label, dataset_version
+from bridge.outbox.queue import Outbox
+from bridge.translate.dagster import translate_run
+from bridge.translate.dagster_records import DagsterRunRecords
+from bridge.translate.datahub import flow_and_job
+from bridge.translate.naming import IcebergTables, Naming, dagster_job_name
 from forecast_assets.lineage_cli import main
 
 FORECAST = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_forecast,PROD)"

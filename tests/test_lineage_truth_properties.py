@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openlineage.client.serde import Serde
 
-from bridge.dagster_source import DagsterSource
-from bridge.dagster_translate import INPUT_VERSIONS
-from bridge.naming import IcebergTables, Naming
+from bridge.sources.dagster import DagsterSource
+from bridge.translate.dagster import INPUT_VERSIONS
+from bridge.translate.naming import IcebergTables, Naming
 
 MONTHS = ["2024-11", "2024-12", "2025-01"]
 PARTITIONS = StaticPartitionsDefinition(MONTHS)

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from forecast_assets.local_cluster.services import Service, ServiceFailed
-from forecast_assets.local_cluster.spark_standalone import SparkStandalone
 from taxi_core.catalog import CatalogConfig
 from taxi_core.settings import load_settings
+from taxi_demo.local_cluster.services import Service, ServiceFailed
+from taxi_demo.local_cluster.spark_standalone import SparkStandalone
 
 
 def test_a_service_that_dies_while_starting_is_named_with_its_log(tmp_path):

@@ -2,7 +2,7 @@
 
 import json
 
-from bridge.metaflow_recorder import (
+from bridge.sources.metaflow_recorder import (
     DAGSTER_JOB_ENV,
     DAGSTER_RUN_ID_ENV,
     DAGSTER_STEP_ENV,
@@ -30,7 +30,7 @@ def test_a_step_records_each_dataset_it_touched_once():
 
 
 def test_a_write_records_its_column_lineage_as_plain_json():
-    from bridge.column_lineage import ColumnOrigin, InputColumn, Transformation, lineage_from_json
+    from bridge.translate.column_lineage import ColumnOrigin, InputColumn, Transformation, lineage_from_json
 
     lineage = {"forecast": (ColumnOrigin(InputColumn("db.actuals", "rides"), (Transformation("DIRECT", "IDENTITY"),)),)}
     with recording() as step:

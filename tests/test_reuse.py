@@ -15,8 +15,8 @@ import pytest
 from dagster import AssetKey, DagsterInstance, build_sensor_context, materialize
 from metaflow import Runner
 
-from bridge import cli
-from bridge.lite import open_lite
+from bridge.cli import main as cli
+from bridge.sinks.lite import open_lite
 from tests.openlineage_schema import validation_errors
 from tests.reuse_project.shop import FLOW, MODEL, definitions, shop_bridge
 
@@ -152,8 +152,8 @@ def _tree_edges(printed: str, root: str) -> set[tuple[str, str]]:
 
 
 def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(shop, capsys):
-    from bridge.graph_view import LineageGraph
-    from bridge.lite import open_for_reading
+    from bridge.index.graph_view import LineageGraph
+    from bridge.sinks.lite import open_for_reading
 
     bridge = shop_bridge(shop["root"])
     lite = open_for_reading(bridge.datahub.lite_path)
@@ -171,8 +171,8 @@ def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(s
 
 
 def test_the_picture_is_laid_out_by_graphviz_with_whole_names_and_comes_as_mermaid_too(shop):
-    from bridge.graph_view import LineageGraph, short_label
-    from bridge.lite import open_for_reading
+    from bridge.index.graph_view import LineageGraph, short_label
+    from bridge.sinks.lite import open_for_reading
 
     bridge = shop_bridge(shop["root"])
     lite = open_for_reading(bridge.datahub.lite_path)

@@ -6,8 +6,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from forecast_assets.sources.noaa_format import ELEMENTS, MISSING_VALUE, NYC_COUNTY_FIPS, weather_file_path
-from forecast_assets.sources.sample_source import WEATHER_DIR, SampleSource
 from forecast_assets.sources.tlc_format import published_schema
+from taxi_demo.sample_source import WEATHER_DIR, SampleSource
 from tests.conftest import TEST_TRIPS_PER_MONTH
 
 

@@ -5,8 +5,8 @@ import pytest
 
 from forecast_assets.sources.download import SourceInvalid
 from forecast_assets.sources.noaa_format import weather_file_path
-from forecast_assets.sources.sample_source import WEATHER_DIR
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
+from taxi_demo.sample_source import WEATHER_DIR
 
 URL = "https://example.invalid/trip-data/yellow_tripdata_2025-01.parquet"
 

@@ -17,8 +17,8 @@ import pytest
 
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.sources.noaa_format import weather_file_path
-from forecast_assets.sources.sample_source import TRIP_DIR, WEATHER_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
+from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.hostile_server import CUT_CHUNKED, GOOD, RESET, HostileServer
 from tests.iceberg_tables import TABLES, branches, published_snapshots, table
 from tests.loopback import serve_folder

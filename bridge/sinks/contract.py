@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bridge.config import SinkSpec
+from bridge.errors import BridgeError
 
 __all__ = ["Sink", "SinkContext", "SinkDamaged", "SinkSpec"]
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from openlineage.client import OpenLineageClient
 
     from bridge.config import LineageBridge
-    from bridge.outbox import Outbox, QueuedEvent
+    from bridge.outbox.queue import Outbox, QueuedEvent
 
 
 class Sink(Protocol):
@@ -45,7 +46,7 @@ class Sink(Protocol):
         """Let go of connections and files."""
 
 
-class SinkDamaged(Exception):
+class SinkDamaged(BridgeError):
     """A sink's own state cannot be read; the message names it and how to rebuild it."""
 
 

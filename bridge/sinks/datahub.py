@@ -1,6 +1,6 @@
 """Write the queued lineage into DataHub: DataHub Lite, a GMS over REST, or a metadata file.
 
-Each is a sink for :func:`bridge.sinks.drain.drain`: it translates one event (:mod:`bridge.datahub_metadata`)
+Each is a sink for :func:`bridge.sinks.drain.drain`: it translates one event (:mod:`bridge.translate.datahub`)
 and writes its aspects as upserts, so a replay leaves the graph as it was (every aspect carries its
 event's time as ``lastObserved``, so even that does not change).
 
@@ -20,25 +20,34 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bridge.config import DataHubTarget, SinkSpec
-from bridge.naming import Naming
-from bridge.outbox import Outbox, QueuedEvent
+from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import Sink, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
+from bridge.translate.naming import Naming
+
+if TYPE_CHECKING:
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
+    from datahub.emitter.rest_emitter import DataHubRestEmitter
+    from datahub.lite.sqlite_lite import SqliteLite
+    from datahub.metadata.schema_classes import _Aspect
 
 POSITION_TABLE = "lineage_bridge_position"
+# A job's edges: its input and output datasets, upstream jobs and column lineage (each as sorted JSON).
+Edges = dict[str, list[str]]
 
 
 class LiteDamaged(SinkDamaged):
     """The DataHub Lite file cannot be read as SQLite."""
 
 
-def _translated(event: QueuedEvent, naming: Naming) -> list:
+def _translated(event: QueuedEvent, naming: Naming) -> list[MetadataChangeProposalWrapper]:
     # DataHub loads only when there is something to write: an idle pass never imports it.
     from datahub.metadata.schema_classes import SystemMetadataClass
 
-    from bridge.datahub_metadata import metadata_for
+    from bridge.translate.datahub import metadata_for
 
     try:
         payload = json.loads(event.payload)
@@ -59,23 +68,26 @@ class _JobEdges:
     reading weather) stay on the runs (DataProcessInstance) and the model versions.
     """
 
-    def __init__(self, outbox: Outbox, sink: str, fresh: bool, held: Callable[[str], dict] | None = None) -> None:
+    def __init__(self, outbox: Outbox, sink: str, fresh: bool, held: Callable[[str], Edges] | None = None) -> None:
         """``fresh``: the sink holds nothing yet (new, emptied, replaced), so neither do its jobs' edges.
 
         ``held(urn)``: the edges the sink itself holds for a job, for a sink that can be read (DataHub
         Lite): then the union is the sink's own and nothing is kept in the outbox.
         """
         self.outbox, self.sink, self.fresh, self.held = outbox, sink, fresh, held
-        self.known = {} if fresh or held else outbox.job_edges(sink)
+        self.known: dict[str, Edges] = {} if fresh or held else outbox.job_edges(sink)
         self.changed: set[str] = set()
 
-    def merged(self, mcp):
+    def merged(self, mcp: MetadataChangeProposalWrapper) -> MetadataChangeProposalWrapper:
         # DataHub loads only when there is something to write (as in _translated).
         from datahub.emitter.mcp import MetadataChangeProposalWrapper
         from datahub.metadata.schema_classes import DataJobInputOutputClass, FineGrainedLineageClass
 
         if not isinstance(mcp.aspect, DataJobInputOutputClass):
             return mcp
+        urn = mcp.entityUrn
+        if urn is None:  # a proposal names its entity by URN or key; the translation always by URN
+            raise ValueError("A job's inputs and outputs without the job's URN")
         columns = mcp.aspect.fineGrainedLineages or []
         edges = {
             "inputDatasets": mcp.aspect.inputDatasets or [],
@@ -83,11 +95,11 @@ class _JobEdges:
             "inputDatajobs": mcp.aspect.inputDatajobs or [],
             "fineGrainedLineages": [json.dumps(column.to_obj(), sort_keys=True) for column in columns],
         }
-        known = self.held(mcp.entityUrn) if self.held else self.known.get(mcp.entityUrn, {})
+        known = self.held(urn) if self.held else self.known.get(urn, {})
         merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
         if merged != known and not self.held:
-            self.known[mcp.entityUrn] = merged
-            self.changed.add(mcp.entityUrn)
+            self.known[urn] = merged
+            self.changed.add(urn)
         columns = [FineGrainedLineageClass.from_obj(json.loads(f)) for f in merged["fineGrainedLineages"]]
         aspect = DataJobInputOutputClass(
             inputDatasets=merged["inputDatasets"],
@@ -95,7 +107,7 @@ class _JobEdges:
             inputDatajobs=merged["inputDatajobs"],
             fineGrainedLineages=columns or None,
         )
-        return MetadataChangeProposalWrapper(entityUrn=mcp.entityUrn, aspect=aspect, systemMetadata=mcp.systemMetadata)
+        return MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
         if not self.held and (self.changed or self.fresh):
@@ -114,7 +126,7 @@ class LiteSink:
         self.target = f"DataHub Lite {path}"
         self.name = f"datahub-lite {shown_as or path}"
         outbox.adopt("datahub-lite", self.name)
-        self.lite = None
+        self.lite: SqliteLite | None = None
         self._position: int | None = None
         self._edges: _JobEdges | None = None
         self.aspects = 0
@@ -130,11 +142,13 @@ class LiteSink:
             self._edges = _JobEdges(self.outbox, self.name, fresh=False, held=self._held_edges)
         return self._edges
 
-    def _held_edges(self, urn: str) -> dict:
+    def _held_edges(self, urn: str) -> Edges:
         """A job's edges as this Lite file holds them now (inside the batch's transaction)."""
         # Only a sink that is writing asks, and DataHub is loaded by then.
         from datahub.metadata.schema_classes import FineGrainedLineageClass
 
+        if self.lite is None:
+            raise RuntimeError("DataHub Lite's job edges are read only while a batch is written")
         row = self.lite.sqlite_client.execute(
             "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = 'dataJobInputOutput' "
             "AND version = 0",
@@ -151,16 +165,16 @@ class LiteSink:
             "fineGrainedLineages": sorted(json.dumps(column, sort_keys=True) for column in columns),
         }
 
-    def _open(self):
+    def _open(self) -> SqliteLite:
         if self.lite is None:
             # DataHub loads only when there is something to write (as in _translated).
-            from bridge.lite import open_lite
+            from bridge.sinks.lite import open_lite
 
             self.lite = open_lite(self.path)
             connection = self.lite.sqlite_client
             connection.isolation_level = None  # transactions are this sink's, not one per aspect
             # Lite commits after every aspect; inside a batch only the batch's COMMIT may.
-            self.lite._commit = self.lite._rollback = lambda: None
+            self.lite._commit = self.lite._rollback = lambda: None  # type: ignore[method-assign]
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL)"
             )
@@ -170,12 +184,13 @@ class LiteSink:
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         mcps = _translated(event, self.naming)
-        connection = self._open().sqlite_client
+        lite = self._open()
+        connection = lite.sqlite_client
         connection.execute("SAVEPOINT event")
         try:
             for mcp in mcps:
                 if not self._older_than_held(connection, mcp):
-                    self.lite.write(self.edges.merged(mcp))
+                    lite.write(self.edges.merged(mcp))
         except BaseException:
             connection.execute("ROLLBACK TO event")
             connection.execute("RELEASE event")
@@ -185,7 +200,7 @@ class LiteSink:
         return True
 
     @staticmethod
-    def _older_than_held(connection, mcp) -> bool:
+    def _older_than_held(connection: sqlite3.Connection, mcp: MetadataChangeProposalWrapper) -> bool:
         """Lite holds this aspect from a later event already: writing it would step back (a replay, or late).
 
         DataHub keeps the latest observation of an aspect; an earlier one written again would add a
@@ -198,20 +213,24 @@ class LiteSink:
         ).fetchone()
         if row is None:
             return False
-        if getattr(mcp.aspect, "ASPECT_TYPE", None) == "timeseries":
-            return json.loads(row[0]).get("timestampMillis", 0) >= mcp.aspect.timestampMillis
-        return (json.loads(row[1]).get("lastObserved") or 0) > mcp.systemMetadata.lastObserved
+        if mcp.aspect is not None and mcp.aspect.ASPECT_TYPE == "timeseries":
+            return bool(json.loads(row[0]).get("timestampMillis", 0) >= _timestamp_millis(mcp.aspect))
+        observed = mcp.systemMetadata.lastObserved if mcp.systemMetadata is not None else None
+        if observed is None:  # every translated aspect carries its event's time (see _translated)
+            raise ValueError(f"Aspect {mcp.aspectName} of {mcp.entityUrn} carries no time it was observed")
+        return (json.loads(row[1]).get("lastObserved") or 0) > observed
 
     def advance(self, seq: int) -> None:
         self._position = seq
 
     def flush(self) -> None:
-        if self.lite is None:
+        lite = self.lite
+        if lite is None:
             if self._position is not None and self._position != lite_position(self.path, self.outbox.id):
-                self._open()  # only parked events since the last write: the place still moves
+                lite = self._open()  # only parked events since the last write: the place still moves
             else:
                 return
-        connection = self.lite.sqlite_client
+        connection = lite.sqlite_client
         if not connection.in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         connection.execute(
@@ -232,6 +251,12 @@ class LiteSink:
                 self.lite.sqlite_client.execute("ROLLBACK")
             self.lite.close()
             self.lite = None
+
+
+def _timestamp_millis(aspect: _Aspect) -> int:
+    """A timeseries aspect's time: every timeseries aspect has ``timestampMillis``, which _Aspect does not declare."""
+    millis: int = getattr(aspect, "timestampMillis")  # noqa: B009
+    return millis
 
 
 def lite_position(path: Path, outbox_id: str) -> int:
@@ -279,7 +304,7 @@ class RestSink:
         self.name = f"datahub-rest {redact(server)}"
         self.target = f"DataHub GMS {redact(server)}"
         self.edges = _JobEdges(outbox, self.name, fresh=self.position() == 0)
-        self.emitter = None
+        self.emitter: DataHubRestEmitter | None = None
         self.aspects = 0
 
     def position(self) -> int:
@@ -323,7 +348,7 @@ class FileSink:
         self.target = f"DataHub metadata file {path}"
         self.name = f"datahub-file {shown_as or path}"
         outbox.adopt("datahub-file", self.name)
-        self.records: list | None = None
+        self.records: list[dict[str, Any]] | None = None
         self._position = outbox.sink_offset(self.name) if path.exists() else 0
         self.edges = _JobEdges(outbox, self.name, fresh=self._position == 0)
         self.aspects = 0
@@ -359,13 +384,17 @@ class FileSink:
         """Nothing is held open."""
 
 
-def datahub_sink(target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None):
+def datahub_sink(
+    target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None
+) -> RestSink | FileSink | LiteSink | None:
     """The sink for ``target`` (``None`` when DataHub is off); a file in ``lineage_dir`` is known by its path there."""
     if target.kind == "off":
         return None
     if target.kind == "rest":
         return RestSink(target.gms_url, target.gms_token, outbox, naming)
     path = target.file if target.kind == "file" else target.lite_path
+    if path is None:  # DataHubTarget refuses a file or Lite target without its path
+        raise ValueError(f"The DataHub {target.kind} target has no path")
     shown_as = str(path.relative_to(lineage_dir)) if lineage_dir and path.is_relative_to(lineage_dir) else None
     if target.kind == "file":
         return FileSink(path, outbox, naming, shown_as)

@@ -20,13 +20,14 @@ What a failure means is :func:`bridge.sinks.failures.classify`'s judgement:
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.outbox import Failing, Outbox, QueuedEvent
-from bridge.sinks.contract import Sink
+from bridge.outbox.queue import Failing, Outbox, QueuedEvent
+from bridge.sinks.contract import Sink, SinkDamaged
 from bridge.sinks.failures import classify
 
 EVENT_ATTEMPTS = 8
@@ -220,6 +221,8 @@ class _Drain:
         """The sink's place, or ``None`` when the sink cannot read it (its target is away): the sink waits."""
         try:
             return self.sink.position()
+        except (SinkDamaged, sqlite3.DatabaseError):
+            raise  # the sink's own state is damaged: the pass names it and its repair
         except Exception as err:  # a place kept in the target is as reachable as the target
             self._wait_on(err)
             return None
@@ -262,6 +265,7 @@ class _Drain:
 
 def _run_of(event: QueuedEvent) -> str:
     try:
-        return json.loads(event.payload)["run"]["runId"]
+        run_id: str = json.loads(event.payload)["run"]["runId"]
+        return run_id
     except (ValueError, KeyError, TypeError):
         return f"unreadable event {event.seq}"

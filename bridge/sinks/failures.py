@@ -20,6 +20,8 @@ import ssl
 from dataclasses import dataclass
 from typing import Literal
 
+from bridge.errors import BridgeError
+
 FailureKind = Literal["refused", "credentials", "away", "this event"]
 
 CREDENTIAL_STATUS = frozenset({401, 403})
@@ -32,11 +34,11 @@ TLS_SETTINGS = (
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
-class Unsendable(Exception):
+class Unsendable(BridgeError):
     """The event cannot be serialised or translated for this sink: sending it again cannot help."""
 
 
-class NoAnswer(Exception):
+class NoAnswer(BridgeError):
     """The request was sent and no answer came within ``waited`` seconds: the target may have the event, or not.
 
     The target may still be taking it in: it is not sent again for at least as long.

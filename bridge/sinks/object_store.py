@@ -12,10 +12,13 @@ from __future__ import annotations
 import gzip
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
-from bridge.outbox import Outbox, QueuedEvent
+from bridge.errors import BridgeError
+from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import SinkContext, SinkSpec
 
 log = logging.getLogger(__name__)
@@ -26,7 +29,7 @@ CREDENTIALS_SETTING = (
 OBJECT_NAME = re.compile(r"(\d{12})-(\d{12})\.jsonl\.gz$")
 
 
-class ObjectStoreError(Exception):
+class ObjectStoreError(BridgeError):
     """The store refused or failed a request; ``status`` is its HTTP status, for :mod:`bridge.sinks.failures`."""
 
     def __init__(self, message: str, status: int | None) -> None:
@@ -57,7 +60,7 @@ class ArchiveLocation:
 class ObjectStoreSink:
     """Batches of events as objects in a bucket (see the module); ``client`` is a boto3 S3 client."""
 
-    def __init__(self, client, location: ArchiveLocation, outbox: Outbox, endpoint_url: str = "") -> None:
+    def __init__(self, client: Any, location: ArchiveLocation, outbox: Outbox, endpoint_url: str = "") -> None:
         self.client, self.location, self.outbox = client, location, outbox
         self.folder = location.folder(outbox.id)
         self.name = f"object-store {location}"
@@ -111,7 +114,7 @@ class ObjectStoreSink:
     def _reset(self) -> None:
         self._buffer, self._first, self._last = [], None, None
 
-    def _call(self, what: str, request, **arguments):
+    def _call(self, what: str, request: Callable[..., Any], **arguments: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError  # boto3 loads only for a configured archive
 
         try:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TextIO
 from urllib.parse import urljoin, urlsplit
 
 from openlineage.client import OpenLineageClient
@@ -22,12 +23,13 @@ from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, R
 from openlineage.client.transport.console import ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpTransport, TokenProvider
+from openlineage.client.transport.transport import Transport
 from requests.adapters import HTTPAdapter
 from requests.exceptions import ReadTimeout
 from urllib3.util import Retry
 
 from bridge.config import SinkSpec
-from bridge.outbox import OPENLINEAGE_SINK, Outbox, QueuedEvent
+from bridge.outbox.queue import OPENLINEAGE_SINK, Outbox, QueuedEvent
 from bridge.sinks.contract import Sink, SinkContext
 from bridge.sinks.drain import DrainResult, drain
 from bridge.sinks.failures import NoAnswer, Unsendable, redact
@@ -128,13 +130,16 @@ class OpenLineageSink:
         self.credentials_setting = credentials_setting(client.transport)
         self.answer_seconds = answer_seconds
         outbox.adopt(OPENLINEAGE_SINK, self.name)
-        self.ledger = _ledger_path(lineage_dir, self.name) if lineage_dir is not None else None
-        if self.ledger is not None and (lineage_dir / LEGACY_LEDGER).exists() and not self.ledger.exists():
-            self.ledger.parent.mkdir(parents=True, exist_ok=True)
-            (lineage_dir / LEGACY_LEDGER).replace(self.ledger)  # kept for one target before ledgers were per target
+        self.ledger: Path | None = None
+        if lineage_dir is not None:
+            self.ledger = _ledger_path(lineage_dir, self.name)
+            if (lineage_dir / LEGACY_LEDGER).exists() and not self.ledger.exists():
+                self.ledger.parent.mkdir(parents=True, exist_ok=True)
+                (lineage_dir / LEGACY_LEDGER).replace(self.ledger)  # kept for one target before ledgers were per target
         self.known = _keys(self.ledger) if self.ledger is not None and outbox.rebuilt else frozenset()
-        self._ledger = None
-        self._raw: RawSend | None | bool = False  # decided on the first event: see bridge.sinks.raw_send
+        self._ledger: TextIO | None = None
+        self._raw: RawSend | None = None
+        self._raw_decided = False  # on the first event: see bridge.sinks.raw_send
         self.http = list(_http_transports(client.transport))
         self.configured = [(transport.timeout, dict(transport.config.custom_headers)) for transport in self.http]
         for transport in self.http:
@@ -151,11 +156,12 @@ class OpenLineageSink:
         answer = 0.0
         for transport, (timeout, headers) in zip(self.http, self.configured, strict=True):
             answer = max(timeout, self.answer_seconds)
-            transport.timeout = (max(0.1, min(timeout, seconds_left)), answer)
+            # The transport hands its timeout to requests, which also takes (connect, read).
+            transport.timeout = (max(0.1, min(timeout, seconds_left)), answer)  # type: ignore[assignment]
             transport.config.custom_headers = headers | {"Idempotency-Key": idempotency_key(event.key)}
         try:
-            if self._raw is False:
-                self._raw = raw_sender(self.client, _typed(event), event.payload)
+            if not self._raw_decided:
+                self._raw, self._raw_decided = raw_sender(self.client, _typed(event), event.payload), True
             if self._raw is None or not self._raw(event.payload, document):
                 self.client.emit(_typed(event))
         except ReadTimeout as err:
@@ -207,7 +213,7 @@ def target_of(client: OpenLineageClient, lineage_dir: Path | None = None) -> str
     return redact(_target(client.transport, lineage_dir))
 
 
-def _target(transport, lineage_dir: Path | None) -> str:
+def _target(transport: Transport, lineage_dir: Path | None) -> str:
     inner = getattr(transport, "transports", None)
     if inner is not None:
         return f"{transport.kind} [" + ", ".join(_target(each, lineage_dir) for each in inner) + "]"
@@ -225,7 +231,7 @@ def _target(transport, lineage_dir: Path | None) -> str:
     return f"{transport.kind} {where}".strip()
 
 
-def credentials_setting(transport) -> str:
+def credentials_setting(transport: Transport) -> str:
     """Where this transport's credentials are set, for a message about refused credentials."""
     http = next(iter(_http_transports(transport)), None)
     if http is None:
@@ -245,9 +251,9 @@ def _ledger_path(lineage_dir: Path, target: str) -> Path:
     return lineage_dir / "delivered" / f"openlineage-{digest}.keys"
 
 
-def _parsed(event: QueuedEvent) -> dict:
+def _parsed(event: QueuedEvent) -> dict[str, Any]:
     try:
-        document = json.loads(event.payload)
+        document: dict[str, Any] = json.loads(event.payload)
         document["run"]["runId"], document["job"]["name"], RunState(document["eventType"])  # noqa: B018
     except (ValueError, KeyError, TypeError) as err:
         msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
@@ -270,7 +276,7 @@ def _keys(ledger: Path) -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
-def _http_transports(transport) -> Iterator[HttpTransport]:
+def _http_transports(transport: Transport) -> Iterator[HttpTransport]:
     if isinstance(transport, HttpTransport):
         yield transport
     for inner in getattr(transport, "transports", []):

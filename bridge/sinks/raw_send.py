@@ -20,7 +20,7 @@ and any other configuration go through ``client.emit``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from typing import Any, Protocol, TextIO
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
@@ -28,8 +28,15 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpTransport
 
-RawSend = Callable[[str, dict], bool]
 FACETED = ("run", "job")
+
+
+class RawSend(Protocol):
+    """Sends an event (its JSON and its parsed JSON) as ``client.emit`` would; False when it cannot."""
+
+    def __call__(self, payload: str, event: dict[str, Any]) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 def raw_sender(client: OpenLineageClient, typed: RunEvent, payload: str) -> RawSend | None:
@@ -58,7 +65,7 @@ def raw_sender(client: OpenLineageClient, typed: RunEvent, payload: str) -> RawS
     return _Enriched(send, added) if enriched == original else None
 
 
-def _added_facets(original: dict, enriched: dict) -> dict:
+def _added_facets(original: dict[str, Any], enriched: dict[str, Any]) -> dict[str, Any]:
     before = original.get("facets", {})
     return {name: facet for name, facet in enriched.get("facets", {}).items() if name not in before}
 
@@ -66,10 +73,10 @@ def _added_facets(original: dict, enriched: dict) -> dict:
 class _Enriched:
     """Adds the client's facets to each event, then sends it."""
 
-    def __init__(self, send: _FileAppender | _TransportEmit, added: dict[str, dict]) -> None:
+    def __init__(self, send: _FileAppender | _TransportEmit, added: dict[str, dict[str, Any]]) -> None:
         self.send, self.added = send, added
 
-    def __call__(self, payload: str, event: dict) -> bool:
+    def __call__(self, payload: str, event: dict[str, Any]) -> bool:
         queued: str | None = payload  # None once facets are added: the event is serialised again
         if any(self.added.values()):
             for part, facets in self.added.items():
@@ -89,9 +96,10 @@ class _FileAppender:
     """The file transport's file, opened once; each event is flushed before its place moves."""
 
     def __init__(self, path: str) -> None:
-        self.path, self.handle = path, None
+        self.path = path
+        self.handle: TextIO | None = None
 
-    def __call__(self, payload: str | None, event: dict) -> None:
+    def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
         self.handle.write((payload if payload is not None else Serde.to_json(event)) + "\n")
@@ -109,8 +117,8 @@ class _TransportEmit:
     def __init__(self, transport: HttpTransport) -> None:
         self.transport = transport
 
-    def __call__(self, payload: str | None, event: dict) -> None:
-        self.transport.emit(event)  # type: ignore[arg-type] -- Serde.to_json takes a dictionary as it is
+    def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
+        self.transport.emit(event)  # type: ignore[arg-type]  # Serde.to_json takes a dictionary as it is
 
     def close(self) -> None:
         """The transport's session is the sink's to close."""

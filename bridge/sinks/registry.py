@@ -16,6 +16,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 
 from bridge.config import SinkSpec
+from bridge.errors import BridgeError
 from bridge.sinks.contract import Sink, SinkContext
 
 ENTRY_POINT_GROUP = "lineage_bridge.sinks"
@@ -27,7 +28,7 @@ BUILT_IN = {
 Factory = Callable[[SinkSpec, SinkContext], Sink | None]
 
 
-class UnknownSinkKind(ValueError):
+class UnknownSinkKind(ValueError, BridgeError):
     """No built-in or installed sink has this kind."""
 
 
@@ -44,7 +45,8 @@ def factory(kind: str) -> Factory:
         msg = f"no lineage sink of kind {kind!r}: use one of {known}, or install a package that registers it"
         raise UnknownSinkKind(msg)
     module, _, name = where.partition(":")
-    return getattr(import_module(module), name)
+    built: Factory = getattr(import_module(module), name)
+    return built
 
 
 def build_sink(spec: SinkSpec, context: SinkContext) -> Sink | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from bridge.column_lineage import (
+from bridge.translate.column_lineage import (
     DIRECT,
     IDENTITY,
     INDIRECT,
@@ -21,6 +21,7 @@ from bridge.column_lineage import (
     Transformation,
 )
 from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
+from taxi_core.errors import PipelineError
 from taxi_core.names import ACTUALS, RAW_WEATHER
 
 COMPUTED = Transformation(DIRECT, TRANSFORMATION)
@@ -37,7 +38,7 @@ WEATHER_ROWS = (
 )
 
 
-class UnknownFeature(ValueError):
+class UnknownFeature(ValueError, PipelineError):
     """A feature with no known source columns."""
 
 

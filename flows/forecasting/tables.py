@@ -15,8 +15,9 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
-from bridge.column_lineage import ColumnLineage
-from bridge.metaflow_recorder import record_read, record_write
+from bridge.sources.metaflow_recorder import record_read, record_write
+from bridge.translate.column_lineage import ColumnLineage
+from taxi_core.errors import PipelineError
 from taxi_core.names import ACTUALS, FORECAST
 from taxi_core.names import RAW_WEATHER as WEATHER
 
@@ -38,7 +39,7 @@ FORECAST_PARTITIONING = PartitionSpec(
 )
 
 
-class MissingInput(RuntimeError):
+class MissingInput(RuntimeError, PipelineError):
     """A table the flow reads does not exist or has no rows in the window asked for."""
 
 

@@ -17,7 +17,7 @@ from dagster import (
     multi_asset,
 )
 
-from bridge.dagster_translate import INPUT_VERSIONS
+from bridge.translate.dagster import INPUT_VERSIONS
 from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name

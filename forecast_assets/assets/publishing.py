@@ -23,9 +23,9 @@ from dagster import (
 from dagster import MetadataValue as MV
 from pyspark.sql import DataFrame
 
-from bridge.column_lineage import ColumnLineage
-from bridge.dagster_columns import derived_column_lineage
-from bridge.spark_plan import column_lineage
+from bridge.translate.column_lineage import ColumnLineage
+from bridge.translate.dagster_columns import derived_column_lineage
+from bridge.translate.spark_plan import column_lineage
 from forecast_assets.assets.checks import Audit, MonthFacts
 from forecast_assets.assets.table_metadata import (
     COLUMN_SCHEMA,

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from taxi_core.errors import PipelineError
 from taxi_core.files import atomic_path
 
 log = logging.getLogger(__name__)
@@ -33,11 +34,11 @@ USER_AGENT = "taxi-demand-lineage/0.1"
 Progress = Callable[[str], None]
 
 
-class SourceMissing(FileNotFoundError):
+class SourceMissing(FileNotFoundError, PipelineError):
     """The source has no file at this address (a month not published yet, a wrong base URL)."""
 
 
-class SourceInvalid(ValueError):
+class SourceInvalid(ValueError, PipelineError):
     """The file arrived but is not what its name promises."""
 
 
@@ -89,7 +90,7 @@ NETWORK_ERRORS = (ConnectionError, TimeoutError, ssl.SSLError, http.client.HTTPE
 T = TypeVar("T")
 
 
-class SourceUnavailable(ConnectionError):
+class SourceUnavailable(ConnectionError, PipelineError):
     """The source could not be downloaded, even after retries."""
 
 

@@ -27,8 +27,8 @@ def main() -> None:
     # Dagster and Metaflow read their configuration when imported: only now.
     from dagster import DagsterInstance
 
-    from bridge.dagster_source import DagsterSource
-    from bridge.metaflow_source import flow_runs, run_record
+    from bridge.sources.dagster import DagsterSource
+    from bridge.sources.metaflow import flow_runs, run_record
     from forecast_assets.definitions import build_definitions
     from forecast_assets.lineage import naming
     from taxi_core.names import FLOW_NAME

@@ -9,7 +9,7 @@ import os
 
 from metaflow import FlowSpec, current, step
 
-from bridge.metaflow_recorder import record_lineage, record_model, record_read
+from bridge.sources.metaflow_recorder import record_lineage, record_model, record_read
 
 
 @record_lineage

@@ -7,8 +7,8 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetSpec, DataVersion, Definitions, MaterializeResult, asset
 
 from bridge.config import DataHubTarget, LineageBridge
-from bridge.naming import Naming
-from bridge.sensor import lineage_sensor
+from bridge.run.sensor import lineage_sensor
+from bridge.translate.naming import Naming
 
 FLOW = "ScoreFlow"
 MODEL = "scores_model"

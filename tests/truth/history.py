@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from dagster import AssetKey, DagsterInstance
 
-from forecast_assets import pipeline_run
 from forecast_assets.definitions import build_definitions
 from forecast_assets.lineage import naming, taxi_bridge
 from forecast_assets.lineage_cli import main as lineage_command
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
-from forecast_assets.sources.sample_source import TRIP_DIR
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import Settings
+from taxi_demo import pipeline_run
+from taxi_demo.sample_source import TRIP_DIR
 from tests.truth.scenario import FORECAST, MONTHS, TABLES, capture, run_flow, sha256
 
 REWRITE_RAW_YELLOW = {"ops": {"nyc_taxi__raw_yellow": {"config": {"rewrite_unchanged": True}}}}
@@ -154,7 +154,7 @@ class History:
 
     def _labels(self) -> dict:
         """Each asset's name in the lineage (a table's catalog name, else its location), and in DataHub."""
-        from bridge.datahub_metadata import dataset_urn_name
+        from bridge.translate.datahub import dataset_urn_name
 
         policy = naming(self.settings)
         labels = {}
@@ -173,7 +173,7 @@ class History:
     def _answers(self, snapshots: dict) -> dict:
         """The lineage command's answers, as a person or a script asks for them."""
         bridge = taxi_bridge(self.settings)
-        from bridge import cli
+        from bridge.cli import main as cli
 
         def ask(*words: str):
             """The command's JSON answer; ``None`` where it answered with a usage error (a version it never saw)."""
@@ -196,7 +196,7 @@ class History:
         return answers
 
     def _datahub_runs(self) -> list[dict]:
-        from bridge.lite import open_lite
+        from bridge.sinks.lite import open_lite
 
         lite = open_lite(taxi_bridge(self.settings).datahub.lite_path, read_only=True)
         try:

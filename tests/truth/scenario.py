@@ -42,7 +42,7 @@ def main(out: Path, state: Path) -> None:
     link = state / "dagster" / "dagster.yaml"
     if not link.exists():
         link.symlink_to(PROJECT_ROOT / "dagster.yaml")
-    from forecast_assets.cli import init
+    from taxi_demo.cli import init
 
     os.environ.update(init(load_settings(), sorted(MONTHS), TRIPS))
     settings = load_settings()

@@ -1,0 +1,258 @@
+"""The command line's delivery commands: a pass, health, the dead letters, queueing them again, rebuilding a sink.
+
+pass [--wait S]             one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+status [--json]             is lineage healthy, and how far behind is each sink (from the outbox alone)
+dead-letters [--json]       the events a sink gave up on, with their error, job, run and attempts
+retry ID... | --all         queue dead letters again; the next pass sends them first
+discard ID... | --all       give up on dead letters for good
+rebuild datahub             set the DataHub Lite file aside (or forget a GMS's or file's place) and refill it
+rebuild outbox              set a damaged outbox aside and queue every run again, without sending the
+                            OpenLineage target what it already has or reporting Metaflow runs twice
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bridge.config import LineageBridge
+from bridge.errors import BridgeError
+from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
+from bridge.outbox.queue import Outbox, OutboxDamaged
+from bridge.sinks.failures import redact
+
+if TYPE_CHECKING:
+    from bridge.sources.dagster import AssetGraph
+
+
+class UsageError(BridgeError):
+    """A name or state the command cannot work with; reported like argparse's usage errors."""
+
+
+def damaged_outbox(bridge: LineageBridge, err: Exception) -> UsageError:
+    return UsageError(
+        f"{err}. Run `{bridge.repair_command} rebuild outbox`: it sets the file aside and queues every "
+        f"Dagster and Metaflow run again, without re-sending what the OpenLineage target already has."
+    )
+
+
+def _workspace_file(bridge: LineageBridge) -> Path:
+    """The Dagster workspace the commands that read Dagster load the code location from."""
+    if bridge.workspace_file is None:
+        raise UsageError(f"No Dagster workspace file is configured to load the code location {bridge.code_location}")
+    return bridge.workspace_file
+
+
+def open_outbox(bridge: LineageBridge) -> Outbox:
+    try:
+        return Outbox(bridge.outbox_path)
+    except OutboxDamaged as err:
+        raise damaged_outbox(bridge, err) from err
+
+
+def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
+    # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
+    from dagster import DagsterInstance
+
+    from bridge.outbox.lease import PassRunning
+    from bridge.run.lineage_pass import run_pass
+    from bridge.sinks.openlineage import make_client
+    from bridge.sources.code_location import CodeLocationNotFound, find_location, load_asset_graph
+
+    workspace = _workspace_file(bridge)
+
+    def graph() -> AssetGraph:
+        try:
+            return load_asset_graph(workspace, bridge.code_location)
+        except CodeLocationNotFound as err:
+            raise UsageError(str(err)) from err
+
+    try:
+        find_location(workspace, bridge.code_location)
+    except CodeLocationNotFound as err:
+        raise UsageError(str(err)) from err
+    client = make_client(bridge.events_file)
+    try:
+        with DagsterInstance.get() as instance:
+            result = run_pass(bridge, instance, graph, client, purpose="command line", wait=wait)
+    except PassRunning as running:
+        print(f"Lineage pass skipped: {running}; it delivers what is queued.")
+        return 0
+    except OutboxDamaged as err:
+        raise damaged_outbox(bridge, err) from err
+    new = sum(result.queued.values())
+    print(f"Lineage pass: {new} new events ({dict(result.event_types)}) in {result.seconds:.1f} s")
+    print(f"  per source: {result.queued}")
+    for sink in result.sinks.values():
+        line = f"  {sink.target}: {sink.counts()}" + (f" ({sink.detail})" if sink.detail else "")
+        if sink.dead_letters:
+            line += f"; see `{bridge.repair_command} dead-letters`"
+        print(line)
+        if sink.waiting_on:
+            print(f"    failing: {sink.waiting_on} (every event waits, in order, for a later pass)")
+        if sink.held_on:
+            print(f"    an event failed: {sink.held_on} (it and the rest of its run wait; other runs go on)")
+        if sink.out_of_time:
+            print(f"    out of time after {bridge.pass_seconds:.0f} s; the rest goes on the next pass")
+    if result.reported:
+        print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
+    if result.untranslated:
+        print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
+    for problem in result.problems:
+        print(f"  {problem}")
+    if result.health != HEALTHY:
+        verdict = f"{VERDICTS[result.health]} (exit {result.health})"
+        print(f"Lineage is not healthy: {verdict}; see `{bridge.repair_command} status`")
+    return result.health
+
+
+def watch_lineage(
+    bridge: LineageBridge, interval: float, while_sensor_ticks: bool, started_by: int | None = None
+) -> int:
+    # As for a pass: Dagster and the OpenLineage client load only for the commands that write.
+    from functools import cache
+
+    from dagster import DagsterInstance
+
+    from bridge.run.lineage_pass import run_pass, summary
+    from bridge.run.watch import watch
+    from bridge.sinks.openlineage import make_client, target_of
+    from bridge.sources.code_location import load_asset_graph
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
+    logging.getLogger("bridge").setLevel(logging.INFO)  # what each pass did; not every library's chatter
+    graph = cache(lambda: load_asset_graph(_workspace_file(bridge), bridge.code_location))
+    client = make_client(bridge.events_file)
+    last = None
+
+    def one_pass() -> str | None:
+        nonlocal last
+        result = run_pass(bridge, instance, graph, client, purpose="watcher")
+        moved = sum(result.queued.values()) or any(sink.sent or sink.parked for sink in result.sinks.values())
+        said = summary(result)
+        news = said if moved or (result.failing and said != last) else None
+        last = said
+        return news
+
+    with DagsterInstance.get() as instance:
+        target = target_of(client)
+        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
+        try:
+            passes = watch(bridge, one_pass, interval, while_sensor_ticks, started_by=started_by)
+        except KeyboardInterrupt:
+            return 0
+    print(f"Stopped after {passes} passes")
+    return 0
+
+
+def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
+    outbox = open_outbox(bridge)
+    letters = outbox.dead_letters(requeued=False)
+    queued = outbox.dead_letters(requeued=True)
+    if as_json:
+        print(json.dumps([letter.__dict__ for letter in [*letters, *queued]], indent=2))
+        return 0
+    if not letters and not queued:
+        print("No dead letters: every sink has every event it was sent, or is still trying.")
+        return 0
+    for letter in letters:
+        attempts = f"{letter.attempts} attempt{'s' if letter.attempts != 1 else ''}"
+        print(
+            f"#{letter.id}  {letter.sink}  event {letter.seq}: {letter.event_type} {letter.job}  run {letter.run_id}\n"
+            f"    {attempts}, parked {letter.parked_at} UTC: {redact(letter.error)}"
+        )
+    if queued:
+        print(f"{len(queued)} queued again for the next pass: {', '.join(f'#{letter.id}' for letter in queued)}")
+    if letters:
+        print(f"Queue them again with `{bridge.repair_command} retry ID` or `retry --all` once the cause is fixed.")
+    return 0
+
+
+def retry(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
+    outbox = _dead_letters_named(bridge, ids, everything, "queue again")
+    count = outbox.requeue(None if everything else ids)
+    print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
+    return 0
+
+
+def discard(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
+    outbox = _dead_letters_named(bridge, ids, everything, "give up on")
+    count = outbox.discard(None if everything else ids)
+    print(f"Gave up on {count} dead letters: they stay in the outbox and are never sent.")
+    return 0
+
+
+def _dead_letters_named(bridge: LineageBridge, ids: list[int], everything: bool, doing: str) -> Outbox:
+    if not ids and not everything:
+        raise UsageError(f"name the dead letters to {doing} (their #ID) or --all")
+    outbox = open_outbox(bridge)
+    known = {letter.id for letter in outbox.dead_letters()}
+    unknown = sorted(set(ids) - known)
+    if unknown:
+        names = ", ".join(f"#{i}" for i in unknown)
+        raise UsageError(f"no dead letter {names}; see `{bridge.repair_command} dead-letters`")
+    return outbox
+
+
+def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
+    """Lineage's health as the latest pass left it; the exit code is the verdict (:mod:`bridge.outbox.health`)."""
+    if not bridge.outbox_path.exists():
+        raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
+    outbox = open_outbox(bridge)
+    try:
+        found = status(outbox)
+    finally:
+        outbox.close()
+    if as_json:
+        print(json.dumps(found.as_json(), indent=2))
+        return found.code
+    print("\n".join(status_lines(found, time.time(), bridge.repair_command)))
+    return found.code
+
+
+def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
+    # The sinks load DataHub's SDK: only commands that write need it.
+    from bridge.outbox.lease import PassRunning, one_pass_at_a_time
+    from bridge.sinks.datahub import datahub_sink, set_aside
+
+    if what == "outbox":
+        return _rebuild_outbox(bridge, run_a_pass)
+    target = bridge.datahub
+    if target.kind == "off":
+        raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
+    outbox = open_outbox(bridge)
+    try:
+        with one_pass_at_a_time(outbox, 60, "rebuild datahub", wait=bridge.pass_seconds):
+            if target.kind == "lite" and target.lite_path is not None:  # a Lite target always has its path
+                aside = set_aside(target.lite_path)
+                print(f"Set {target.lite_path} aside as {aside}" if aside else f"No file at {target.lite_path}")
+            else:
+                sink = datahub_sink(target, outbox, bridge.naming, bridge.lineage_dir)
+                if sink is None:  # only DataHub being off has no sink, refused above
+                    raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
+                outbox.set_sink_offset(sink.name, 0)
+                outbox.forget_failures(sink.name)
+                print(f"{sink.name} is refilled from the first queued event")
+    except PassRunning as running:
+        raise UsageError(f"{running}; try again when it has finished") from running
+    finally:
+        outbox.close()
+    return run_a_pass()
+
+
+def _rebuild_outbox(bridge: LineageBridge, run_a_pass: Callable[[], int]) -> int:
+    path = bridge.outbox_path
+    if path.exists():
+        aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.aside")
+        for suffix in ("", "-wal", "-shm"):
+            part = path.with_name(path.name + suffix)
+            if part.exists():
+                part.replace(aside.with_name(aside.name + suffix))
+        bridge.index_path.unlink(missing_ok=True)
+        print(f"Set {path} aside as {aside}")
+    Outbox(path).mark_rebuilt()
+    return run_a_pass()

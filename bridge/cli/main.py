@@ -1,0 +1,430 @@
+"""The bridge's command line: one pass without the Dagster daemon, and a look at the lineage graph.
+
+A project gives it its bridge configuration (bridge.config.LineageBridge); a pass loads the project's
+code location from workspace.yaml (for the asset graph) and opens the Dagster instance of DAGSTER_HOME.
+
+    pass [--wait S]            one pass: Dagster + Metaflow -> OpenLineage -> DataHub (the default)
+    status [--json]            is lineage healthy, how far behind is each sink (answers from the outbox)
+    watch [--interval S]       a pass every S seconds: a finished step is in the graph within seconds
+    dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again;
+                               discard ID... | --all gives up on them
+    rebuild datahub|outbox     refill DataHub from the outbox, or a damaged outbox from the sources
+    show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
+    show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
+    show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
+    model [VERSION] [--json]   model versions: inputs at the versions read, input columns, metrics
+    diff A B [--json]          two model versions (or db.table@V1 db.table@V2): inputs, versions, columns, metrics
+    picture [--format mermaid] [--version V]  the graph as an SVG (Graphviz) or Mermaid text; V highlighted
+
+Read commands answer from a lineage index (index.sqlite beside the outbox), updated by every pass.
+
+Exit codes of pass and status: 0 healthy; 1 damaged state (the message names the repair); 2 usage
+error; 3 a sink is failing (its target is away or refuses the credentials, or an event is held on
+an error); 4 dead letters wait for a person.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bridge.cli.commands import (
+    UsageError,
+    damaged_outbox,
+    dead_letters,
+    discard,
+    lineage_pass,
+    lineage_status,
+    open_outbox,
+    rebuild,
+    retry,
+    watch_lineage,
+)
+from bridge.config import LineageBridge
+from bridge.index import queries, views
+from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message, to_mermaid, to_svg
+from bridge.index.lineage_index import LineageIndex
+from bridge.index.model_versions import TrainedVersion, differences, find_version, trained_versions
+from bridge.outbox.queue import Outbox
+
+
+@contextmanager
+def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
+    """The lineage index, brought up to date with the outbox; an empty lineage is a usage error."""
+    if not bridge.outbox_path.exists():
+        raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
+    outbox = open_outbox(bridge)
+    try:
+        index = _caught_up(bridge, outbox)
+        with index.reading() as connection:
+            yield connection
+    finally:
+        outbox.close()
+
+
+def _caught_up(bridge: LineageBridge, outbox: Outbox) -> LineageIndex:
+    """The index, rebuilt from the outbox when its file is damaged: it holds nothing the outbox does not."""
+    try:
+        index = LineageIndex(bridge.index_path, outbox)
+        index.catch_up()
+    except sqlite3.DatabaseError as err:
+        logging.getLogger(__name__).warning("Rebuilding the lineage index %s (%s)", bridge.index_path, err)
+        for suffix in ("", "-wal", "-shm"):
+            bridge.index_path.with_name(bridge.index_path.name + suffix).unlink(missing_ok=True)
+        try:
+            index = LineageIndex(bridge.index_path, outbox)
+            index.catch_up()
+        except sqlite3.DatabaseError as again:
+            raise damaged_outbox(bridge, again) from again
+    return index
+
+
+def _graph(connection: sqlite3.Connection, bridge: LineageBridge) -> LineageGraph:
+    graph = queries.graph(connection)
+    if not graph.labels:
+        raise UsageError(f"The lineage holds no jobs yet; {bridge.how_to_fill_graph}")
+    return graph
+
+
+def _describe(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versions: dict[str, str]) -> str:
+    label, kind = graph.labels[node], graph.kinds[node]
+    if kind == "dataset":
+        version = versions.get(label)
+        return f"{label}  [dataset" + (f", version {version}]" if version else "]")
+    run = runs.get(label)
+    return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
+
+
+def _node_json(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versions: dict[str, str]) -> dict[str, Any]:
+    label, kind = graph.labels[node], graph.kinds[node]
+    if kind == "dataset":
+        return {"name": label, "kind": "dataset", "version": versions.get(label)}
+    run = runs.get(label)
+    last = None
+    if run:
+        last = {"status": run.status, "started": run.started, "finished": run.finished, "seconds": run.seconds}
+    return {"name": label, "kind": f"{kind} job", "last_run": last}
+
+
+def _tree_json(
+    graph: LineageGraph, node: str, upstream: bool, runs: dict[str, RunSummary], versions: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The tree as nested nodes; a node already shown is listed with ``"repeated": true`` and no children."""
+    children: dict[str, list[dict[str, Any]]] = {node: []}
+    for line in graph.tree(node, upstream):
+        entry = {**_node_json(graph, line.node, runs, versions), "repeated": line.repeated, "children": []}
+        children[line.parent].append(entry)
+        if not line.repeated:
+            children[line.node] = entry["children"]
+    return children[node]
+
+
+def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False) -> int:
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        found = _node_or_column(connection, graph, name)
+        if found[1] is not None:
+            return show_column(connection, *found[1], None, as_json, direct)
+        node = found[0]
+        runs, versions = queries.last_runs(connection), queries.current_versions(connection)
+        upstream_count, downstream_count = queries.reach(connection, node)
+    if as_json:
+        tree = {
+            **_node_json(graph, node, runs, versions),
+            "upstream": _tree_json(graph, node, True, runs, versions),
+            "downstream": _tree_json(graph, node, False, runs, versions),
+        }
+        print(json.dumps(tree, indent=2))
+        return 0
+    print(_describe(graph, node, runs, versions))
+    print(f"  {upstream_count} datasets and jobs upstream, {downstream_count} downstream")
+    for title, upstream, arrow in (("upstream", True, "<-"), ("downstream", False, "->")):
+        lines = graph.tree(node, upstream)
+        print(f'\n{title} ({arrow} reads as "{"is made from" if upstream else "feeds"}"):')
+        if not lines:
+            print("  (nothing)")
+        for line in lines:
+            seen = "  (shown above)" if line.repeated else ""
+            print(f"  {'   ' * (line.depth - 1)}{arrow} {_describe(graph, line.node, runs, versions)}{seen}")
+    return 0
+
+
+def _node_or_column(
+    connection: sqlite3.Connection, graph: LineageGraph, name: str
+) -> tuple[str, None] | tuple[None, tuple[str, str]]:
+    """A node of the graph, or else ``(dataset, column)`` for ``DATASET.COLUMN``; neither is a usage error."""
+    try:
+        return graph.find(name), None
+    except NotInGraph as err:
+        column = _column_of(connection, graph, name)
+        if column is None:
+            raise UsageError(str(err)) from err
+        return None, column
+
+
+def _column_of(connection: sqlite3.Connection, graph: LineageGraph, name: str) -> tuple[str, str] | None:
+    """``(dataset, column)`` when ``name`` is ``DATASET.COLUMN``; a known dataset with an unknown column is an error."""
+    dataset_name, _, column = name.rpartition(".")
+    if not dataset_name:
+        return None
+    try:
+        dataset = graph.find(dataset_name)
+    except NotInGraph:
+        return None
+    known = queries.columns_of(connection, dataset)
+    if column not in known:
+        what = f"column of {dataset} with column lineage"
+        raise UsageError(not_found_message(what, column, known) if known else f"{dataset} has no column lineage yet")
+    return dataset, column
+
+
+def show_column(
+    connection: sqlite3.Connection, dataset: str, column: str, version: str | None, as_json: bool, direct: bool = False
+) -> int:
+    tree = queries.column_tree(connection, dataset, column, version, direct_only=direct)
+    if as_json:
+        print(json.dumps(tree.to_json(), indent=2))
+        return 0
+    print(f"{tree.name}  [version {tree.version}]")
+    print('upstream columns (<- reads as "is computed from"; DIRECT: from its values, INDIRECT: decides the rows):')
+    for depth, node in views.walk_columns(tree):
+        version_note = f" @ {node.version}" if node.version else ""
+        seen = "  (shown above)" if node.repeated else ""
+        print(f"  {'   ' * (depth - 1)}<- {node.name}{version_note}  {', '.join(node.how)}{seen}")
+    if not tree.origins:
+        print("  (nothing recorded)")
+    return 0
+
+
+def _trained(connection: sqlite3.Connection) -> list[TrainedVersion]:
+    return trained_versions(queries.trained_events(connection))
+
+
+def _model_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
+    found = find_version(versions, wanted)
+    if found is None:
+        raise UsageError(not_found_message("model version", wanted, [v.version for v in versions]))
+    return found
+
+
+def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
+    with _reading(bridge) as connection:
+        versions = _trained(connection)
+    chosen = [_model_version(versions, version)] if version else versions
+    if as_json:
+        print(json.dumps([v.to_json() for v in chosen], indent=2))
+        return 0
+    if not versions:
+        print(f"No model versions in the lineage yet; {bridge.how_to_fill_graph}.")
+    for found in chosen:
+        print(f"{found.version}  {', '.join(f'{name}={value:g}' for name, value in found.metrics.items())}")
+        for dataset in found.inputs:
+            print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+        if found.input_columns:
+            print(f"  input columns: {', '.join(sorted(found.input_columns))}")
+    return 0
+
+
+def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
+    with _reading(bridge) as connection:
+        if "@" in first and "@" in second:
+            return _diff_dataset_versions(connection, first, second, as_json)
+        versions = _trained(connection)
+    before, after = _model_version(versions, first), _model_version(versions, second)
+    if before.trained_at > after.trained_at:
+        before, after = after, before
+    changes = differences(before, after)
+    if as_json:
+        print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
+        return 0
+    print(f"From {before.version} ({before.trained_at}) to {after.version} ({after.trained_at}):")
+    for line in changes:
+        print(f"  {line}")
+    return 0
+
+
+def _dataset_version_arg(connection: sqlite3.Connection, text: str) -> tuple[str, str]:
+    name, _, version = text.rpartition("@")
+    graph = queries.graph(connection)
+    try:
+        dataset = graph.find(name)
+    except NotInGraph as err:
+        raise UsageError(str(err)) from err
+    if version not in queries.versions_of(connection, dataset):
+        raise UsageError(not_found_message(f"version of {dataset}", version, queries.versions_of(connection, dataset)))
+    return dataset, version
+
+
+def _diff_dataset_versions(connection: sqlite3.Connection, first: str, second: str, as_json: bool) -> int:
+    before = queries.version_tree(connection, *_dataset_version_arg(connection, first))
+    after = queries.version_tree(connection, *_dataset_version_arg(connection, second))
+    changes = views.version_differences(
+        before, after, queries.column_lineage_of(connection, before), queries.column_lineage_of(connection, after)
+    )
+    if as_json:
+        print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
+        return 0
+    print(f"From {before.dataset} @ {before.version} to {after.dataset} @ {after.version}:")
+    for line in changes:
+        print(f"  {line}")
+    return 0
+
+
+def _resolve_version(connection: sqlite3.Connection, dataset: str, wanted: str) -> tuple[str, TrainedVersion | None]:
+    """A version of ``dataset``: given as is, or the one written by the run that trained model version ``wanted``."""
+    if wanted in queries.versions_of(connection, dataset):
+        return wanted, None
+    trained = find_version(_trained(connection), wanted)
+    if trained is not None:
+        written = queries.written_by_run(connection, trained.run_id, dataset)
+        if written is not None:
+            return written, trained
+        msg = f"Model version {trained.version} was trained by a run that did not write {dataset}"
+        raise UsageError(msg + f"; it wrote: {', '.join(queries.outputs_of_run(connection, trained.run_id))}")
+    candidates = [*queries.versions_of(connection, dataset), *(v.version for v in _trained(connection))]
+    raise UsageError(not_found_message(f"version of {dataset} or model version", wanted, candidates))
+
+
+def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = False, direct: bool = False) -> int:
+    """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        found = _node_or_column(connection, graph, name)
+        if found[1] is not None:
+            version, _ = _resolve_version(connection, found[1][0], wanted)
+            return show_column(connection, *found[1], version, as_json, direct)
+        dataset = found[0]
+        version, trained = _resolve_version(connection, dataset, wanted)
+        tree = queries.version_tree(connection, dataset, version)
+    if as_json:
+        print(json.dumps({"model_version": trained and trained.to_json(), "tree": tree.to_json()}, indent=2))
+        return 0
+    if trained is not None:
+        metrics = ", ".join(f"{k}={v:g}" for k, v in trained.metrics.items())
+        print(f"Model {trained.model} {trained.version} ({metrics}), trained by {trained.job} run {trained.run_id}")
+    print('(<- reads as "was made from"; each version as the run that wrote it read it)')
+    for line in views.version_lines(tree):
+        print(line)
+    return 0
+
+
+def picture(bridge: LineageBridge, out: Path, title: str, form: str, version: str | None = None) -> int:
+    with _reading(bridge) as connection:
+        graph = _graph(connection, bridge)
+        highlight = _highlight(connection, graph, version) if version else None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pictured = graph.without_dead_ends()
+    out.write_text(to_svg(pictured, title, highlight) if form == "svg" else to_mermaid(pictured, highlight))
+    where = "open it in a browser" if form == "svg" else "paste it into a ```mermaid block in markdown"
+    print(
+        f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
+        + where
+    )
+    return 0
+
+
+def _highlight(connection: sqlite3.Connection, graph: LineageGraph, wanted: str) -> set[str]:
+    """The nodes of one model version: what its run's steps read and wrote, and the steps themselves."""
+    trained = _model_version(_trained(connection), wanted)
+    nodes: set[str] = set()
+    for step, reads, writes in queries.run_steps(connection, trained.run_id):
+        nodes.add(step.job)
+        nodes.update(dataset for dataset, _ in (*reads, *writes))
+    nodes.update(i.name for i in trained.inputs)
+    return {node for node in nodes if node in graph.labels}
+
+
+def parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command")
+    pass_parser = commands.add_parser("pass", help="one bridge pass (the default)")
+    pass_parser.add_argument(
+        "--wait", type=float, default=10.0, help="seconds to wait for a pass already running (default 10)"
+    )
+    watch_parser = commands.add_parser("watch", help="a pass every half second: lineage within seconds")
+    watch_parser.add_argument("--interval", type=float, default=0.5, help="seconds between passes (default 0.5)")
+    watch_parser.add_argument("--while-sensor-ticks", action="store_true", help="stop when the sensor stops ticking")
+    watch_parser.add_argument(
+        "--started-by", type=int, metavar="PID", help="stop when this process (the one that started the watcher) ends"
+    )
+    letters_parser = commands.add_parser("dead-letters", help="events a sink gave up on, with their errors")
+    letters_parser.add_argument("--json", action="store_true", help="as JSON, for scripts")
+    retry_parser = commands.add_parser("retry", help="queue dead letters again for the next pass")
+    retry_parser.add_argument("ids", nargs="*", type=int, help="dead letters by #ID")
+    retry_parser.add_argument("--all", action="store_true", help="every parked dead letter")
+    discard_parser = commands.add_parser("discard", help="give up on dead letters for good")
+    discard_parser.add_argument("ids", nargs="*", type=int, help="dead letters by #ID")
+    discard_parser.add_argument("--all", action="store_true", help="every dead letter")
+    status_parser = commands.add_parser("status", help="is lineage healthy; how far behind each sink is")
+    status_parser.add_argument("--json", action="store_true", help="as JSON, for scripts and health checks")
+    rebuild_parser = commands.add_parser("rebuild", help="refill DataHub, or rebuild a damaged outbox")
+    rebuild_parser.add_argument("what", choices=("datahub", "outbox"))
+    show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
+    show_parser.add_argument(
+        "name", help="a table identifier (db.table), a column (db.table.column) or a job (Flow.step, job.step)"
+    )
+    show_parser.add_argument(
+        "--version", help="a dataset version, or a model version: the lineage exactly as the runs read it"
+    )
+    show_parser.add_argument("--json", action="store_true", help="the trees as nested JSON, for scripts")
+    show_parser.add_argument(
+        "--direct", action="store_true", help="for a column: only the columns its values are computed from"
+    )
+    model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
+    model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
+    model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
+    diff_parser = commands.add_parser("diff", help="what changed between two model versions")
+    diff_parser.add_argument("first", help="a model version, or a dataset version as db.table@VERSION")
+    diff_parser.add_argument("second", help="another of the same kind")
+    diff_parser.add_argument("--json", action="store_true", help="both versions and the changes, for scripts")
+    picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
+    picture_parser.add_argument("--out", type=Path, default=None, help="where to write it")
+    picture_parser.add_argument(
+        "--format", choices=("svg", "mermaid"), default="svg", help="an SVG, or Mermaid text for markdown"
+    )
+    picture_parser.add_argument("--version", help="a model version: its run's actual inputs and steps highlighted")
+    return parser
+
+
+def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", title: str = "Lineage") -> int:
+    """Run one command for ``bridge``; returns the exit status (2 for a usage error)."""
+    arguments = parser(prog)
+    args = arguments.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "show" and args.version:
+            return show_version(bridge, args.name, args.version, args.json, args.direct)
+        if args.command == "show":
+            return show(bridge, args.name, args.json, args.direct)
+        if args.command == "model":
+            return model(bridge, args.version, args.json)
+        if args.command == "diff":
+            return diff(bridge, args.first, args.second, args.json)
+        if args.command == "picture":
+            out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
+            return picture(bridge, out, title, args.format, args.version)
+        if args.command == "watch":
+            return watch_lineage(bridge, args.interval, args.while_sensor_ticks, args.started_by)
+        if args.command == "dead-letters":
+            return dead_letters(bridge, args.json)
+        if args.command == "retry":
+            return retry(bridge, args.ids, args.all)
+        if args.command == "discard":
+            return discard(bridge, args.ids, args.all)
+        if args.command == "status":
+            return lineage_status(bridge, args.json)
+        if args.command == "rebuild":
+            return rebuild(bridge, args.what, lambda: lineage_pass(bridge, wait=bridge.pass_seconds))
+        return lineage_pass(bridge, getattr(args, "wait", 10.0))
+    except UsageError as err:
+        print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,1 @@
+"""A queryable index of delivered lineage, and the views the command line draws from it."""

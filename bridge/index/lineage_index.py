@@ -1,0 +1,236 @@
+"""A lineage index over the queued OpenLineage events, so the command line answers in milliseconds.
+
+:func:`event_facts` (pure) reads one event into what the index keeps: the job-level graph (the union
+over runs, as DataHub shows it) with a closure table of every ancestor/descendant pair and its
+distance, each run's state and times, the dataset versions each run read and wrote, column lineage
+per dataset version, and the runs that trained a model. :class:`LineageIndex` applies the outbox's
+events in order, past its own mark, so it is updated as events are queued and rebuilt from the
+outbox if its file is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.outbox.queue import Outbox, connect
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS mark (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, kind TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS edges (source TEXT, target TEXT, PRIMARY KEY (source, target));
+CREATE TABLE IF NOT EXISTS closure (
+    ancestor TEXT, descendant TEXT, depth INTEGER NOT NULL, PRIMARY KEY (ancestor, descendant)
+);
+CREATE INDEX IF NOT EXISTS closure_by_descendant ON closure (descendant);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, job TEXT NOT NULL, parent_run_id TEXT, started TEXT, status TEXT, finished TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_job ON runs (job);
+CREATE TABLE IF NOT EXISTS io (
+    run_id TEXT, direction TEXT, dataset TEXT, version TEXT, PRIMARY KEY (run_id, direction, dataset)
+);
+CREATE INDEX IF NOT EXISTS io_by_dataset ON io (dataset, version);
+CREATE TABLE IF NOT EXISTS columns (
+    dataset TEXT, version TEXT, run_id TEXT, column_name TEXT, input_dataset TEXT, input_column TEXT,
+    transformations TEXT NOT NULL,
+    PRIMARY KEY (dataset, version, run_id, column_name, input_dataset, input_column)
+);
+CREATE TABLE IF NOT EXISTS trained (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS located (namespace TEXT, name TEXT, label TEXT NOT NULL, PRIMARY KEY (namespace, name));
+"""
+FINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+
+
+def dataset_label(dataset: dict[str, Any]) -> str:
+    """A dataset's catalog name when it has one (``nyc_taxi.raw_weather``), else its OpenLineage name."""
+    symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
+    label: str = symlinks[0]["name"] if symlinks else dataset["name"]
+    return label
+
+
+def dataset_version(dataset: dict[str, Any]) -> str | None:
+    version: str | None = dataset.get("facets", {}).get("version", {}).get("datasetVersion")
+    return version
+
+
+@dataclass(frozen=True)
+class ColumnFact:
+    dataset: str
+    version: str
+    column: str
+    input_dataset: str
+    input_column: str
+    transformations: tuple[str, ...]
+
+
+@dataclass
+class EventFacts:
+    """What one event adds to the index."""
+
+    nodes: dict[str, str] = field(default_factory=dict)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+    run: tuple[str, str, str | None] | None = None  # run id, job, parent run id
+    started: str | None = None
+    final: tuple[str, str] | None = None  # state, time
+    io: list[tuple[str, str, str | None]] = field(default_factory=list)  # direction, dataset, version
+    columns: list[ColumnFact] = field(default_factory=list)
+    trained: bool = False
+
+
+def event_facts(event: dict[str, Any], located: dict[tuple[str, str], str] | None = None) -> EventFacts:
+    """The index's facts in one OpenLineage event (as JSON).
+
+    ``located`` maps an OpenLineage (namespace, name) to the label of a dataset seen before, so a column
+    lineage input known only by its location is named as its table.
+    """
+    located = located if located is not None else {}
+    facts = EventFacts()
+    job = event["job"]["name"]
+    kind = event["job"].get("facets", {}).get("jobType", {}).get("integration", "job").lower()
+    run_facets = event["run"].get("facets", {})
+    parent = run_facets.get("parent", {}).get("run", {}).get("runId")
+    facts.run = (event["run"]["runId"], job, parent)
+    inputs, outputs = event.get("inputs", []), event.get("outputs", [])
+    for dataset in (*inputs, *outputs):
+        located[(dataset["namespace"], dataset["name"])] = dataset_label(dataset)
+    if "." in job:  # a step: a job in the graph, as DataHub shows DataJobs
+        facts.nodes[job] = kind
+        for dataset in inputs:
+            facts.nodes[dataset_label(dataset)] = "dataset"
+            facts.edges.add((dataset_label(dataset), job))
+        for dataset in outputs:
+            facts.nodes[dataset_label(dataset)] = "dataset"
+            facts.edges.add((job, dataset_label(dataset)))
+        for upstream in run_facets.get("jobDependencies", {}).get("upstream", []):
+            facts.nodes.setdefault(upstream["job"]["name"], kind)
+            facts.edges.add((upstream["job"]["name"], job))
+    if event["eventType"] == "START":
+        facts.started = event["eventTime"]
+    if event["eventType"] in FINAL_STATES:
+        facts.final = (event["eventType"], event["eventTime"])
+    if event["eventType"] != "COMPLETE":
+        return facts
+    facts.io = [("input", dataset_label(d), dataset_version(d)) for d in inputs]
+    facts.io += [("output", dataset_label(d), dataset_version(d)) for d in outputs]
+    for dataset in outputs:
+        fields = dataset.get("facets", {}).get("columnLineage", {}).get("fields", {})
+        for column, spec in fields.items():
+            for source in spec.get("inputFields", []):
+                name = located.get((source["namespace"], source["name"]), source["name"])
+                kinds = tuple(
+                    f"{t['type']}:{t['subtype']}" if t.get("subtype") else t["type"]
+                    for t in source.get("transformations") or []
+                )
+                facts.columns.append(
+                    ColumnFact(
+                        dataset_label(dataset), dataset_version(dataset) or "", column, name, source["field"], kinds
+                    )
+                )
+    facts.trained = "modelTraining" in run_facets
+    return facts
+
+
+class LineageIndex:
+    """The index file beside the outbox; every read first applies the outbox's newer events."""
+
+    def __init__(self, path: Path, outbox: Outbox) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.outbox = path, outbox
+        with self._connect() as connection:
+            connection.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect(self.path)
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to an index that holds every event queued so far."""
+        self.catch_up()
+        connection = self._connect()
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def catch_up(self, batch: int = 5000) -> int:
+        """Apply the outbox's events past the mark, in order, one transaction per batch; returns how many."""
+        applied = 0
+        connection = self._connect()
+        try:
+            while True:
+                row = connection.execute("SELECT seq FROM mark WHERE id = 0").fetchone()
+                events = self.outbox.events_after(row[0] if row else 0, limit=batch)
+                if not events:
+                    return applied
+                # Column inputs are named by location; a dataset seen in any event gives its catalog name.
+                located = {(ns, name): label for ns, name, label in connection.execute("SELECT * FROM located")}
+                known = dict(located)
+                connection.execute("BEGIN IMMEDIATE")
+                for queued in events:
+                    _apply(connection, queued.payload, event_facts(json.loads(queued.payload), located))
+                connection.executemany(
+                    "INSERT OR REPLACE INTO located VALUES (?, ?, ?)",
+                    [(*key, label) for key, label in located.items() if known.get(key) != label],
+                )
+                connection.execute(
+                    "INSERT INTO mark (id, seq) VALUES (0, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq",
+                    (events[-1].seq,),
+                )
+                connection.execute("COMMIT")
+                applied += len(events)
+        finally:
+            connection.close()
+
+
+def _apply(connection: sqlite3.Connection, payload: str, facts: EventFacts) -> None:
+    connection.executemany("INSERT OR IGNORE INTO nodes (name, kind) VALUES (?, ?)", facts.nodes.items())
+    for source, target in sorted(facts.edges):
+        if connection.execute("SELECT 1 FROM edges WHERE source = ? AND target = ?", (source, target)).fetchone():
+            continue
+        connection.execute("INSERT INTO edges (source, target) VALUES (?, ?)", (source, target))
+        # Every ancestor of the source (and itself) now reaches every descendant of the target (and itself).
+        connection.execute(
+            """
+            INSERT INTO closure (ancestor, descendant, depth)
+            SELECT up.node, down.node, up.depth + 1 + down.depth
+            FROM (SELECT ancestor AS node, depth FROM closure WHERE descendant = :source
+                  UNION ALL SELECT :source, 0) AS up,
+                 (SELECT descendant AS node, depth FROM closure WHERE ancestor = :target
+                  UNION ALL SELECT :target, 0) AS down
+            WHERE up.node != down.node
+            ON CONFLICT (ancestor, descendant) DO UPDATE SET depth = min(depth, excluded.depth)
+            """,
+            {"source": source, "target": target},
+        )
+    if facts.run:
+        run_id, job, parent = facts.run
+        connection.execute(
+            "INSERT INTO runs (run_id, job, parent_run_id) VALUES (?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+            (run_id, job, parent),
+        )
+        if facts.started:
+            connection.execute(
+                "UPDATE runs SET started = min(coalesce(started, ?), ?) WHERE run_id = ?",
+                (facts.started, facts.started, run_id),
+            )
+        if facts.final:
+            connection.execute("UPDATE runs SET status = ?, finished = ? WHERE run_id = ?", (*facts.final, run_id))
+        connection.executemany(
+            "INSERT OR REPLACE INTO io (run_id, direction, dataset, version) VALUES (?, ?, ?, ?)",
+            [(run_id, *entry) for entry in facts.io],
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO columns VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (c.dataset, c.version, run_id, c.column, c.input_dataset, c.input_column, json.dumps(c.transformations))
+                for c in facts.columns
+            ],
+        )
+        if facts.trained:
+            connection.execute("INSERT OR REPLACE INTO trained (run_id, payload) VALUES (?, ?)", (run_id, payload))

@@ -1,0 +1,284 @@
+"""Questions asked of the lineage index: the graph, last runs, current versions, and versioned trees.
+
+A dataset version's tree is the run that wrote it and, for each dataset version that run read, the
+run that wrote that, and so on: the lineage exactly as each run read it. A column's tree follows
+the column lineage the same way, version by version.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.index.graph_view import LineageGraph, RunSummary
+
+
+def graph(connection: sqlite3.Connection) -> LineageGraph:
+    nodes = dict(connection.execute("SELECT name, kind FROM nodes"))
+    return LineageGraph(
+        labels={name: name for name in nodes},
+        kinds=nodes,
+        edges=set(connection.execute("SELECT source, target FROM edges")),
+    )
+
+
+def reach(connection: sqlite3.Connection, node: str) -> tuple[int, int]:
+    """How many nodes lie upstream and downstream of ``node`` (from the closure table)."""
+    up = connection.execute("SELECT count(*) FROM closure WHERE descendant = ?", (node,)).fetchone()[0]
+    down = connection.execute("SELECT count(*) FROM closure WHERE ancestor = ?", (node,)).fetchone()[0]
+    return up, down
+
+
+def last_runs(connection: sqlite3.Connection) -> dict[str, RunSummary]:
+    """Each job's newest run (by start)."""
+    rows = connection.execute(
+        "SELECT job, status, coalesce(started, finished), finished FROM runs ORDER BY coalesce(started, finished)"
+    )
+    return {job: RunSummary(status or "RUNNING", started, finished) for job, status, started, finished in rows}
+
+
+def current_versions(connection: sqlite3.Connection) -> dict[str, str]:
+    """Each dataset's version written last by a completed run."""
+    rows = connection.execute(
+        """SELECT io.dataset, io.version FROM io JOIN runs USING (run_id)
+           WHERE io.direction = 'output' AND io.version IS NOT NULL ORDER BY runs.finished"""
+    )
+    return dict(rows)
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    job: str
+    parent_run_id: str | None
+    status: str | None
+    started: str | None
+    finished: str | None
+
+    def describe(self) -> str:
+        return f"{self.job} (run {self.run_id}, {self.status or 'RUNNING'} {self.finished or self.started or ''})"
+
+
+def _run(connection: sqlite3.Connection, run_id: str) -> Run | None:
+    row = connection.execute(
+        "SELECT run_id, job, parent_run_id, status, started, finished FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return Run(*row) if row else None
+
+
+def datasets_read(connection: sqlite3.Connection, run_id: str) -> list[tuple[str, str | None]]:
+    rows = connection.execute(
+        "SELECT dataset, version FROM io WHERE run_id = ? AND direction = 'input' ORDER BY dataset", (run_id,)
+    )
+    return list(rows)
+
+
+def versions_of(connection: sqlite3.Connection, dataset: str) -> list[str]:
+    rows = connection.execute(
+        """SELECT DISTINCT io.version FROM io JOIN runs USING (run_id)
+           WHERE io.dataset = ? AND io.direction = 'output' AND io.version IS NOT NULL ORDER BY runs.finished""",
+        (dataset,),
+    )
+    return [version for (version,) in rows]
+
+
+def writer(connection: sqlite3.Connection, dataset: str, version: str) -> Run | None:
+    """The run that wrote ``dataset`` at ``version`` and says what it read.
+
+    A step that recorded its reads (a Dagster asset step) is the most exact; a step that read nothing
+    itself (a Metaflow step fed by artifacts) stands for its run, whose event names the run's reads.
+    Of runs that name the same version as output (a later run found it unchanged), the first wrote it.
+    """
+    rows = connection.execute(
+        """SELECT runs.run_id, runs.parent_run_id,
+                  (SELECT count(*) FROM io AS reads WHERE reads.run_id = runs.run_id AND reads.direction = 'input')
+           FROM io JOIN runs USING (run_id)
+           WHERE io.dataset = ? AND io.version = ? AND io.direction = 'output' AND runs.status = 'COMPLETE'
+           ORDER BY runs.finished, runs.run_id""",
+        (dataset, version),
+    ).fetchall()
+    if not rows:
+        return None
+    run_id, _, _ = max(rows, key=lambda r: (r[2] > 0, r[1] is not None))  # the first of the best
+    return _run(connection, run_id)
+
+
+@dataclass
+class VersionNode:
+    """A dataset version, the run that wrote it, and the dataset versions that run read."""
+
+    dataset: str
+    version: str | None
+    written_by: Run | None = None
+    read: list[VersionNode] = field(default_factory=list)
+    repeated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "version": self.version,
+            "written_by": None if self.written_by is None else vars(self.written_by),
+            "read": [node.to_json() for node in self.read],
+            "repeated": self.repeated,
+        }
+
+
+def version_tree(connection: sqlite3.Connection, dataset: str, version: str | None) -> VersionNode:
+    seen: set[tuple[str, str | None]] = set()
+
+    def visit(name: str, at: str | None) -> VersionNode:
+        node = VersionNode(name, at, repeated=(name, at) in seen)
+        seen.add((name, at))
+        if at is None or node.repeated:
+            return node
+        node.written_by = writer(connection, name, at)
+        if node.written_by is not None:
+            node.read = [visit(d, v) for d, v in datasets_read(connection, node.written_by.run_id) if d != name]
+        return node
+
+    return visit(dataset, version)
+
+
+@dataclass
+class ColumnNode:
+    """A column of a dataset version and the input columns it comes from, with how."""
+
+    dataset: str
+    column: str
+    version: str | None
+    how: tuple[str, ...] = ()
+    origins: list[ColumnNode] = field(default_factory=list)
+    repeated: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}.{self.column}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "column": self.column,
+            "version": self.version,
+            "transformations": list(self.how),
+            "origins": [o.to_json() for o in self.origins],
+            "repeated": self.repeated,
+        }
+
+
+def column_versions(connection: sqlite3.Connection, dataset: str) -> list[str]:
+    rows = connection.execute(
+        """SELECT DISTINCT columns.version FROM columns JOIN runs USING (run_id)
+           WHERE columns.dataset = ? ORDER BY runs.finished""",
+        (dataset,),
+    )
+    return [version for (version,) in rows]
+
+
+def columns_of(connection: sqlite3.Connection, dataset: str) -> set[str]:
+    rows = connection.execute("SELECT DISTINCT column_name FROM columns WHERE dataset = ?", (dataset,))
+    return {column for (column,) in rows}
+
+
+def column_origins(
+    connection: sqlite3.Connection, dataset: str, version: str, column: str
+) -> list[tuple[str, str, str | None, tuple[str, ...]]]:
+    """``(input dataset, input column, the input's version read, transformations)`` for one column."""
+    rows = connection.execute(
+        """SELECT c.input_dataset, c.input_column, c.transformations,
+                  (SELECT io.version FROM io WHERE io.run_id = c.run_id AND io.direction = 'input'
+                   AND io.dataset = c.input_dataset)
+           FROM columns AS c WHERE c.dataset = ? AND c.version = ? AND c.column_name = ?""",
+        (dataset, version, column),
+    )
+    merged: dict[tuple[str, str], tuple[set[str], str | None]] = {}
+    for input_dataset, input_column, transformations, read_version in rows:
+        kinds, known = merged.get((input_dataset, input_column), (set(), None))
+        merged[(input_dataset, input_column)] = (kinds | set(json.loads(transformations)), known or read_version)
+    return [(d, c, v, tuple(sorted(k))) for (d, c), (k, v) in sorted(merged.items())]
+
+
+def column_tree(
+    connection: sqlite3.Connection, dataset: str, column: str, version: str | None, direct_only: bool = False
+) -> ColumnNode:
+    """The upstream columns of ``dataset.column`` at ``version`` (default: the newest with column lineage)."""
+    seen: set[tuple[str, str, str | None]] = set()
+
+    def visit(name: str, col: str, at: str | None, how: tuple[str, ...]) -> ColumnNode:
+        node = ColumnNode(name, col, at, how, repeated=(name, col, at) in seen)
+        seen.add((name, col, at))
+        if node.repeated:
+            return node
+        known = column_versions(connection, name)
+        if at is None and known:
+            at = node.version = known[-1]
+        if at not in known:  # a source file, or a version written before column lineage was recorded
+            return node
+        for input_dataset, input_column, read_version, kinds in column_origins(connection, name, at, col):
+            if direct_only and not any(kind.startswith("DIRECT") for kind in kinds):
+                continue
+            node.origins.append(visit(input_dataset, input_column, read_version, kinds))
+        return node
+
+    return visit(dataset, column, version, ())
+
+
+def trained_events(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+    return [json.loads(payload) for (payload,) in connection.execute("SELECT payload FROM trained")]
+
+
+Versions = list[tuple[str, str | None]]  # datasets, each at a version (if known)
+
+
+def run_steps(connection: sqlite3.Connection, run_id: str) -> list[tuple[Run, Versions, Versions]]:
+    """The completed steps of a run, in order, each with the dataset versions it read and wrote."""
+    steps = connection.execute(
+        "SELECT run_id FROM runs WHERE parent_run_id = ? AND status = 'COMPLETE' ORDER BY finished", (run_id,)
+    ).fetchall()
+    result: list[tuple[Run, Versions, Versions]] = []
+    for (step_id,) in steps:
+        io: dict[str, Versions] = defaultdict(list)
+        for direction, dataset, version in connection.execute(
+            "SELECT direction, dataset, version FROM io WHERE run_id = ? ORDER BY dataset", (step_id,)
+        ):
+            io[direction].append((dataset, version))
+        step = _run(connection, step_id)
+        if step is None:  # the step was read from the runs table a moment ago
+            raise LookupError(f"Run {step_id} is no longer in the lineage index")
+        result.append((step, io["input"], io["output"]))
+    return result
+
+
+def outputs_of_run(connection: sqlite3.Connection, run_id: str) -> list[str]:
+    rows = connection.execute(
+        "SELECT DISTINCT dataset FROM io WHERE direction = 'output' AND (run_id = ? OR run_id IN "
+        "(SELECT run_id FROM runs WHERE parent_run_id = ?)) ORDER BY dataset",
+        (run_id, run_id),
+    )
+    return [dataset for (dataset,) in rows]
+
+
+def written_by_run(connection: sqlite3.Connection, run_id: str, dataset: str) -> str | None:
+    """The version of ``dataset`` that run ``run_id`` (or one of its steps) wrote."""
+    row = connection.execute(
+        "SELECT version FROM io WHERE direction = 'output' AND dataset = ? AND version IS NOT NULL AND (run_id = ? "
+        "OR run_id IN (SELECT run_id FROM runs WHERE parent_run_id = ?))",
+        (dataset, run_id, run_id),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def column_lineage_of(connection: sqlite3.Connection, node: VersionNode) -> set[str]:
+    """A dataset version's column lineage as ``column <- input.column`` lines (direct origins only)."""
+    rows = connection.execute(
+        "SELECT column_name, input_dataset, input_column, transformations FROM columns "
+        "WHERE dataset = ? AND version = ?",
+        (node.dataset, node.version),
+    )
+    return {
+        f"{column} <- {dataset}.{source}"
+        for column, dataset, source, kinds in rows
+        if any(kind.startswith("DIRECT") for kind in json.loads(kinds))
+    }

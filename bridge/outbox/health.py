@@ -1,0 +1,134 @@
+"""Is lineage healthy? One verdict, the same for a pass, the sensor's tick and ``status``, as an exit code.
+
+    0  healthy: every sink has every queued event, or is sending them
+    1  the bridge's own state is damaged (the outbox, DataHub Lite): the message names the repair
+    3  a sink is failing: its target is away or refuses the credentials, or an event is held on an error
+    4  events are parked as dead letters, waiting for a person (``dead-letters``, ``retry``, ``discard``)
+
+(2 is a usage error, as for any command line.) The worst applies: 1, then 3, then 4.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bridge.outbox.queue import Outbox, SinkState
+
+HEALTHY, DAMAGED, FAILING, PARKED = 0, 1, 3, 4
+VERDICTS = {HEALTHY: "healthy", DAMAGED: "damaged", FAILING: "failing", PARKED: "dead letters waiting"}
+LAST_PASS = "last_pass"
+
+
+def verdict(damaged: bool, failing: bool, parked: bool) -> int:
+    if damaged:
+        return DAMAGED
+    if failing:
+        return FAILING
+    return PARKED if parked else HEALTHY
+
+
+def record_pass(outbox: Outbox, sinks: list[str], problems: list[str]) -> None:
+    """What ``status`` reads: the sinks the latest pass delivered to, and what it found damaged."""
+    outbox.remember(LAST_PASS, json.dumps({"at": time.time(), "sinks": sinks, "problems": problems}))
+
+
+@dataclass(frozen=True)
+class SinkHealth:
+    sink: str
+    target: str
+    pending: int
+    held: int
+    parked: int
+    oldest_pending: str | None  # the event time of the oldest event the sink has not had
+    failing_for: int  # passes in a row its whole target failed
+    error: str | None
+    retry_in: float  # seconds until it is tried again
+    last_delivery: float | None  # when it last sent or confirmed an event (epoch seconds)
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_for > 0 or self.held > 0
+
+
+@dataclass(frozen=True)
+class Status:
+    code: int
+    queued: int
+    last_pass: float | None
+    problems: list[str]
+    sinks: list[SinkHealth]
+    earlier_targets: list[str]  # sinks of targets no longer configured at the latest pass
+
+    def as_json(self) -> dict[str, Any]:
+        return {"health": VERDICTS[self.code], "exit_code": self.code, **asdict(self)}
+
+
+def status(outbox: Outbox) -> Status:
+    """Lineage's health as the latest pass left it, read from the outbox alone (no Dagster, no client)."""
+    recalled = outbox.recall(LAST_PASS)
+    last = json.loads(recalled) if recalled else {"at": None, "sinks": [], "problems": []}
+    states = {state.sink: state for state in outbox.sink_states()}
+    current = [_health(outbox, states[name]) for name in last["sinks"] if name in states]
+    code = verdict(
+        damaged=bool(last["problems"]),
+        failing=any(sink.failing for sink in current),
+        parked=any(sink.parked for sink in current),
+    )
+    queued = outbox.last_seq()
+    earlier = [state.target or state.sink for name, state in states.items() if name not in last["sinks"]]
+    return Status(code, queued, last["at"], last["problems"], current, earlier)
+
+
+def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
+    position = state.position or 0
+    pending = outbox.pending_count(state.sink, position)
+    return SinkHealth(
+        sink=state.sink,
+        target=state.target or state.sink,
+        pending=pending,
+        held=state.held or 0,
+        parked=state.parked or 0,
+        oldest_pending=outbox.oldest_pending_time(state.sink, position) if pending else None,
+        failing_for=state.failures,
+        error=state.error,
+        retry_in=max(0.0, state.retry_after - time.time()),
+        last_delivery=state.delivered_at,
+    )
+
+
+def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
+    """``found`` for a person: the verdict, then one line per target (and why it fails), then what to do."""
+    ago = f"{duration(now - found.last_pass)} ago" if found.last_pass else "never"
+    lines = [f"Lineage: {VERDICTS[found.code]} (exit {found.code}); {found.queued} events queued; last pass {ago}"]
+    for sink in found.sinks:
+        line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else "up to date")
+        if sink.oldest_pending:
+            line += f" (oldest from {sink.oldest_pending})"
+        if sink.held:
+            line += f", {sink.held} held out of line"
+        if sink.parked:
+            line += f", {sink.parked} dead letters"
+        if sink.last_delivery:
+            line += f"; last delivery {duration(now - sink.last_delivery)} ago"
+        lines.append(line)
+        if sink.failing_for:
+            lines.append(
+                f"    failing for {sink.failing_for} passes: {sink.error}; next try in {duration(sink.retry_in)}"
+            )
+    lines += [f"  {problem}" for problem in found.problems]
+    if found.earlier_targets:
+        lines.append(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")
+    if any(sink.parked for sink in found.sinks):
+        lines.append(f"  see `{repair_command} dead-letters`, then `retry` or `discard` them")
+    return lines
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

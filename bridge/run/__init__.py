@@ -1,0 +1,1 @@
+"""Running the bridge: one pass, the watcher, the Dagster sensor, and reports back to Dagster."""

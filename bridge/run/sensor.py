@@ -1,0 +1,88 @@
+"""The bridge as a Dagster sensor: each tick is one pass over the instance and the sensor's own asset graph."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationContext, SkipReason, sensor
+
+from bridge.config import LineageBridge
+from bridge.errors import BridgeError
+from bridge.outbox.health import status, status_lines
+from bridge.outbox.lease import PassRunning
+from bridge.outbox.queue import Outbox
+from bridge.run.lineage_pass import run_pass, summary
+from bridge.run.watch import keep_watcher_running
+from bridge.sources.dagster import AssetGraph
+
+
+class LineageFailing(BridgeError):
+    """Raised by a tick whose pass left events waiting on a failure or parked, so the tick shows as failed."""
+
+
+def lineage_sensor(
+    bridge: LineageBridge | Callable[[], LineageBridge],
+    name: str = "openlineage_bridge",
+    minimum_interval_seconds: int = 30,
+) -> SensorDefinition:
+    """A sensor for a code location's ``Definitions``; ``bridge`` may be a function, called on each tick.
+
+    Each tick is a catch-up pass, and keeps the bridge's watcher running (:mod:`bridge.run.watch`), which
+    delivers a finished step within seconds.
+    """
+
+    @sensor(
+        name=name,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=DefaultSensorStatus.RUNNING,
+        description=(
+            "Turns new Dagster events and Metaflow runs into OpenLineage events and DataHub metadata, "
+            "and reports Metaflow runs made outside Dagster as materializations."
+        ),
+    )
+    def bridge_sensor(context: SensorEvaluationContext) -> SkipReason:
+        configured = bridge() if callable(bridge) else bridge
+        watcher = keep_watcher_running(configured)
+        if watcher is not None:
+            context.log.info(
+                "The lineage watcher (process %s) delivers within seconds; its log: %s",
+                watcher,
+                configured.lineage_dir / "watcher.log",
+            )
+        try:
+            graph = lambda: _asset_graph(context)  # noqa: E731 -- loaded only when a run is new
+            result = run_pass(configured, context.instance, graph, purpose="sensor")
+        except PassRunning as running:
+            said = f"{running}; this tick leaves the work to it"
+            context.log.info(said)
+            _log_health(context, configured)
+            return SkipReason(said)
+        said = summary(result)
+        context.log.info("This tick's pass: %s", said)
+        _log_health(context, configured)
+        if result.failing:
+            raise LineageFailing(said)
+        return SkipReason(said)
+
+    return bridge_sensor
+
+
+def _asset_graph(context: SensorEvaluationContext) -> AssetGraph:
+    """The asset graph of the sensor's own code location: Dagster evaluates a sensor with its repository."""
+    repository = context.repository_def
+    if repository is None:
+        raise ValueError("The lineage sensor was evaluated without its repository, so without an asset graph")
+    return repository.asset_graph
+
+
+def _log_health(context: SensorEvaluationContext, bridge: LineageBridge) -> None:
+    """Lineage's health as the latest pass (this tick's, or the watcher's) left it, in the tick's log."""
+    if not bridge.outbox_path.exists():
+        return
+    outbox = Outbox(bridge.outbox_path)
+    try:
+        for line in status_lines(status(outbox), time.time(), bridge.repair_command):
+            context.log.info(line)
+    finally:
+        outbox.close()

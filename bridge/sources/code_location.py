@@ -1,0 +1,85 @@
+"""Load a code location's asset graph from ``workspace.yaml`` in this process, as Dagster's CLI loads a module.
+
+Each ``load_from`` entry names a ``python_module`` or ``python_file``, an optional ``attribute`` and
+``working_directory``, and its ``location_name``; the attribute may be ``Definitions``, a
+``@definitions`` function, or a repository.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dagster import Definitions, RepositoryDefinition
+
+from bridge.errors import BridgeError
+from bridge.sources.dagster import AssetGraph
+
+
+class CodeLocationNotFound(LookupError, BridgeError):
+    """The workspace names no such code location, or its code does not load."""
+
+
+def _entries(workspace_file: Path) -> list[tuple[str, dict[str, Any]]]:
+    loaded = yaml.safe_load(workspace_file.read_text()) or {}
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for item in loaded.get("load_from", []):
+        for kind in ("python_module", "python_file"):
+            if kind in item:
+                value = item[kind]
+                entries.append(
+                    (kind, value if isinstance(value, dict) else {"module_name": value, "relative_path": value})
+                )
+    return entries
+
+
+def find_location(workspace_file: Path, location_name: str) -> tuple[str, dict[str, Any]]:
+    """The ``load_from`` entry of ``location_name`` (its kind and settings), read without loading its code."""
+    entries = _entries(workspace_file)
+    names = [
+        entry.get("location_name") or entry.get("module_name") or entry.get("relative_path") for _, entry in entries
+    ]
+    if location_name not in names:
+        msg = (
+            f"{workspace_file} has no code location {location_name!r} (it has: {', '.join(map(str, names)) or 'none'})"
+        )
+        raise CodeLocationNotFound(msg)
+    return entries[names.index(location_name)]
+
+
+def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
+    """The asset graph of ``location_name`` in ``workspace_file``."""
+    kind, entry = find_location(workspace_file, location_name)
+    base = workspace_file.parent
+    working_directory = base / entry.get("working_directory", ".")
+    if str(working_directory) not in sys.path:
+        sys.path.insert(0, str(working_directory))
+    try:
+        if kind == "python_module":
+            module = importlib.import_module(entry["module_name"])
+        else:
+            path = base / entry["relative_path"]
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"{path} is not a Python module")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    except Exception as err:
+        msg = f"The code location {location_name} in {workspace_file} failed to load: {err}"
+        raise CodeLocationNotFound(msg) from err
+    return _graph(getattr(module, entry.get("attribute") or "defs"), location_name)
+
+
+def _graph(loadable: object, location_name: str) -> AssetGraph:
+    if callable(loadable) and not isinstance(loadable, (Definitions, RepositoryDefinition)):
+        loadable = loadable()  # a @definitions function
+    if isinstance(loadable, Definitions):
+        return loadable.resolve_asset_graph()
+    if isinstance(loadable, RepositoryDefinition):
+        return loadable.asset_graph
+    msg = f"The code location {location_name} holds {type(loadable).__name__}, not Definitions"
+    raise CodeLocationNotFound(msg)

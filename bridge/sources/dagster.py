@@ -1,0 +1,263 @@
+"""Read a Dagster instance's event log, run by run, into plain records, then translate them.
+
+Runs are found in storage-id order through the public instance APIs (``fetch_run_status_changes``)
+and read with ``get_records_for_run``; the upstream versions each step saw are looked up here, so
+the translation (:mod:`bridge.translate.dagster`) never touches the instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import cached_property
+from time import time
+from typing import Any, Protocol
+
+from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    EventLogRecord,
+    RunsFilter,
+    TimeWindowPartitionsDefinition,
+)
+
+from bridge.translate.dagster import Keyed, is_finished, run_ref, step_job, translate_run
+from bridge.translate.dagster_records import (
+    READ_TYPES,
+    DagsterRunRecords,
+    Upstream,
+    dagster_event,
+    event_type,
+    planned_by_step,
+    provenance_pointers,
+    upstream_moments,
+)
+from bridge.translate.events import JobRef
+from bridge.translate.naming import Naming
+
+Parents = Callable[[AssetKey], list[AssetKey]]
+# An upstream asset's newest materializations (of some partitions): when fetched, the records, whether that is all.
+Window = tuple[float, Sequence[EventLogRecord], bool]
+UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass
+
+
+class AssetGraph(Protocol):
+    """What the bridge needs of a Dagster asset graph (``Definitions.resolve_asset_graph()``, a repository's)."""
+
+    def has(self, key: AssetKey) -> bool: ...
+
+    def get(self, key: AssetKey) -> Any: ...
+
+
+def asset_parents(graph: AssetGraph) -> Parents:
+    """Each asset's parents in a Dagster asset graph (a repository's, or a code location's remote one)."""
+
+    def parents(key: AssetKey) -> list[AssetKey]:
+        return sorted(graph.get(key).parent_keys) if graph.has(key) else []
+
+    return parents
+
+
+def code_location(run: DagsterRun, default: str) -> str:
+    """The code location the run was launched from; runs executed in-process carry no origin."""
+    return run.remote_job_origin.location_name if run.remote_job_origin else default
+
+
+class DagsterSource:
+    """Reads new event-log records run by run; the cursor is plain JSON kept in the outbox."""
+
+    name = "dagster"
+
+    def __init__(
+        self,
+        instance: DagsterInstance,
+        graph: AssetGraph | Callable[[], AssetGraph],
+        naming: Naming,
+        default_location: str = "",
+        launcher_kinds: tuple[str, ...] = (),
+        batch: int = 200,
+    ):
+        """``default_location``: the code location of runs executed in-process, which carry no origin.
+
+        ``launcher_kinds``: Dagster kinds of assets another tool's run makes (``metaflow``): the step that
+        materializes them launched that run.
+
+        ``graph`` may be a function: it is called when a run first needs translating, so a pass with
+        nothing new never loads the code location.
+        """
+        self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
+        self.launcher_kinds = launcher_kinds
+        self._windows: dict[tuple[AssetKey, tuple[str, ...] | None], Window] = {}
+        self.default_location = default_location
+        self.untranslated: list[int] = []
+
+    @cached_property
+    def graph(self) -> AssetGraph:
+        return self._graph() if callable(self._graph) else self._graph
+
+    @cached_property
+    def parents(self) -> Parents:
+        return asset_parents(self.graph)
+
+    def run_records(self, dagster_run_id: str) -> DagsterRunRecords | None:
+        """One run's records and the upstream versions its events name; ``None`` if the run is gone."""
+        fetched = self._fetch(dagster_run_id)
+        return self._assembled(dagster_run_id, *fetched) if fetched else None
+
+    def _fetch(
+        self, dagster_run_id: str, run: DagsterRun | None = None
+    ) -> tuple[DagsterRun, list[EventLogRecord]] | None:
+        run = run or self.instance.get_run_by_id(dagster_run_id)
+        if run is None:
+            return None
+        return run, list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
+
+    def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list[EventLogRecord]) -> DagsterRunRecords:
+        partition = run.tags.get("dagster/partition")
+        times = {record.storage_id: record.timestamp for record in records}
+        upstream = {
+            moment: {key: self._upstream(key, partition, times.get(moment, time())) for key in keys}
+            for moment, keys in upstream_moments(records).items()
+        }
+        return DagsterRunRecords(
+            dagster_run_id,
+            run.job_name,
+            partition,
+            code_location(run, self.default_location),
+            records,
+            upstream,
+            self._nominal_window(records, partition),
+            [key for keys in planned_by_step(records).values() for key in keys if self._launched(key)],
+            self._provenance(records),
+        )
+
+    def _provenance(self, records: list[EventLogRecord]) -> dict[int, EventLogRecord]:
+        """The upstream materializations the run's materializations were computed from, per Dagster."""
+        wanted: dict[AssetKey, set[int]] = {}
+        for record in records:
+            if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
+                tags = dagster_event(record).step_materialization_data.materialization.tags
+                for parent, pointer in provenance_pointers(tags).items():
+                    wanted.setdefault(parent, set()).add(pointer)
+        found: dict[int, EventLogRecord] = {}
+        for parent, pointers in wanted.items():
+            result = self.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=parent, storage_ids=sorted(pointers)), limit=len(pointers)
+            )
+            found |= {record.storage_id: record for record in result.records}
+        return found
+
+    def _launched(self, key: AssetKey) -> bool:
+        tags = self.graph.get(key).tags if self.graph.has(key) else {}
+        return any(f"dagster/kind/{kind}" in tags for kind in self.launcher_kinds)
+
+    def _upstream(self, key: AssetKey, partition: str | None, before: float) -> list[Upstream]:
+        """Each parent of ``key`` at its newest materialization before the time ``before``."""
+        found: list[Upstream] = []
+        for parent in self.parents(key):
+            latest = None
+            # The same partition first (a month's table reads that month's files), then any.
+            for partitions in ([partition], None) if partition else (None,):
+                latest = self._latest_before(parent, partitions, before)
+                if latest is not None:
+                    break
+            found.append(Upstream(parent, latest))
+        return found
+
+    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: float) -> EventLogRecord | None:
+        """The newest materialization of ``parent`` (in ``partitions``) stored before the time ``before``.
+
+        Answered from one window of the parent's newest materializations per pass, fetched after every
+        record this pass reads was read (so nothing stored before any of them can be missing from it);
+        a moment older than the window asks the instance.
+        """
+        key = (parent, tuple(partitions) if partitions else None)
+        window = self._windows.get(key)
+        if window is None or before > window[0]:
+            fetched_at = time()
+            result = self.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=parent, asset_partitions=partitions), limit=UPSTREAM_WINDOW
+            )
+            window = self._windows[key] = (fetched_at, result.records, len(result.records) < UPSTREAM_WINDOW)
+        fetched_at, records, whole_history = window
+        if before <= fetched_at:
+            for record in records:  # newest first
+                if record.timestamp < before:
+                    return record
+            if whole_history:
+                return None
+        result = self.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=parent, asset_partitions=partitions, before_timestamp=before), limit=1
+        )
+        return result.records[0] if result.records else None
+
+    def _nominal_window(self, records: list[EventLogRecord], partition: str | None) -> tuple[datetime, datetime] | None:
+        if not partition:
+            return None
+        for keys in planned_by_step(records).values():
+            for key in keys:
+                partitions = self.graph.get(key).partitions_def if self.graph.has(key) else None
+                if isinstance(partitions, TimeWindowPartitionsDefinition):
+                    try:
+                        window = partitions.time_window_for_partition_key(partition)
+                    except Exception:  # a key from an older partitions definition: no nominal time
+                        return None
+                    return window.start, window.end
+        return None
+
+    def read(self, cursor: dict[str, Any]) -> tuple[list[Keyed], dict[str, Any]]:
+        """New events since ``cursor`` and the cursor after them."""
+        cursor = {"run_starts": cursor.get("run_starts"), "open_runs": dict(cursor.get("open_runs", {}))}
+        starts = self.instance.fetch_run_status_changes(
+            DagsterEventType.RUN_START, limit=self.batch, cursor=cursor["run_starts"], ascending=True
+        )
+        for record in starts.records:
+            cursor["open_runs"].setdefault(record.run_id, 0)
+        if starts.records:
+            cursor["run_starts"] = starts.cursor
+        events: list[Keyed] = []
+        ordered = sorted(cursor["open_runs"].items(), key=lambda item: item[1])
+        # Every run's records first, then their upstream versions: one lookup window per upstream asset.
+        wanted = [run_id for run_id, _ in ordered]
+        runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=wanted))} if wanted else {}
+        fetched = {run_id: self._fetch(run_id, runs[run_id]) if run_id in runs else None for run_id, _ in ordered}
+        for dagster_run_id, last_seen in ordered:
+            run_and_records = fetched[dagster_run_id]
+            if run_and_records is None:
+                del cursor["open_runs"][dagster_run_id]
+                continue
+            records = self._assembled(dagster_run_id, *run_and_records)
+            new = {r.storage_id for r in records.records if r.storage_id > last_seen}
+            if not new:
+                continue
+            events += translate_run(records, self.naming, new, self.untranslated)
+            if is_finished(records.records):
+                del cursor["open_runs"][dagster_run_id]
+            else:
+                cursor["open_runs"][dagster_run_id] = max(new)
+        return events, cursor
+
+    def _starts(self, dagster_run_id: str) -> DagsterRunRecords | None:
+        """Only what names a run and its steps: its origin and its start records (no upstream lookups)."""
+        run = self.instance.get_run_by_id(dagster_run_id)
+        if run is None:
+            return None
+        kinds = {DagsterEventType.RUN_START, DagsterEventType.STEP_START}
+        records = list(self.instance.get_records_for_run(dagster_run_id, of_type=kinds).records)
+        if not any(event_type(record) == DagsterEventType.RUN_START for record in records):
+            return None
+        location = code_location(run, self.default_location)
+        return DagsterRunRecords(dagster_run_id, run.job_name, run.tags.get("dagster/partition"), location, records)
+
+    def step_job(self, dagster_run_id: str, step: str) -> JobRef | None:
+        """The OpenLineage job and run of one step of a Dagster run, as its own events name it (a flow's parent)."""
+        records = self._starts(dagster_run_id)
+        return step_job(records, self.naming, step) if records else None
+
+    def run_job(self, dagster_run_id: str) -> JobRef | None:
+        """The OpenLineage job and run of a Dagster run, as its own events name it (a Metaflow run's root)."""
+        records = self._starts(dagster_run_id)
+        return run_ref(records, self.naming) if records else None

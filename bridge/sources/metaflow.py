@@ -1,0 +1,176 @@
+"""Read Metaflow runs of the followed flows, through the Metaflow client, into plain records, then translate them.
+
+The cursor keeps a watermark (the creation time of the oldest unfinished run) and the runs finished
+since, so each run is translated while it runs and once more when it has finished, never again.
+With Metaflow's local metadata, a pass that finds no new run folder and no unfinished run reads
+nothing more: an idle pass costs one directory listing, whatever the history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from metaflow import Flow, Run, Task, get_metadata, namespace
+from metaflow.exception import MetaflowNotFound
+from openlineage.client.event_v2 import RunEvent, RunState
+
+from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
+from bridge.translate.events import JobRef
+from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
+from bridge.translate.naming import Naming
+
+log = logging.getLogger(__name__)
+
+KEEP_FINISHED = 200  # finished run ids remembered past the watermark
+DagsterRunJob = Callable[[str], JobRef | None]
+DagsterStepJob = Callable[[str, str], JobRef | None]
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _artifact(task: Task, name: str, default: Any = None) -> Any:
+    try:
+        return task[name].data
+    except KeyError:
+        return default
+
+
+def task_state(task: Task) -> RunState:
+    """COMPLETE, FAIL, or RUNNING: Metaflow marks a failed attempt in its metadata, not in ``finished``."""
+    if task.successful:
+        return RunState.COMPLETE
+    if task.metadata_dict.get("attempt_ok") == "False":
+        return RunState.FAIL
+    return RunState.RUNNING
+
+
+def run_state(run: Run) -> RunState:
+    if run.successful:
+        return RunState.COMPLETE
+    if any(task_state(task) == RunState.FAIL for step in run for task in step):
+        return RunState.FAIL
+    return RunState.RUNNING
+
+
+def _task_error(task: Task) -> str:
+    """The exception's last line (its type and message), from the task's record of it."""
+    text = str(task.exception or "") or (task.stderr or "")
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"Metaflow task {task.pathspec} failed"
+
+
+def run_folders(flow_name: str) -> str | None:
+    """A digest of the flow's run folders in Metaflow's local metadata; ``None`` for a metadata service."""
+    provider, _, root = get_metadata().partition("@")
+    if provider != "local":
+        return None
+    folder = Path(root) / ".metaflow" / flow_name
+    names = sorted(entry.name for entry in folder.iterdir() if entry.is_dir()) if folder.is_dir() else []
+    return hashlib.sha1("\n".join(names).encode()).hexdigest()
+
+
+def flow_runs(flow_name: str) -> list[Run]:
+    """Every run of ``flow_name`` in every Metaflow namespace, oldest first; none if the flow never ran."""
+    namespace(None)
+    try:
+        # Flow.__init__ is unannotated. runs() without tags is iterating the flow, typed as its runs
+        # (Flow.__iter__ is annotated as yielding tasks).
+        flow = Flow(flow_name)  # type: ignore[no-untyped-call]
+        return sorted(flow.runs(), key=lambda run: run.created_at)
+    except MetaflowNotFound:
+        return []
+
+
+def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
+    """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
+    start = run["start"].task if "start" in [step.id for step in run] else None
+    parent = _artifact(start, LINEAGE_PARENT) if start else None
+    tasks = []
+    for step in run:
+        for task in step:
+            state = task_state(task)
+            tasks.append(
+                TaskRecord(
+                    pathspec=task.pathspec,
+                    step=step.id,
+                    created_at=_utc(task.created_at),
+                    finished_at=_utc(task.finished_at) if task.finished_at else None,
+                    state=state.value,
+                    error=_task_error(task) if state == RunState.FAIL else None,
+                    io=_artifact(task, LINEAGE_IO, {}) if state == RunState.COMPLETE else {},
+                )
+            )
+    return FlowRunRecord(
+        flow=run.pathspec.split("/")[0],
+        pathspec=run.pathspec,
+        created_at=_utc(run.created_at),
+        finished_at=_utc(run.finished_at) if run.finished_at else None,
+        state=run_state(run).value,
+        step_graph=_artifact(start, LINEAGE_STEP_GRAPH, {}) if start else {},
+        tasks=sorted(tasks, key=lambda task: (task.created_at, task.pathspec)),  # the client lists the newest first
+        root=dagster_run(parent["run_id"]) if parent else None,
+        dagster_run_id=parent["run_id"] if parent else None,
+        parent=dagster_step(parent["run_id"], parent["step_key"])
+        if parent and parent.get("step_key") and dagster_step
+        else None,
+    )
+
+
+class MetaflowSource:
+    """The runs of the followed flows; ``dagster_run`` and ``dagster_step`` name the Dagster run and step that
+    launched one (its root and its parent)."""
+
+    name = "metaflow"
+
+    def __init__(
+        self,
+        flows: Iterable[str],
+        naming: Naming,
+        dagster_run: DagsterRunJob | None = None,
+        dagster_step: DagsterStepJob | None = None,
+    ):
+        self.flows, self.naming = tuple(flows), naming
+        self.dagster_run = dagster_run or (lambda run_id: None)
+        self.dagster_step = dagster_step
+        self.untranslated: list[int] = []
+
+    def read(self, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
+        """New events since ``cursor`` and the cursor after them; one cursor entry per flow."""
+        events: list[tuple[str, RunEvent]] = []
+        after: dict[str, Any] = {}
+        for flow in self.flows:
+            flow_events, after[flow] = self._read_flow(flow, cursor.get(flow, {}))
+            events += flow_events
+        return events, after
+
+    def _read_flow(self, flow: str, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
+        folders = run_folders(flow)
+        if folders is not None and cursor.get("settled") == folders:
+            return [], cursor
+        finished = dict(cursor.get("finished", {}))
+        watermark = cursor.get("watermark", 0.0)
+        runs = flow_runs(flow)
+        events: list[tuple[str, RunEvent]] = []
+        for run in runs:
+            created = _utc(run.created_at).timestamp()
+            if created < watermark or run.id in finished:
+                continue
+            record = run_record(run, self.dagster_run, self.dagster_step)
+            events += translate_flow_run(record, self.naming)
+            if record.state != RunState.RUNNING.value:
+                finished[run.id] = created
+        unfinished = [_utc(r.created_at).timestamp() for r in runs if run_state(r) == RunState.RUNNING]
+        newest_done = sorted(finished.values())[-KEEP_FINISHED:]
+        watermark = min(unfinished) if unfinished else (newest_done[0] if newest_done else watermark)
+        finished = {run: created for run, created in finished.items() if created >= watermark}
+        after = {"watermark": watermark, "finished": finished}
+        if not unfinished and folders is not None:
+            after["settled"] = folders  # every run is finished and translated: nothing changes until a new one
+        return events, after

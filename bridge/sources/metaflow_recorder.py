@@ -1,0 +1,157 @@
+"""Record, per Metaflow step, which datasets it read and wrote, with no code in the steps.
+
+A flow's table and model I/O calls :func:`record_read`, :func:`record_write` and :func:`record_model`;
+the ``@record_lineage`` flow mutator wraps every step so that what a step recorded is saved as its
+``lineage_io`` artifact. The ``start`` step also saves the step graph and, when Dagster launched
+the run (:data:`DAGSTER_RUN_ID_ENV` in the flow's environment), the Dagster parent run. The bridge's
+Metaflow source reads these artifacts instead of guessing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
+
+from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
+
+if TYPE_CHECKING:
+    from metaflow.user_decorators.mutable_flow import MutableFlow
+
+log = logging.getLogger(__name__)
+
+DAGSTER_RUN_ID_ENV = "DAGSTER_RUN_ID"
+DAGSTER_JOB_ENV = "DAGSTER_JOB_NAME"
+DAGSTER_STEP_ENV = "DAGSTER_STEP_KEY"
+# The artifacts every step (and the start step) saves; the Metaflow source reads them.
+LINEAGE_IO, LINEAGE_STEP_GRAPH, LINEAGE_PARENT = "lineage_io", "lineage_step_graph", "lineage_parent"
+
+
+@dataclass(frozen=True)
+class DatasetUse:
+    """One dataset version a step touched: a table at a snapshot, or a model at a version.
+
+    ``name`` is a table's catalog identifier, or the name a project's naming policy knows another
+    dataset by (a model's); a model carries what it learned: its metrics and hyperparameters.
+    """
+
+    name: str
+    kind: str  # "table" or "model"
+    version: str
+    rows: int | None = None
+    metrics: dict[str, float] | None = None
+    params: dict[str, str] | None = None
+    # A written dataset's column lineage, as :func:`bridge.translate.column_lineage.lineage_to_json`;
+    # its sources are tables.
+    columns_from: dict[str, list[dict[str, Any]]] | None = None
+
+
+@dataclass
+class StepLineage:
+    reads: list[DatasetUse] = field(default_factory=list)
+    writes: list[DatasetUse] = field(default_factory=list)
+
+    def to_artifact(self) -> dict[str, list[dict[str, Any]]]:
+        return {"reads": [asdict(d) for d in self.reads], "writes": [asdict(d) for d in self.writes]}
+
+
+_current_step: ContextVar[StepLineage | None] = ContextVar("current_step_lineage", default=None)
+
+
+def record_read(name: str, version: str | int, kind: str = "table", rows: int | None = None) -> None:
+    _record("reads", DatasetUse(name, kind, str(version), rows))
+
+
+def record_write(
+    name: str,
+    version: str | int,
+    kind: str = "table",
+    rows: int | None = None,
+    columns_from: ColumnLineage | None = None,
+) -> None:
+    """The step wrote ``name`` at ``version``; ``columns_from`` says which table columns each column comes from."""
+    _record("writes", DatasetUse(name, kind, str(version), rows, columns_from=_columns(columns_from)))
+
+
+def record_model(
+    name: str,
+    version: str,
+    metrics: dict[str, float],
+    params: dict[str, Any],
+    columns_from: ColumnLineage | None = None,
+) -> None:
+    """The step wrote model ``name`` at ``version``, with its metrics, hyperparameters and input columns.
+
+    ``columns_from`` maps each of the model's features to the table columns it is computed from.
+    """
+    metrics = {key: float(value) for key, value in metrics.items()}
+    params = {k: str(v) for k, v in params.items()}
+    _record("writes", DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from)))
+
+
+def _columns(lineage: ColumnLineage | None) -> dict[str, list[dict[str, Any]]] | None:
+    return lineage_to_json(lineage) if lineage else None
+
+
+def _record(direction: str, use: DatasetUse) -> None:
+    recorder = _current_step.get()
+    if recorder is None:
+        log.debug("No step is recording lineage; %s %s not recorded", direction, use.name)
+        return
+    uses = getattr(recorder, direction)
+    if use not in uses:
+        uses.append(use)
+
+
+@contextmanager
+def recording() -> Iterator[StepLineage]:
+    """Record what the code inside reads and writes (each step of a ``@record_lineage`` flow runs inside one)."""
+    recorder = StepLineage()
+    token = _current_step.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _current_step.reset(token)
+
+
+def step_graph() -> dict[str, list[str]]:
+    """Each step and the steps that follow it, from Metaflow's own graph."""
+    graph = current.graph  # type: ignore[attr-defined]  # Metaflow adds Current.graph once a flow runs
+    return {name: list(info.get("next", [])) for name, info in graph["steps"].items()}
+
+
+def dagster_parent() -> dict[str, str] | None:
+    run_id = os.environ.get(DAGSTER_RUN_ID_ENV)
+    if not run_id:
+        return None
+    return {
+        "run_id": run_id,
+        "job_name": os.environ.get(DAGSTER_JOB_ENV, ""),
+        "step_key": os.environ.get(DAGSTER_STEP_ENV, ""),
+    }
+
+
+@user_step_decorator  # type: ignore[untyped-decorator]  # Metaflow leaves user_step_decorator unannotated
+def lineage_recorder(step_name: str, flow: FlowSpec, inputs: Any) -> Iterator[None]:
+    if step_name == "start":
+        setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
+        setattr(flow, LINEAGE_PARENT, dagster_parent())
+    with recording() as recorder:
+        try:
+            yield
+        finally:
+            setattr(flow, LINEAGE_IO, recorder.to_artifact())
+
+
+class record_lineage(FlowMutator):  # noqa: N801 - used as a decorator, named like one
+    """Flow decorator: every step saves the datasets it read and wrote as ``lineage_io``."""
+
+    def mutate(self, mutable_flow: MutableFlow) -> None:
+        for _, step in mutable_flow.steps:
+            step.add_decorator(lineage_recorder)

@@ -1,0 +1,393 @@
+"""Dagster runs as OpenLineage: a job for the run, one per step, checks as assertions. Pure: records in, events out.
+
+A run is a ``JOB``; each step a child job (``ASSET``, ``ASSET_CHECK`` or ``STEP``) with the run as
+parent and root. A step's outputs are what it materialized (or, until it completes, what it planned).
+Its inputs are its assets' parents at the versions it read them, from the best record there is:
+what the materialization itself says it read (``lineage/input_versions``), else the upstream
+materialization Dagster's data provenance points at, else the parent's newest materialization of the
+run's partition before the step started (the only answer before the step has materialized).
+A step that launches another tool's run (its assets are ``launched``) names no datasets: it is that
+run's parent, and that run says what it read and wrote. A step that found its month unchanged names
+the table at the version it checked, as an output; a step that only executes an asset's checks is a
+job of its own (``<step>__checks``), so no job both reads and writes one table.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetKey,
+    AssetMaterialization,
+    AssetObservation,
+    DagsterEventType,
+    EventLogRecord,
+)
+from dagster._core.events import AssetObservationData
+from openlineage.client.event_v2 import RunEvent, RunState
+
+from bridge.translate.dagster_columns import column_lineage_from_metadata
+from bridge.translate.dagster_records import (
+    RUN_TERMINAL,
+    DagsterRunRecords,
+    dagster_event,
+    event_data,
+    event_type,
+    planned_by_step,
+    planned_checks_by_step,
+    provenance_pointers,
+    step_as_of,
+    step_key,
+)
+from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
+from bridge.translate.naming import Naming, dagster_job_name, job_name
+from bridge.translate.run_ids import run_id
+
+log = logging.getLogger(__name__)
+
+INTEGRATION = "DAGSTER"
+SOURCE = "dagster"
+RUN_STATES = {
+    DagsterEventType.RUN_START: RunState.START,
+    DagsterEventType.RUN_SUCCESS: RunState.COMPLETE,
+    DagsterEventType.RUN_FAILURE: RunState.FAIL,
+    DagsterEventType.RUN_CANCELED: RunState.ABORT,
+}
+STEP_STATES = {
+    DagsterEventType.STEP_START: RunState.START,
+    DagsterEventType.STEP_SUCCESS: RunState.COMPLETE,
+    DagsterEventType.STEP_FAILURE: RunState.FAIL,
+}
+# Materialization metadata the bridge reads: the version a table asset wrote, and whether it wrote at all.
+VERSION_KEYS = ("iceberg/snapshot_id", "model_version")
+STAGED_VERSION = "staged_snapshot_id"
+PUBLICATION = "publication"
+UNCHANGED, HELD_BACK = "unchanged", "held back"  # found its month unchanged; held it back after a failed audit
+# What a materialization says it read: {parent asset key (``a/b``): the version read}. The truest record.
+INPUT_VERSIONS = "lineage/input_versions"
+CHECKS_SUFFIX = "__checks"
+
+Keyed = tuple[str, RunEvent]
+
+
+def _time(record: EventLogRecord) -> datetime:
+    return datetime.fromtimestamp(record.event_log_entry.timestamp, tz=UTC)
+
+
+def _metadata(entry: AssetMaterialization | AssetObservation) -> dict[str, Any]:
+    return {key: value.value for key, value in entry.metadata.items()}
+
+
+def _data_version(entry: AssetMaterialization | AssetObservation) -> str | None:
+    return entry.tags.get("dagster/data_version") if entry.tags else None
+
+
+def _materialization(record: EventLogRecord) -> AssetMaterialization:
+    """The materialization an ``ASSET_MATERIALIZATION`` record holds."""
+    return dagster_event(record).step_materialization_data.materialization
+
+
+def _step(record: EventLogRecord) -> str:
+    """The step of a step event: Dagster records every step event with its step's key."""
+    step = step_key(record)
+    if step is None:
+        raise ValueError(f"Step event {record.storage_id} names no step")
+    return step
+
+
+def run_ref(records: DagsterRunRecords, naming: Naming) -> JobRef:
+    """The OpenLineage job and run of a Dagster run (a launched Metaflow run's root)."""
+    return _Run(records, naming).job
+
+
+def step_job(records: DagsterRunRecords, naming: Naming, step: str) -> JobRef:
+    """The OpenLineage job and run of one step of a Dagster run (a launched Metaflow run's parent)."""
+    return _Run(records, naming).step_job(step)
+
+
+def run_job(namespace: str, dagster_run_id: str, job: str, location: str, started_at: datetime) -> JobRef:
+    """The OpenLineage job and run of a Dagster run."""
+    return JobRef(namespace, job_name(dagster_job_name(job, location)), run_id(started_at, SOURCE, dagster_run_id))
+
+
+@dataclass
+class _Run:
+    """One run's records with the lookups the translation needs; all of them answered from the records."""
+
+    records: DagsterRunRecords
+    naming: Naming
+
+    def __post_init__(self) -> None:
+        self.planned = planned_by_step(self.records.records)
+        self.planned_checks = planned_checks_by_step(self.records.records)
+
+    @property
+    def started_at(self) -> datetime:
+        starts = [r for r in self.records.records if event_type(r) == DagsterEventType.RUN_START]
+        return _time(starts[0] if starts else self.records.records[0])
+
+    @property
+    def job(self) -> JobRef:
+        r = self.records
+        return run_job(self.naming.job_namespace, r.run_id, r.job_name, r.location, self.started_at)
+
+    def step_job(self, step: str) -> JobRef:
+        starts = self.step_records(step, DagsterEventType.STEP_START)
+        started = _time(starts[-1]) if starts else self.started_at
+        identity = (SOURCE, self.records.run_id, step, str(len(starts)))
+        lineage_job = dagster_job_name(self.records.job_name, self.records.location)
+        leaf = f"{step}{CHECKS_SUFFIX}" if self.checks_only(step) else step
+        return JobRef(self.naming.job_namespace, job_name(lineage_job, leaf), run_id(started, *identity))
+
+    def checks_only(self, step: str) -> bool:
+        """True when the step is an asset's own step (its op named for the asset) executing only its checks."""
+        if self.planned.get(step):
+            return False
+        return any("__".join(key.path) == step for key in self.planned_checks.get(step, []))
+
+    def all_planned(self) -> list[AssetKey]:
+        """Every asset the run's own steps make (not those a launched run makes)."""
+        return [key for keys in self.planned.values() for key in keys if key not in self.records.launched]
+
+    def launches(self, step: str) -> bool:
+        planned = self.planned.get(step, [])
+        return bool(planned) and all(key in self.records.launched for key in planned)
+
+    def step_records(self, step: str, of_type: DagsterEventType) -> list[EventLogRecord]:
+        return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
+
+    def ref(
+        self,
+        key: AssetKey,
+        metadata: dict[str, Any] | None = None,
+        data_version: str | None = None,
+        written: bool = False,
+    ) -> DatasetRef:
+        """``key`` as recorded in ``metadata``; the column lineage only when this run ``written`` it."""
+        metadata = metadata or {}
+        version = next((metadata[k] for k in VERSION_KEYS if k in metadata), data_version)
+        schema = metadata.get("dagster/column_schema")
+        columns = tuple((c.name, c.type) for c in schema.columns) if schema is not None else ()
+        return DatasetRef(
+            self.naming.asset(key.path),
+            None if version is None else str(version),
+            columns,
+            rows=metadata.get("dagster/row_count"),
+            columns_from=self.columns_from(metadata) if written else (),
+        )
+
+    def columns_from(self, metadata: dict[str, Any]) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
+        lineage = column_lineage_from_metadata(metadata)
+        return tuple(
+            (
+                column,
+                tuple(
+                    InputField(
+                        self.naming.asset(AssetKey.from_user_string(o.input.source).path),
+                        o.input.column,
+                        o.transformations,
+                    )
+                    for o in origins
+                ),
+            )
+            for column, origins in lineage.items()
+            if origins
+        )
+
+    def upstream(self, key: AssetKey, moment: int, finished: bool = True) -> list[DatasetRef]:
+        """``key``'s parents at the versions it read them (see the module's docstring).
+
+        Before the step ``finished`` only the moment counts, so a START event is the same whenever it is read.
+        """
+        made = self.materialization_of(key) if finished else None
+        tags = made.tags if made is not None else None
+        declared = (_metadata(made) if made is not None else {}).get(INPUT_VERSIONS) or {}
+        pointers = provenance_pointers(tags)
+        refs: list[DatasetRef] = []
+        for parent in self.records.upstream_at(moment, key):
+            read = self.records.provenance.get(pointers[parent.key]) if parent.key in pointers else None
+            # Dagster's pointer names the parent's newest materialization, of any partition: only one of
+            # the run's own partition is what a monthly step read.
+            if read is not None and self.records.partition and read.partition_key not in (None, self.records.partition):
+                read = None
+            read = read or parent.materialization
+            if read is None:
+                ref = self.ref(parent.key)
+            else:
+                entry = _materialization(read)
+                ref = self.ref(parent.key, _metadata(entry), _data_version(entry))
+            if parent.key.to_user_string() in declared:
+                ref = replace(ref, version=str(declared[parent.key.to_user_string()]))
+            refs.append(ref)
+        return refs
+
+    def materialization_of(self, key: AssetKey) -> AssetMaterialization | None:
+        """The run's last materialization of ``key``, if it made one."""
+        for record in reversed(self.records.records):
+            if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
+                materialization = _materialization(record)
+                if materialization.asset_key == key:
+                    return materialization
+        return None
+
+    def materialized(self, of: list[AssetKey], step: str | None = None) -> list[DatasetRef]:
+        """What the run (or ``step``) materialized: a table at the version it published, left unchanged, or staged."""
+        refs: list[DatasetRef] = []
+        for record in self.records.records:
+            if event_type(record) != DagsterEventType.ASSET_MATERIALIZATION or (step and step_key(record) != step):
+                continue
+            materialization = _materialization(record)
+            if materialization.asset_key not in of:
+                continue
+            metadata = _metadata(materialization)
+            ref = self.ref(materialization.asset_key, metadata, _data_version(materialization), written=True)
+            publication = metadata.get(PUBLICATION)
+            if publication == UNCHANGED:  # checked, not written: no rows, no column lineage of its own
+                ref = replace(ref, rows=None, columns_from=())
+            elif publication == HELD_BACK:  # written where readers cannot see it: the staged snapshot
+                staged = metadata.get(STAGED_VERSION)
+                ref = replace(ref, version=None if staged is None else str(staged), rows=None)
+            refs.append(ref)
+        return refs
+
+    def nominal(self) -> tuple[datetime | None, datetime | None]:
+        window = self.records.nominal_window
+        return (window[0], window[1]) if window else (None, None)
+
+
+def translate_run(
+    records: DagsterRunRecords, naming: Naming, new: set[int] | None = None, untranslated: list[int] | None = None
+) -> list[Keyed]:
+    """OpenLineage events, with their outbox keys, for the records of one run (only those in ``new``, if given).
+
+    A record that cannot be translated is logged with its storage id and added to ``untranslated``.
+    """
+    run = _Run(records, naming)
+    events: list[Keyed] = []
+    for record in records.records:
+        if new is not None and record.storage_id not in new:
+            continue
+        try:
+            events += _translate_record(run, record)
+        except Exception:  # one bad record must not stop the bridge; it is logged and counted
+            log.exception("Could not translate Dagster event %s of run %s", record.storage_id, records.run_id)
+            if untranslated is not None:
+                untranslated.append(record.storage_id)
+    return events
+
+
+def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
+    kind = event_type(record)
+    if kind in RUN_STATES:
+        spec = _run_spec(run, record, RUN_STATES[kind])
+        return [(event_key(spec), run_event(spec))]
+    if kind in STEP_STATES:
+        spec = _step_spec(run, record, _step(record), STEP_STATES[kind])
+        return [(event_key(spec), run_event(spec))]
+    if kind == DagsterEventType.ASSET_OBSERVATION:
+        spec = _observation_spec(run, record)
+        # A step may observe many times: the storage id tells its events apart.
+        return [(event_key(spec, str(record.storage_id)), run_event(spec))]
+    return []
+
+
+def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
+    planned = run.all_planned()
+    produced = {run.naming.asset(key.path) for key in planned}
+    finished = state != RunState.START
+    upstream = {ref.name.key: ref for key in planned for ref in run.upstream(key, record.storage_id, finished)}
+    nominal_start, nominal_end = run.nominal()
+    return EventSpec(
+        state=state,
+        time=_time(record),
+        job=run.job,
+        integration=INTEGRATION,
+        job_type="JOB",
+        inputs=[ref for ref in upstream.values() if ref.name not in produced],
+        outputs=[run.ref(key) for key in planned] if state == RunState.START else run.materialized(planned),
+        error=record.event_log_entry.message if state == RunState.FAIL else None,
+        nominal_start=nominal_start,
+        nominal_end=nominal_end,
+    )
+
+
+def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
+    step = step_key(record)
+    observation = event_data(record, AssetObservationData).asset_observation
+    return EventSpec(
+        state=RunState.OTHER,
+        time=_time(record),
+        job=run.step_job(step) if step else run.job,
+        integration=INTEGRATION,
+        job_type="OBSERVATION",
+        outputs=[run.ref(observation.asset_key, _metadata(observation), _data_version(observation))],
+        parent=run.job if step else None,
+    )
+
+
+def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) -> EventSpec:
+    moment = step_as_of(run.records.records, step, record.storage_id)
+    planned = [] if run.launches(step) else run.planned.get(step, [])
+    inputs = [ref for key in planned for ref in run.upstream(key, moment, state != RunState.START)]
+    outputs = run.materialized(planned, step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]
+    # A table asset audits its own month in the same step; its checks travel with the output it
+    # published, or, when it published nothing, with the dataset it audited, as an input. They are
+    # results of the step, so its START names none of them.
+    assertions = _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
+    for key, checked in assertions.items() if state != RunState.START else ():
+        name = run.naming.asset(key.path)
+        written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
+        if written:
+            outputs[written[0]] = replace(outputs[written[0]], assertions=checked)
+        else:
+            inputs.append(replace(_audited(run, step, key), assertions=checked))
+    job_type = "ASSET" if planned else "ASSET_CHECK" if assertions else "STEP"
+    error = None
+    if state == RunState.FAIL:
+        failure = dagster_event(record).step_failure_data
+        error = failure.error.message.strip() if failure and failure.error else record.event_log_entry.message
+    nominal_start, nominal_end = run.nominal()
+    return EventSpec(
+        state=state,
+        time=_time(record),
+        job=run.step_job(step),
+        integration=INTEGRATION,
+        job_type=job_type,
+        inputs=inputs,
+        outputs=outputs,
+        parent=run.job,
+        root=run.job,
+        error=error,
+        nominal_start=nominal_start,
+        nominal_end=nominal_end,
+    )
+
+
+def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion, ...]]:
+    by_asset: dict[AssetKey, list[Assertion]] = {}
+    for record in checks:
+        evaluation = event_data(record, AssetCheckEvaluation)
+        severity = evaluation.severity.value.lower() if evaluation.severity else "error"
+        by_asset.setdefault(evaluation.asset_key, []).append(
+            Assertion(name=evaluation.check_name, success=evaluation.passed, severity=severity)
+        )
+    return {key: tuple(assertions) for key, assertions in by_asset.items()}
+
+
+def _audited(run: _Run, step: str, key: AssetKey) -> DatasetRef:
+    """The version a step audited without publishing it: a held-back staged snapshot, or the published one."""
+    for record in reversed(run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)):
+        materialization = _materialization(record)
+        if materialization.asset_key == key:
+            metadata = _metadata(materialization)
+            version = metadata.get(STAGED_VERSION) or metadata.get(VERSION_KEYS[0])
+            return replace(run.ref(key, metadata), version=None if version is None else str(version))
+    return run.ref(key)
+
+
+def is_finished(records: list[EventLogRecord]) -> bool:
+    return any(event_type(r) in RUN_TERMINAL for r in records)

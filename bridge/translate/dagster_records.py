@@ -1,0 +1,214 @@
+"""Plain records of Dagster runs: what the translator needs, read once from the instance.
+
+A :class:`DagsterRunRecords` holds one run's event-log records; for every moment the translator asks
+about (a run or step starting or ending), the newest materialization of each upstream asset of the
+run's partition before that moment; and the upstream materializations the run's own materializations
+name in Dagster's data provenance (``dagster/input_event_pointer/...``). Translating it needs no
+instance; it round-trips through JSON for golden tests.
+
+Moments are a run's own storage ids, but they are compared with upstream materializations by time:
+in Dagster's default SQLite storage each run has its own shard, whose storage ids say nothing about
+the order of records in another run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from dagster import AssetKey, DagsterEvent, DagsterEventType, EventLogRecord, deserialize_value, serialize_value
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationPlanned
+from dagster._core.definitions.data_version import INPUT_EVENT_POINTER_TAG_PREFIX
+
+RUN_TERMINAL = {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED}
+STEP_EVENTS = {DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE}
+READ_TYPES = {
+    DagsterEventType.RUN_START,
+    *RUN_TERMINAL,
+    *STEP_EVENTS,
+    DagsterEventType.ASSET_MATERIALIZATION,
+    DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+    DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+    DagsterEventType.ASSET_CHECK_EVALUATION,
+    DagsterEventType.ASSET_OBSERVATION,
+}
+
+
+Data = TypeVar("Data")
+
+
+def dagster_event(record: EventLogRecord) -> DagsterEvent:
+    """The Dagster event of a record the bridge read: it reads only Dagster events (:data:`READ_TYPES`)."""
+    event = record.event_log_entry.dagster_event
+    if event is None:
+        raise ValueError(f"Event log record {record.storage_id} is not a Dagster event")
+    return event
+
+
+def event_data(record: EventLogRecord, of_type: type[Data]) -> Data:
+    """The event-specific data of a record whose event type says it is ``of_type``."""
+    data = dagster_event(record).event_specific_data
+    if not isinstance(data, of_type):
+        kind = type(data).__name__
+        raise TypeError(f"Event log record {record.storage_id} carries {kind}, not {of_type.__name__}")
+    return data
+
+
+def event_type(record: EventLogRecord) -> DagsterEventType:
+    return dagster_event(record).event_type
+
+
+def step_key(record: EventLogRecord) -> str | None:
+    return dagster_event(record).step_key
+
+
+def _planned_asset(record: EventLogRecord) -> AssetKey:
+    """The asset an ``ASSET_MATERIALIZATION_PLANNED`` record plans."""
+    key = dagster_event(record).asset_key
+    if key is None:
+        raise ValueError(f"Event log record {record.storage_id} plans no asset")
+    return key
+
+
+def planned_by_step(records: list[EventLogRecord]) -> dict[str | None, list[AssetKey]]:
+    planned: dict[str | None, list[AssetKey]] = {}
+    for record in records:
+        if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
+            planned.setdefault(step_key(record), []).append(_planned_asset(record))
+    return planned
+
+
+def planned_checks_by_step(records: list[EventLogRecord]) -> dict[str | None, list[AssetKey]]:
+    """The assets each step plans to check."""
+    planned: dict[str | None, list[AssetKey]] = {}
+    for record in records:
+        if event_type(record) == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+            check = event_data(record, AssetCheckEvaluationPlanned)
+            planned.setdefault(step_key(record), []).append(check.asset_key)
+    return planned
+
+
+def provenance_pointers(tags: Mapping[str, str] | None) -> dict[AssetKey, int]:
+    """The upstream materialization (by storage id) Dagster recorded a materialization as computed from."""
+    return {
+        AssetKey.from_user_string(name[len(INPUT_EVENT_POINTER_TAG_PREFIX) :]): int(pointer)
+        for name, pointer in (tags or {}).items()
+        if name.startswith(INPUT_EVENT_POINTER_TAG_PREFIX) and pointer.isdigit()
+    }
+
+
+def upstream_moments(records: list[EventLogRecord]) -> dict[int, list[AssetKey]]:
+    """The moments (storage ids) at which the translator reads upstream versions, and of which assets.
+
+    A run's events read its planned assets' parents as they stood at that event; a step's events as
+    they stood when the step (its last attempt) started.
+    """
+    planned = planned_by_step(records)
+    everything = [key for keys in planned.values() for key in keys]
+    moments: dict[int, list[AssetKey]] = {}
+    for record in records:
+        kind = event_type(record)
+        if kind == DagsterEventType.RUN_START or kind in RUN_TERMINAL:
+            moments[record.storage_id] = everything
+        elif kind in STEP_EVENTS:
+            moments[step_as_of(records, step_key(record), record.storage_id)] = planned.get(step_key(record), [])
+    return moments
+
+
+def step_as_of(records: list[EventLogRecord], step: str | None, default: int) -> int:
+    starts = [r.storage_id for r in records if step_key(r) == step and event_type(r) == DagsterEventType.STEP_START]
+    return starts[-1] if starts else default
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A parent asset and its newest materialization before a moment (``None``: never materialized)."""
+
+    key: AssetKey
+    materialization: EventLogRecord | None
+
+
+@dataclass
+class DagsterRunRecords:
+    run_id: str
+    job_name: str
+    partition: str | None
+    location: str
+    records: list[EventLogRecord]
+    upstream: dict[int, dict[AssetKey, list[Upstream]]] = field(default_factory=dict)
+    # The time window of the run's partition, when its partitions are time windows.
+    nominal_window: tuple[datetime, datetime] | None = None
+    # Assets another tool makes (a Metaflow flow the step launches): that run reports their lineage.
+    launched: list[AssetKey] = field(default_factory=list)
+    # Upstream materializations named by the provenance of this run's materializations, by storage id.
+    provenance: dict[int, EventLogRecord] = field(default_factory=dict)
+
+    def upstream_at(self, moment: int, key: AssetKey) -> list[Upstream]:
+        return self.upstream.get(moment, {}).get(key, [])
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "run_id": self.run_id,
+                "job_name": self.job_name,
+                "partition": self.partition,
+                "location": self.location,
+                "nominal_window": [moment.isoformat() for moment in self.nominal_window]
+                if self.nominal_window
+                else None,
+                "records": [json.loads(serialize_value(record)) for record in self.records],
+                "launched": [json.loads(serialize_value(key)) for key in self.launched],
+                "provenance": {
+                    str(pointer): json.loads(serialize_value(record)) for pointer, record in self.provenance.items()
+                },
+                "upstream": [
+                    {
+                        "moment": moment,
+                        "asset": json.loads(serialize_value(key)),
+                        "parents": [
+                            {
+                                "key": json.loads(serialize_value(parent.key)),
+                                "materialization": json.loads(serialize_value(parent.materialization))
+                                if parent.materialization
+                                else None,
+                            }
+                            for parent in parents
+                        ],
+                    }
+                    for moment, by_key in sorted(self.upstream.items())
+                    for key, parents in by_key.items()
+                ],
+            },
+            indent=1,
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DagsterRunRecords:
+        data = json.loads(text)
+
+        def load(value: Any) -> Any:
+            return deserialize_value(json.dumps(value))
+
+        upstream: dict[int, dict[AssetKey, list[Upstream]]] = {}
+        for entry in data["upstream"]:
+            parents = [
+                Upstream(load(p["key"]), load(p["materialization"]) if p["materialization"] else None)
+                for p in entry["parents"]
+            ]
+            upstream.setdefault(entry["moment"], {})[load(entry["asset"])] = parents
+        window = data.get("nominal_window")
+        return cls(
+            data["run_id"],
+            data["job_name"],
+            data["partition"],
+            data["location"],
+            [load(record) for record in data["records"]],
+            upstream,
+            (datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])) if window else None,
+            [load(key) for key in data.get("launched", [])],
+            {int(pointer): load(record) for pointer, record in data.get("provenance", {}).items()},
+        )

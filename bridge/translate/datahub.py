@@ -1,0 +1,261 @@
+"""Translate OpenLineage run events into native DataHub metadata (acryl-datahub SDK aspects).
+
+Pure: events in, ``MetadataChangeProposalWrapper``s out. Flows and jobs come from OpenLineage job
+names (``{parent}.{leaf}``), datasets from the naming policy (so replays update, never duplicate),
+each OpenLineage run becomes a DataProcessInstance of its job, and a ``modelTraining`` run facet an
+MLModel version in its MLModelGroup. Everything comes from the event: nothing is looked up.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from datahub.emitter import mce_builder as builder
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as models
+from datahub.metadata.schema_classes import _Aspect
+
+from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
+
+ACTOR = "urn:li:corpuser:taxi-demand-bridge"
+RUN_RESULTS = {
+    "COMPLETE": models.RunResultTypeClass.SUCCESS,
+    "FAIL": models.RunResultTypeClass.FAILURE,
+    "ABORT": models.RunResultTypeClass.SKIPPED,
+}
+
+
+def dataset_urn(dataset: dict[str, Any], naming: Naming) -> str:
+    symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
+    catalog = symlinks[0] if symlinks else {}
+    name = DatasetName(dataset["namespace"], dataset["name"], catalog.get("name"), catalog.get("namespace"))
+    return naming.datahub_urn(name)
+
+
+def flow_and_job(event: dict[str, Any]) -> tuple[str, str | None]:
+    """The DataFlow URN and, for a step job, its DataJob URN."""
+    integration = event["job"]["facets"]["jobType"]["integration"].lower()
+    parent, _, leaf = event["job"]["name"].partition(".")
+    flow = builder.make_data_flow_urn(integration, parent, cluster="PROD")
+    return flow, builder.make_data_job_urn_with_flow(flow, leaf) if leaf else None
+
+
+def _string_type() -> models.StringTypeClass:
+    return models.StringTypeClass()  # type: ignore[no-untyped-call]  # generated without a return annotation
+
+
+def _millis(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def metadata_for(event: dict[str, Any], naming: Naming) -> list[MetadataChangeProposalWrapper]:
+    """DataHub aspects for one OpenLineage event (as JSON)."""
+    flow, job = flow_and_job(event)
+    integration = event["job"]["facets"]["jobType"]["integration"].lower()
+    inputs = [dataset_urn(d, naming) for d in event.get("inputs", [])]
+    outputs = [dataset_urn(d, naming) for d in event.get("outputs", [])]
+    flow_info = models.DataFlowInfoClass(
+        name=event["job"]["name"].partition(".")[0], customProperties={"orchestrator": integration}
+    )
+    aspects: list[tuple[str, _Aspect]] = [(flow, flow_info)]
+    entity = job or flow
+    if job:
+        upstream_jobs = [
+            flow_and_job({"job": {"name": dep["job"]["name"], "facets": event["job"]["facets"]}})[1]
+            for dep in event["run"]["facets"].get("jobDependencies", {}).get("upstream", [])
+        ]
+        job_info = models.DataJobInfoClass(
+            name=event["job"]["name"].partition(".")[2], type=integration.upper(), flowUrn=flow
+        )
+        aspects.append((job, job_info))
+        if event["eventType"] != "START" or inputs or outputs:
+            columns = [
+                lineage
+                for dataset, urn in zip(event.get("outputs", []), outputs, strict=True)
+                for lineage in fine_grained_lineage(dataset, urn, naming)
+            ]
+            aspects.append(
+                (job, models.DataJobInputOutputClass(
+                    inputDatasets=sorted(set(inputs)), outputDatasets=sorted(set(outputs)),
+                    inputDatajobs=sorted({j for j in upstream_jobs if j}),
+                    fineGrainedLineages=columns or None,
+                ))
+            )  # fmt: skip
+    partition = event["run"]["facets"].get("nominalTime", {}).get("nominalStartTime", "")[:10] or None
+    for dataset in event.get("outputs", []):
+        aspects += _dataset_aspects(dataset, inputs, partition, naming)
+    aspects += _run_aspects(event, entity, inputs, outputs, naming)
+    if event["eventType"] in ("COMPLETE", "FAIL"):  # a failed audit is the result people most need to see
+        checked = [*event.get("inputs", []), *event.get("outputs", [])]
+        aspects += [a for d in checked for a in _assertion_aspects(event, d, naming)]
+    if event["eventType"] == "COMPLETE" and "modelTraining" in event["run"]["facets"]:
+        aspects += _model_aspects(event, inputs, naming)
+    return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
+
+
+def fine_grained_lineage(dataset: dict[str, Any], urn: str, naming: Naming) -> list[models.FineGrainedLineageClass]:
+    """An output's ``columnLineage`` facet as DataHub column lineage: per column, direct then indirect inputs."""
+    lineages = []
+    for column, spec in sorted(dataset.get("facets", {}).get("columnLineage", {}).get("fields", {}).items()):
+        by_type: dict[str, tuple[set[str], set[str]]] = {}
+        for source in spec.get("inputFields", []):
+            upstream = naming.datahub_urn(naming.named(source["namespace"], source["name"]))
+            field = builder.make_schema_field_urn(upstream, source["field"])
+            for transformation in source.get("transformations") or [{"type": "DIRECT", "subtype": ""}]:
+                fields, subtypes = by_type.setdefault(transformation["type"], (set(), set()))
+                fields.add(field)
+                subtypes.add(transformation.get("subtype") or "")
+        for kind, (fields, subtypes) in sorted(by_type.items()):
+            lineages.append(
+                models.FineGrainedLineageClass(
+                    upstreamType=models.FineGrainedLineageUpstreamTypeClass.FIELD_SET,
+                    upstreams=sorted(fields),
+                    downstreamType=models.FineGrainedLineageDownstreamTypeClass.FIELD,
+                    downstreams=[builder.make_schema_field_urn(urn, column)],
+                    transformOperation=f"{kind}:{','.join(sorted(s for s in subtypes if s))}".rstrip(":"),
+                )
+            )
+    return lineages
+
+
+def _dataset_aspects(
+    dataset: dict[str, Any], upstream: list[str], partition: str | None, naming: Naming
+) -> list[tuple[str, _Aspect]]:
+    """Properties of the dataset's latest version (version, rows written, partition) and lineage."""
+    urn = dataset_urn(dataset, naming)
+    facets = dataset.get("facets", {})
+    properties = {"openlineage_namespace": dataset["namespace"], "openlineage_name": dataset["name"]}
+    if "version" in facets:
+        properties["version"] = facets["version"]["datasetVersion"]
+    rows = dataset.get("outputFacets", {}).get("outputStatistics", {}).get("rowCount")
+    if rows is not None:
+        properties["rows_written"] = str(rows)
+    if partition:
+        properties["partition"] = partition
+    aspects: list[tuple[str, _Aspect]] = []
+    # Only a written version describes the dataset's latest state; a planned or failed output must not
+    # overwrite the properties of the version before it.
+    if "version" in facets:
+        aspects.append((urn, models.DatasetPropertiesClass(name=dataset_urn_name(urn), customProperties=properties)))
+    if upstream:
+        columns = fine_grained_lineage(dataset, urn, naming)
+        aspects.append(
+            (urn, models.UpstreamLineageClass(
+                upstreams=[models.UpstreamClass(dataset=u, type=models.DatasetLineageTypeClass.TRANSFORMED)
+                           for u in sorted(set(upstream)) if u != urn],
+                fineGrainedLineages=columns or None,
+            ))
+        )  # fmt: skip
+    fields = facets.get("schema", {}).get("fields", [])
+    if fields:
+        aspects.append(
+            (urn, models.SchemaMetadataClass(
+                schemaName=dataset_urn_name(urn), platform=f"urn:li:dataPlatform:{dataset_urn_platform(urn)}",
+                version=0, hash="",
+                platformSchema=models.OtherSchemaClass(rawSchema=""),
+                fields=[models.SchemaFieldClass(fieldPath=f["name"], nativeDataType=f.get("type") or "",
+                                                type=models.SchemaFieldDataTypeClass(type=_string_type()))
+                        for f in fields],
+            ))
+        )  # fmt: skip
+    return aspects
+
+
+def _run_aspects(
+    event: dict[str, Any], template: str, inputs: list[str], outputs: list[str], naming: Naming
+) -> list[tuple[str, _Aspect]]:
+    """The run as a DataProcessInstance, with what this run (this version) read and wrote."""
+    urn = f"urn:li:dataProcessInstance:{event['run']['runId']}"
+    when = _millis(event["eventTime"])
+    aspects: list[tuple[str, _Aspect]] = [
+        (urn, models.DataProcessInstanceRelationshipsClass(upstreamInstances=[], parentTemplate=template)),
+    ]
+    if inputs:
+        aspects.append((urn, models.DataProcessInstanceInputClass(inputs=sorted(set(inputs)))))
+    if outputs:
+        aspects.append((urn, models.DataProcessInstanceOutputClass(outputs=sorted(set(outputs)))))
+    if event["eventType"] == "START":
+        name = f"{event['job']['name']} {event['run']['runId']}"
+        created = models.AuditStampClass(time=when, actor=ACTOR)
+        started = models.DataProcessInstanceRunEventClass(
+            timestampMillis=when, status=models.DataProcessRunStatusClass.STARTED
+        )
+        aspects += [(urn, models.DataProcessInstancePropertiesClass(name=name, created=created)), (urn, started)]
+    elif event["eventType"] in RUN_RESULTS:
+        # The run's properties again, now with the dataset versions it read and wrote.
+        versions = {
+            f"{direction}:{dataset_urn_name(dataset_urn(d, naming))}": d["facets"]["version"]["datasetVersion"]
+            for direction in ("input", "output")
+            for d in event.get(f"{direction}s", [])
+            if "version" in d.get("facets", {})
+        }
+        properties = models.DataProcessInstancePropertiesClass(
+            name=f"{event['job']['name']} {event['run']['runId']}",
+            created=models.AuditStampClass(time=when, actor=ACTOR),
+            customProperties=versions,
+        )
+        aspects.append((urn, properties))
+        result = models.DataProcessInstanceRunResultClass(
+            type=RUN_RESULTS[event["eventType"]], nativeResultType=event["eventType"]
+        )
+        aspects.append((urn, models.DataProcessInstanceRunEventClass(
+            timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result)))  # fmt: skip
+    return aspects
+
+
+def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> list[tuple[str, _Aspect]]:
+    """A run that trained a model: the model group and one MLModel for this version, with what it learned."""
+    facet = event["run"]["facets"]["modelTraining"]
+    name, version = facet["model"], facet["version"]
+    platform = event["job"]["facets"]["jobType"]["integration"].lower()
+    group = builder.make_ml_model_group_urn(platform, name, "PROD")
+    urn = builder.make_ml_model_urn(platform, f"{name}_{version.replace('/', '_')}", "PROD")
+    written = [
+        d for d in event.get("outputs", []) if d.get("facets", {}).get("version", {}).get("datasetVersion") == version
+    ]
+    custom = {"input_datasets": ", ".join(sorted(set(inputs)))}
+    if written:
+        custom["model_dataset"] = dataset_urn(written[0], naming)
+    properties = models.MLModelPropertiesClass(
+        name=f"{name} {version}",
+        version=models.VersionTagClass(versionTag=version),
+        trainingMetrics=[models.MLMetricClass(name=k, value=str(v)) for k, v in facet.get("metrics", {}).items()],
+        hyperParams=[models.MLHyperParamClass(name=k, value=str(v)) for k, v in facet.get("params", {}).items()],
+        trainingJobs=[f"urn:li:dataProcessInstance:{event['run']['runId']}"],
+        groups=[group],
+        customProperties=custom,
+    )
+    return [(group, models.MLModelGroupPropertiesClass(name=name)), (urn, properties)]
+
+
+def _assertion_aspects(event: dict[str, Any], dataset: dict[str, Any], naming: Naming) -> list[tuple[str, _Aspect]]:
+    """Each asset check on a dataset as a DataHub assertion, with this run's result."""
+    facet = dataset.get("facets", {}).get("dataQualityAssertions", {})
+    target = dataset_urn(dataset, naming)
+    aspects: list[tuple[str, _Aspect]] = []
+    for check in facet.get("assertions", []):
+        urn = builder.make_assertion_urn(builder.datahub_guid({"dataset": target, "check": check["assertion"]}))
+        info = models.AssertionInfoClass(
+            type=models.AssertionTypeClass.DATASET,
+            datasetAssertion=models.DatasetAssertionInfoClass(
+                dataset=target,
+                scope=models.DatasetAssertionScopeClass.DATASET_ROWS,
+                operator=models.AssertionStdOperatorClass._NATIVE_,
+                nativeType=check["assertion"],
+            ),
+            description=f"Dagster asset check {check['assertion']} (severity {check.get('severity', 'error')})",
+        )
+        outcome = (
+            models.AssertionResultTypeClass.SUCCESS if check["success"] else models.AssertionResultTypeClass.FAILURE
+        )
+        run_event = models.AssertionRunEventClass(
+            timestampMillis=_millis(event["eventTime"]),
+            runId=event["run"]["runId"],
+            asserteeUrn=target,
+            assertionUrn=urn,
+            status=models.AssertionRunStatusClass.COMPLETE,
+            result=models.AssertionResultClass(type=outcome),
+        )
+        aspects += [(urn, info), (urn, run_event)]
+    return aspects

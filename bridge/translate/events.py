@@ -1,0 +1,268 @@
+"""Pure builders of OpenLineage run events and facets: no I/O, no Dagster, no Metaflow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from uuid import UUID
+
+import attr
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import (
+    DatasetFacet,
+    JobFacet,
+    OutputDatasetFacet,
+    RunFacet,
+    column_lineage_dataset,
+    data_quality_assertions_dataset,
+    dataset_version_dataset,
+    error_message_run,
+    job_dependencies_run,
+    job_type_job,
+    nominal_time_run,
+    output_statistics_output_dataset,
+    parent_run,
+    schema_dataset,
+    symlinks_dataset,
+)
+
+from bridge.translate.column_lineage import Transformation
+from bridge.translate.naming import DatasetName
+
+PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
+# The custom facet's JSON Schema ships with the bridge: bridge/spec/ModelTrainingRunFacet.json.
+MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
+
+
+@attr.define
+class ModelTrainingRunFacet(RunFacet):
+    """What a run that trained a model learned: the model's name and version, its metrics and hyperparameters.
+
+    Captured when the run is translated, so a sink never has to ask the training tool again.
+    """
+
+    model: str
+    version: str
+    metrics: dict[str, float] = attr.field(factory=dict)
+    params: dict[str, str] = attr.field(factory=dict)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return MODEL_FACET_SCHEMA + "#/$defs/ModelTrainingRunFacet"
+
+
+@dataclass(frozen=True)
+class Assertion:
+    name: str
+    success: bool
+    severity: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class InputField:
+    """An input column one output column is derived from, and how."""
+
+    dataset: DatasetName
+    field: str
+    transformations: tuple[Transformation, ...] = ()
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A dataset as one event sees it: name, version and what is known about it.
+
+    ``columns_from`` is an output's column lineage: each column with the input fields it comes from.
+    """
+
+    name: DatasetName
+    version: str | None = None
+    schema: tuple[tuple[str, str], ...] = ()
+    assertions: tuple[Assertion, ...] = ()
+    rows: int | None = None
+    columns_from: tuple[tuple[str, tuple[InputField, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+    run_id: UUID
+
+
+@dataclass(frozen=True)
+class ModelTraining:
+    name: str
+    version: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class EventSpec:
+    """Everything one run event says; :func:`run_event` turns it into the typed event."""
+
+    state: RunState
+    time: datetime
+    job: JobRef
+    integration: str
+    job_type: str
+    inputs: list[DatasetRef] = field(default_factory=list)
+    outputs: list[DatasetRef] = field(default_factory=list)
+    parent: JobRef | None = None
+    root: JobRef | None = None
+    error: str | None = None
+    nominal_start: datetime | None = None
+    nominal_end: datetime | None = None
+    upstream_jobs: list[JobRef] = field(default_factory=list)
+    model: ModelTraining | None = None
+
+
+def _iso(moment: datetime) -> str:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
+    facets: dict[str, DatasetFacet] = {}
+    if ref.name.catalog_name:
+        facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
+            producer=PRODUCER,
+            identifiers=[
+                symlinks_dataset.Identifier(
+                    namespace=ref.name.catalog_namespace or "", name=ref.name.catalog_name, type="TABLE"
+                )
+            ],
+        )
+    if ref.version is not None:
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(
+            producer=PRODUCER, datasetVersion=str(ref.version)
+        )
+    if ref.schema:
+        facets["schema"] = schema_dataset.SchemaDatasetFacet(
+            producer=PRODUCER,
+            fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema],
+        )
+    if ref.columns_from:
+        facets["columnLineage"] = column_lineage_facet(ref)
+    if ref.assertions:
+        # The client types this facet as an input facet; it rides among the dataset facets of inputs and
+        # outputs alike, where the bridge's readers look for it (the JSON is the same either way).
+        facets["dataQualityAssertions"] = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(  # type: ignore[assignment]
+            producer=PRODUCER,
+            assertions=[
+                data_quality_assertions_dataset.Assertion(
+                    assertion=a.name, success=a.success, severity=a.severity, name=a.name, description=a.description
+                )
+                for a in ref.assertions
+            ],
+        )
+    return facets
+
+
+def column_lineage_facet(ref: DatasetRef) -> column_lineage_dataset.ColumnLineageDatasetFacet:
+    return column_lineage_dataset.ColumnLineageDatasetFacet(
+        producer=PRODUCER,
+        fields={
+            column: column_lineage_dataset.Fields(
+                inputFields=[
+                    column_lineage_dataset.InputField(
+                        namespace=source.dataset.namespace,
+                        name=source.dataset.name,
+                        field=source.field,
+                        transformations=[
+                            column_lineage_dataset.Transformation(type=t.type, subtype=t.subtype)
+                            for t in source.transformations
+                        ],
+                    )
+                    for source in sources
+                ]
+            )
+            for column, sources in ref.columns_from
+        },
+    )
+
+
+def _output_facets(ref: DatasetRef) -> dict[str, OutputDatasetFacet]:
+    if ref.rows is None:
+        return {}
+    return {
+        "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+            producer=PRODUCER, rowCount=ref.rows
+        )
+    }
+
+
+def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFacet:
+    root = root or parent
+    return parent_run.ParentRunFacet(
+        producer=PRODUCER,
+        run=parent_run.Run(runId=str(parent.run_id)),
+        job=parent_run.Job(namespace=parent.namespace, name=parent.name),
+        root=parent_run.Root(
+            run=parent_run.RootRun(runId=str(root.run_id)),
+            job=parent_run.RootJob(namespace=root.namespace, name=root.name),
+        ),
+    )
+
+
+def event_key(spec: EventSpec, discriminator: str = "") -> str:
+    """What makes an event unique: replays of the same source record give the same key."""
+    return f"{spec.job.namespace}/{spec.job.name}/{spec.job.run_id}/{spec.state.value}/{discriminator}"
+
+
+def run_event(spec: EventSpec) -> RunEvent:
+    run_facets: dict[str, RunFacet] = {}
+    if spec.parent:
+        run_facets["parent"] = _parent_facet(spec.parent, spec.root)
+    if spec.error:
+        run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
+            producer=PRODUCER, message=spec.error, programmingLanguage="python"
+        )
+    if spec.nominal_start:
+        run_facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
+            producer=PRODUCER,
+            nominalStartTime=_iso(spec.nominal_start),
+            nominalEndTime=_iso(spec.nominal_end) if spec.nominal_end else None,
+        )
+    if spec.upstream_jobs:
+        run_facets["jobDependencies"] = job_dependencies_run.JobDependenciesRunFacet(
+            producer=PRODUCER,
+            upstream=[
+                job_dependencies_run.JobDependency(
+                    job=job_dependencies_run.JobIdentifier(namespace=job.namespace, name=job.name),
+                    run=job_dependencies_run.RunIdentifier(runId=str(job.run_id)),
+                    dependency_type="DIRECT_INVOCATION",
+                )
+                for job in spec.upstream_jobs
+            ],
+        )
+    if spec.model:
+        run_facets["modelTraining"] = ModelTrainingRunFacet(
+            producer=PRODUCER,
+            model=spec.model.name,
+            version=spec.model.version,
+            metrics=dict(spec.model.metrics),
+            params=dict(spec.model.params),
+        )
+    job_facets: dict[str, JobFacet] = {
+        "jobType": job_type_job.JobTypeJobFacet(
+            producer=PRODUCER, processingType="BATCH", integration=spec.integration, jobType=spec.job_type
+        )
+    }
+    return RunEvent(
+        eventType=spec.state,
+        eventTime=_iso(spec.time),
+        run=Run(runId=str(spec.job.run_id), facets=run_facets),
+        job=Job(namespace=spec.job.namespace, name=spec.job.name, facets=job_facets),
+        inputs=[
+            InputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.inputs
+        ],
+        outputs=[
+            OutputDataset(
+                namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d), outputFacets=_output_facets(d)
+            )
+            for d in spec.outputs
+        ],
+        producer=PRODUCER,
+    )

@@ -1,0 +1,253 @@
+"""`taxi`: prepare local state and run the pipeline end to end on the embedded default."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from datetime import datetime
+
+from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
+from taxi_core.tool_env import child_environment
+from taxi_demo import local_state
+from taxi_demo.local_cluster import profile as cluster_profile
+from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
+
+DEMO_MONTHS = ["2024-12", "2025-01"]
+SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
+PROFILES = ("embedded", "cluster")
+DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
+COMMANDS = ("init", "demo", "cluster")
+# The settings a profile adds to its state folder's settings file, so later commands there find its servers.
+PROFILE_SETTINGS = ("TAXI_CATALOG", "TAXI_CATALOG_URL", "TAXI_SPARK_MASTER", "TAXI_SPARK_CORES_MAX",
+                    "TAXI_SPARK_EXECUTOR_MEMORY")  # fmt: skip
+
+
+class Stages:
+    """Stage headers with the time since the command started."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> str:
+        minutes, seconds = divmod(int(time.monotonic() - self.started), 60)
+        return f"{minutes}:{seconds:02d}"
+
+    def header(self, text: str) -> None:
+        print(f"\n[{self.elapsed()}] ==> {text}", flush=True)
+
+
+def trips_per_month(scale: str) -> int:
+    if scale in SCALES:
+        return SCALES[scale]
+    try:
+        trips = int(scale)
+    except ValueError:
+        trips = 0
+    if trips <= 0:
+        msg = f"--scale {scale!r}: use demo (~150k trips a month), full (~3M) or a positive number of trips"
+        raise argparse.ArgumentTypeError(msg)
+    return trips
+
+
+def checked_months(months: list[str]) -> list[str]:
+    for month in months:
+        try:
+            datetime.strptime(month, "%Y-%m")
+        except ValueError:
+            msg = f"--months {month!r}: write each month as YYYY-MM, e.g. --months 2024-12 2025-01"
+            raise argparse.ArgumentTypeError(msg) from None
+    return sorted(set(months))
+
+
+def init(settings: Settings, months: list[str], trips: int, profile: dict[str, str] | None = None) -> dict[str, str]:
+    """Write the sample source, and the state folder's settings file that points the project at it (and its profile)."""
+    source = local_state.sample_source(settings, trips)
+    source.write_months(months)
+    values = local_state.local_environment(settings, source, cluster_profile.INSTANCE_YAML if profile else None)
+    sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
+    # The partitions are the months the sample source has, so Dagster's launch dialog offers exactly those.
+    written = source.months()
+    sources |= {
+        "TAXI_FIRST_MONTH": written[0],
+        "TAXI_LAST_MONTH": written[-1],
+        "TAXI_TRUE_RATES": str(source.truth_dir),
+    }
+    kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
+    write_settings_file(settings.settings_file, sources | kept)
+    removed = local_state.remove_old_env_file()
+    if removed:
+        print(f"Removed {removed}, written by an older `taxi init`: settings now live in {settings.settings_file}")
+    return values
+
+
+def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, profile: str = "embedded") -> int:
+    stages = Stages()
+    if profile == "embedded":
+        return run_demo(settings, months, trips, use_weather, stages)
+    stages.header("Cluster profile: starting PostgreSQL and a Spark standalone master with 2 workers on 127.0.0.1")
+    with cluster_profile.running(settings) as cluster:
+        for line in cluster.describe():
+            print(f"  {line}")
+        # The profile's own state folder (its Metaflow root and caches too), read without touching this process.
+        cluster_settings = load_settings(os.environ | cluster.environment)
+        status = run_demo(cluster_settings, months, trips, use_weather, stages, cluster.environment)
+        stages.header("Cluster profile: stopping the Spark workers, the master and PostgreSQL")
+    return status
+
+
+def run_demo(
+    settings: Settings,
+    months: list[str],
+    trips: int,
+    use_weather: bool,
+    stages: Stages,
+    profile: dict[str, str] | None = None,
+) -> int:
+    stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
+    values = init(settings, months, trips, profile)
+    # What the demo starts (the code server and its runs, Metaflow, the lineage pass) runs on this state folder,
+    # its sample source and, with a profile, its servers.
+    with child_environment((profile or {}) | values):
+        return _run_pipeline(settings, months, use_weather, stages, values, profile)
+
+
+def _run_pipeline(
+    settings: Settings,
+    months: list[str],
+    use_weather: bool,
+    stages: Stages,
+    values: dict[str, str],
+    profile: dict[str, str] | None,
+) -> int:
+    # Dagster reads DAGSTER_HOME when the instance is opened: inside the demo's environment.
+    from dagster import DagsterInstance
+
+    from taxi_demo import pipeline_run
+
+    outcomes = []
+    with DagsterInstance.get() as instance:
+        stages.header(f"Loading the Dagster code location {pipeline_run.LOCATION_NAME} (workspace.yaml)")
+        with pipeline_run.code_location(instance) as workspace:
+            for month in months:
+                stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
+                run_id = pipeline_run.launch(
+                    instance, workspace, pipeline_run.INGESTION_JOB, tags={"dagster/partition": f"{month}-01"}
+                )
+                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                pipeline_run.print_outcome(outcomes[-1])
+                if not outcomes[-1].success:
+                    break
+            else:
+                weather = "with" if use_weather else "without"
+                stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
+                config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
+                run_id = pipeline_run.launch(instance, workspace, pipeline_run.TRAINING_JOB, run_config=config)
+                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                pipeline_run.print_outcome(outcomes[-1])
+
+    stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")
+    from forecast_assets.lineage_cli import main as lineage
+
+    lineage([])
+    lineage(["picture"])
+
+    succeeded = all(outcome.success for outcome in outcomes)
+    stages.header(f"Demo {'finished' if succeeded else 'FAILED'}. State folder: {values['TAXI_STATE_DIR']}")
+    for outcome in outcomes:
+        print(f"  {outcome.label:22s} {'succeeded' if outcome.success else 'FAILED   '}  run {outcome.run_id}")
+    plot = pipeline_run.newest_plot(settings.state_dir)
+    if profile:
+        print("Servers again:         ./run taxi cluster   (keeps them up and says how to point dagster dev at them)")
+    else:
+        print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
+    print("Train again by hand:   ./run python flows/train.py run --use_weather true")
+    print("Lineage of a table:    ./run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
+    print("Model versions:        ./run taxi-lineage model")
+    if plot:
+        print(f"Forecast plot:         {plot}")
+    return 0 if succeeded else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    # The same options before or after the command; SUPPRESS keeps a later parser from resetting them.
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--months", nargs="+", default=argparse.SUPPRESS, help="months to use, YYYY-MM")
+    options.add_argument(
+        "--scale", default=argparse.SUPPRESS, help="trips per month: demo (~150k), full (~3M) or a number"
+    )
+    options.add_argument(
+        "--weather", action="store_true", default=argparse.SUPPRESS, help="train the weather-aware candidates too"
+    )
+    options.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=argparse.SUPPRESS,
+        help="embedded (default: local Spark, SQLite) or cluster (Spark standalone and PostgreSQL on 127.0.0.1)",
+    )
+    parser = argparse.ArgumentParser(prog="taxi", description=__doc__, parents=[options])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser(
+        "init", parents=[options], help="write the sample source and the settings file dagster dev reads"
+    )
+    commands.add_parser(
+        "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
+    )
+    commands.add_parser(
+        "cluster", help="start the cluster profile's servers and keep them up until Ctrl-C (for dagster dev)"
+    )
+    return parser
+
+
+def command_first(argv: list[str]) -> list[str]:
+    """Move the command to the front, so ``--months 2024-12 2025-01 demo`` does not read it as a month."""
+    for index, word in enumerate(argv):
+        if word in COMMANDS:
+            return [word, *argv[:index], *argv[index + 1 :]]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(command_first(sys.argv[1:] if argv is None else argv))
+    options = DEFAULTS | vars(args)
+    try:
+        trips = trips_per_month(options["scale"])
+        months = checked_months(options["months"])
+    except argparse.ArgumentTypeError as err:
+        parser.error(str(err))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("forecast_assets").setLevel(logging.INFO)
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        parser.error(str(err))
+    if args.command == "init":
+        init(settings, months, trips)
+        print(f"Wrote {settings.settings_file}; `./run dagster dev` reads it (exported variables win):")
+        print(settings.settings_file.read_text().strip())
+        return 0
+    if args.command == "cluster":
+        return keep_cluster_up(settings)
+    return demo(settings, months, trips, options["weather"], options["profile"])
+
+
+def keep_cluster_up(settings: Settings) -> int:
+    """Start the profile's servers, write the environment that points commands at them, wait for Ctrl-C."""
+    # Ctrl-C may come at any moment, even while the servers start: they are stopped all the same.
+    with contextlib.suppress(KeyboardInterrupt), cluster_profile.running(settings) as cluster:
+        env_file = cluster.state_dir / "cluster.env"
+        env_file.write_text("".join(f"{key}={value}\n" for key, value in cluster.environment.items()))
+        print("\n".join(cluster.describe()))
+        print(f"\nIn another shell:  set -a; . {env_file}; set +a; ./run dagster dev")
+        print("Ctrl-C stops the servers.", flush=True)
+        signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

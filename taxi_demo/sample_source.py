@@ -1,0 +1,233 @@
+"""A deterministic stand-in for the TLC and NOAA servers: monthly files in the published formats.
+
+Layout below the sample root mirrors the public URLs, so the real downloader reads it unchanged::
+
+    trip-data/yellow_tripdata_2024-01.parquet          (TLC)
+    nclimgrid-daily/2024/prcp-202401-cty-scaled.csv     (NOAA, also tavg, tmin, tmax)
+    truth/true_hourly_rates_2024-01.parquet            (the known rate, for the noise floor)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
+from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
+from taxi_core.files import atomic_path, write_atomically
+from taxi_core.zones import Zone, load_zones
+from taxi_demo import demand_model
+from taxi_demo.demand_model import DemandSpec
+
+log = logging.getLogger(__name__)
+
+FULL_SCALE_TRIPS = 3_000_000
+DEMO_SCALE_TRIPS = 150_000
+DEFAULT_SEED = 2024
+TRIP_DIR, WEATHER_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "truth"
+MANIFEST = "sample_source.json"
+
+# Counties written besides the five boroughs, so the filter to NYC has something to drop; the
+# Alabama code shows NOAA's leading zero.
+OTHER_COUNTIES = {
+    "01001": "Autauga County",
+    "34003": "Bergen County",
+    "34013": "Essex County",
+    "34017": "Hudson County",
+    "36059": "Nassau County",
+    "36119": "Westchester County",
+}
+NYC_COUNTIES = {
+    "36005": "Bronx County",
+    "36047": "Kings County",
+    "36061": "New York County",
+    "36081": "Queens County",
+    "36085": "Richmond County",
+}
+# Share of trips whose pickup clock is wrong and falls outside the file's month, as in real files.
+OUT_OF_MONTH_SHARE = 2e-5
+AIRPORT_ZONES = (1, 132, 138)
+
+
+@dataclass(frozen=True)
+class SampleSource:
+    root: Path
+    trips_per_month: int = DEMO_SCALE_TRIPS
+    seed: int = DEFAULT_SEED
+
+    @property
+    def trip_base_url(self) -> str:
+        return (self.root / TRIP_DIR).resolve().as_uri()
+
+    @property
+    def weather_base_url(self) -> str:
+        return (self.root / WEATHER_DIR).resolve().as_uri()
+
+    @property
+    def truth_dir(self) -> Path:
+        """The true hourly rates the trips were drawn from, one file a month: the noise floor's truth."""
+        return self.root / TRUTH_DIR
+
+    def truth_path(self, month: str) -> Path:
+        return self.truth_dir / f"true_hourly_rates_{month}.parquet"
+
+    def trip_path(self, month: str) -> Path:
+        return self.root / TRIP_DIR / trip_file_name(month)
+
+    def months(self) -> list[str]:
+        """The months (``YYYY-MM``) whose trip file is written, oldest first."""
+        written = (trip_file_month(path.name) for path in (self.root / TRIP_DIR).glob(trip_file_name("*")))
+        return sorted(month for month in written if month)
+
+    def write_months(self, months: list[str]) -> None:
+        self._discard_other_scale()
+        for month in months:
+            self.write_month(month)
+
+    def _discard_other_scale(self) -> None:
+        """Files written with another scale or seed are removed, so they are never silently reused."""
+        wanted = {"trips_per_month": self.trips_per_month, "seed": self.seed}
+        manifest = self.root / MANIFEST
+        written = json.loads(manifest.read_text()) if manifest.exists() else None
+        if written != wanted and any((self.root / folder).exists() for folder in (TRIP_DIR, WEATHER_DIR, TRUTH_DIR)):
+            log.info("Sample source under %s was written as %s; writing it again as %s", self.root, written, wanted)
+            for folder in (TRIP_DIR, WEATHER_DIR, TRUTH_DIR):
+                shutil.rmtree(self.root / folder, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(wanted) + "\n")
+
+    def write_month(self, month: str) -> None:
+        """Write one month's trip file, weather files and true rates; existing files are kept."""
+        if self.trip_path(month).exists() and self.truth_path(month).exists():
+            log.info("Sample month %s already written under %s", month, self.root)
+            return
+        spec = DemandSpec(self.trips_per_month, self.seed)
+        zones = load_zones()
+        weather = demand_model.daily_weather(month, [*NYC_COUNTIES, *OTHER_COUNTIES], self.seed)
+        hours, rates = demand_model.hourly_rates(month, zones, weather, spec)
+        self._write_weather(month, weather)
+        trips = simulate_trips(month, zones, hours, rates, spec)
+        _atomic_parquet(trips, self.trip_path(month))
+        _atomic_parquet(
+            pa.Table.from_pandas(demand_model.truth_frame(hours, zones, rates), preserve_index=False),
+            self.truth_path(month),
+        )
+        log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month))
+
+    def _write_weather(self, month: str, weather: pd.DataFrame) -> None:
+        names = NYC_COUNTIES | OTHER_COUNTIES
+        start = demand_model.month_start(month)
+        for element in ELEMENTS:
+            lines = []
+            for county, rows in weather.groupby("county_fips", sort=True):
+                values = list(rows.sort_values("date")[element])
+                values += [MISSING_VALUE] * (31 - len(values))
+                cells = ["cty", county, names[county], str(start.year), f"{start.month:02d}", element]
+                cells += [f"{value:8.2f}" for value in values]
+                assert len(cells) == len(COLUMNS)
+                lines.append(",".join(cells))
+            path = self.root / WEATHER_DIR / weather_file_path(element, month)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, "\n".join(lines) + "\n")
+
+
+def simulate_trips(
+    month: str, zones: tuple[Zone, ...], hours: pd.DatetimeIndex, rates: np.ndarray, spec: DemandSpec
+) -> pa.Table:
+    """Draw Poisson trip counts per (hour, zone) and give each trip plausible TLC fields."""
+    rng = demand_model.month_seed(spec.seed, month, stream=2)
+    counts = rng.poisson(rates)
+    n = int(counts.sum())
+    hour_index, zone_index = np.nonzero(counts)
+    repeats = counts[hour_index, zone_index]
+    hour_of_trip = np.repeat(hours.values[hour_index], repeats)
+    location_ids = np.array([z.location_id for z in zones])
+    pickup_zone = np.repeat(location_ids[zone_index], repeats)
+
+    pickup = hour_of_trip + rng.integers(0, 3600, n).astype("timedelta64[s]")
+    outliers = rng.random(n) < OUT_OF_MONTH_SHARE
+    shift = rng.choice([-400, -40, 40, 400], size=outliers.sum()).astype("timedelta64[D]")
+    pickup[outliers] = pickup[outliers] + shift
+
+    distance = np.round(rng.lognormal(0.75, 0.75, n), 2)
+    airport = np.isin(pickup_zone, AIRPORT_ZONES)
+    distance[airport] += 12.0
+    minutes = distance / rng.uniform(7, 16, n) * 60 + rng.exponential(3, n)
+    dropoff = pickup + (minutes * 60).astype("timedelta64[s]")
+    dropoff_zone = rng.choice(location_ids, size=n, p=demand_model.zone_shares(zones, spec.seed))
+
+    year = demand_model.month_start(month).year
+    payment = rng.choice([1, 2, 3, 4], size=n, p=[0.78, 0.19, 0.02, 0.01])
+    fare = np.round(3.0 + 2.5 * distance + 0.7 * minutes, 2)
+    extra = rng.choice([0.0, 1.0, 2.5], size=n, p=[0.5, 0.3, 0.2])
+    tip = np.where(payment == 1, np.round(fare * rng.uniform(0.1, 0.3, n), 2), 0.0)
+    tolls = np.where(airport & (rng.random(n) < 0.4), 6.94, 0.0)
+    manhattan = np.isin(pickup_zone, [z.location_id for z in zones if z.borough == "Manhattan"])
+    congestion = np.where(manhattan, 2.5, 0.0)
+    airport_fee = np.where(airport, 1.75, 0.0)
+    cbd_fee = np.where(manhattan, 0.75, 0.0)
+    total = fare + extra + 0.5 + tip + tolls + 1.0 + congestion + airport_fee
+    if year >= 2025:
+        total = total + cbd_fee
+    # Trips reported without a meter reading (payment type 0 in real files) lack these fields.
+    unreported = rng.random(n) < 0.02
+
+    order = np.argsort(pickup, kind="stable")
+    schema = published_schema(year)
+    names = schema.names
+    columns = {
+        names[0]: rng.choice([1, 2], size=n, p=[0.3, 0.7]),
+        "tpep_pickup_datetime": pickup,
+        "tpep_dropoff_datetime": dropoff,
+        "passenger_count": _nullable(rng.choice([1, 1, 1, 2, 3, 4], size=n), unreported),
+        "trip_distance": distance,
+        "RatecodeID": _nullable(np.where(pickup_zone == 132, 2, 1), unreported),
+        "store_and_fwd_flag": _nullable(np.where(rng.random(n) < 0.005, "Y", "N"), unreported),
+        "PULocationID": pickup_zone,
+        "DOLocationID": dropoff_zone,
+        "payment_type": np.where(unreported, 0, payment),
+        "fare_amount": fare,
+        "extra": extra,
+        "mta_tax": np.full(n, 0.5),
+        "tip_amount": tip,
+        "tolls_amount": tolls,
+        "improvement_surcharge": np.full(n, 1.0),
+        "total_amount": np.round(total, 2),
+        "congestion_surcharge": _nullable(congestion, unreported),
+        names[18]: _nullable(airport_fee, unreported),
+    }
+    if year >= 2025:
+        columns["cbd_congestion_fee"] = cbd_fee
+    arrays = [
+        pa.nulls(n)
+        if pa.types.is_null(field.type)
+        else pa.array(_take(columns[field.name], order), type=field.type, from_pandas=True)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _nullable(values: np.ndarray, missing: np.ndarray) -> pd.Series:
+    series = pd.Series(values, dtype=object)
+    series[missing] = None
+    return series
+
+
+def _take(values, order: np.ndarray):
+    if isinstance(values, pd.Series):
+        return values.iloc[order].to_numpy()
+    return values[order]
+
+
+def _atomic_parquet(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
