@@ -75,7 +75,8 @@ class LineageBridge:
     ``repair_command`` is how a user runs the bridge's command line (``taxi-lineage``), named in
     the messages about damaged state. ``watch_command`` starts this project's watcher (:mod:`bridge.run.watch`),
     which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
-    ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
+    ``dagster_home`` is the Dagster instance the command line reads (``None``: ``DAGSTER_HOME``, as Dagster's own
+    commands). ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
     """
 
     naming: Naming
@@ -93,6 +94,7 @@ class LineageBridge:
     watch_command: tuple[str, ...] = ()
     repair_command: str = "the bridge's command line"
     sinks: tuple[SinkSpec, ...] = (SinkSpec("openlineage"), SinkSpec("datahub"))
+    dagster_home: Path | None = None
 
     @property
     def outbox_path(self) -> Path:

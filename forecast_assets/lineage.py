@@ -152,6 +152,7 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         pass_seconds=settings.lineage_pass_seconds,
         watch_command=(sys.executable, "-m", "forecast_assets.lineage_cli", "watch"),
         sinks=sinks(settings),
+        dagster_home=settings.dagster_home,
     )
 
 

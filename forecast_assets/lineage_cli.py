@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from taxi_core.settings import SettingsError, load_settings
@@ -16,7 +15,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"taxi-lineage: {err}", file=sys.stderr)
         return 2
     apply_tool_environment(settings)
-    os.environ.setdefault("DAGSTER_HOME", str(settings.dagster_home))
     # Metaflow and DataHub read their configuration when first imported: only now, with it in place.
     from bridge.cli import main as cli
     from forecast_assets.instance import dagster_home

@@ -20,6 +20,7 @@ from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, pa
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
+from taxi_core.tool_env import child_environment
 
 
 class IcebergCatalogResource(ConfigurableResource):
@@ -73,9 +74,12 @@ class SparkResource(ConfigurableResource):
     def session(self):
         # Built on first use: file assets never pay for a JVM.
         if self._session is None:
-            if on_loopback(self.master):
-                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            self._session = self._start()
+            # Spark binds its web UI to SPARK_LOCAL_IP, which only its launcher's environment sets.
+            local_ip = (
+                {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")} if on_loopback(self.master) else {}
+            )
+            with child_environment(local_ip):
+                self._session = self._start()
         return self._session
 
     def _start(self):

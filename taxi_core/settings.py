@@ -132,6 +132,7 @@ class Settings(BaseSettings):
     )
     # Inside Dagster's 60 s sensor tick limit, with room for the tick's own work.
     lineage_pass_seconds: float = Field(40.0, gt=0, le=55, validation_alias=_env("TAXI_LINEAGE_PASS_SECONDS"))
+    dagster_home_dir: str = Field("", validation_alias=_env("DAGSTER_HOME"))
     metaflow_datastore: str = Field("local", validation_alias=_env("METAFLOW_DEFAULT_DATASTORE"))
     metaflow_s3_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_S3"))
     metaflow_local_root: str = Field("", validation_alias=_env("METAFLOW_DATASTORE_SYSROOT_LOCAL"))
@@ -212,7 +213,8 @@ class Settings(BaseSettings):
 
     @property
     def dagster_home(self) -> Path:
-        return self.state_dir / "dagster"
+        """The Dagster instance's folder: ``DAGSTER_HOME`` when exported, else the state folder's ``dagster``."""
+        return Path(self.dagster_home_dir) if self.dagster_home_dir else self.state_dir / "dagster"
 
     @property
     def settings_file(self) -> Path:

@@ -26,6 +26,8 @@ from bridge.outbox.queue import Outbox, OutboxDamaged
 from bridge.sinks.failures import redact
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
     from bridge.sources.dagster import AssetGraph
 
 
@@ -56,8 +58,6 @@ def open_outbox(bridge: LineageBridge) -> Outbox:
 
 def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
-    from dagster import DagsterInstance
-
     from bridge.outbox.lease import PassRunning
     from bridge.run.lineage_pass import run_pass
     from bridge.sinks.openlineage import make_client
@@ -77,7 +77,7 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         raise UsageError(str(err)) from err
     client = make_client(bridge.events_file)
     try:
-        with DagsterInstance.get() as instance:
+        with _instance(bridge) as instance:
             result = run_pass(bridge, instance, graph, client, purpose="command line", wait=wait)
     except PassRunning as running:
         print(f"Lineage pass skipped: {running}; it delivers what is queued.")
@@ -116,8 +116,6 @@ def watch_lineage(
     # As for a pass: Dagster and the OpenLineage client load only for the commands that write.
     from functools import cache
 
-    from dagster import DagsterInstance
-
     from bridge.run.lineage_pass import run_pass, summary
     from bridge.run.watch import watch
     from bridge.sinks.openlineage import make_client, target_of
@@ -138,7 +136,7 @@ def watch_lineage(
         last = said
         return news
 
-    with DagsterInstance.get() as instance:
+    with _instance(bridge) as instance:
         target = target_of(client)
         print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
         try:
@@ -256,3 +254,12 @@ def _rebuild_outbox(bridge: LineageBridge, run_a_pass: Callable[[], int]) -> int
         print(f"Set {path} aside as {aside}")
     Outbox(path).mark_rebuilt()
     return run_a_pass()
+
+
+def _instance(bridge: LineageBridge) -> DagsterInstance:
+    """The instance the bridge names, or the one ``DAGSTER_HOME`` names (as Dagster's own commands open it)."""
+    from dagster import DagsterInstance  # Dagster loads only for the commands that read its event log
+
+    if bridge.dagster_home is None:
+        return DagsterInstance.get()
+    return DagsterInstance.from_config(str(bridge.dagster_home))
