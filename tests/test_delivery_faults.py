@@ -39,7 +39,6 @@ def clean_replay(folder: Path, into: Path) -> list[tuple]:
     copy = into.with_name("outbox-copy.sqlite")
     with sqlite3.connect(folder / "outbox.sqlite") as source, sqlite3.connect(copy) as target:
         source.backup(target)
-        target.execute("DELETE FROM job_edges")
     outbox = Outbox(copy)
     sink = LiteSink(into, outbox, rig_bridge(folder).naming)
     try:

@@ -34,7 +34,6 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sink_offsets (sink TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS job_edges (sink TEXT, urn TEXT, edges TEXT NOT NULL, PRIMARY KEY (sink, urn));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL,
                                   expires_at REAL NOT NULL);
@@ -57,7 +56,7 @@ CREATE TABLE IF NOT EXISTS sinks (
 
 # The OpenLineage transport's place before places were kept per target; the first target adopts it.
 OPENLINEAGE_SINK = "openlineage"
-SINK_TABLES = ("sink_offsets", "failing", "dead_letters", "job_edges", "sinks")
+SINK_TABLES = ("sink_offsets", "failing", "dead_letters", "sinks")
 
 
 class OutboxDamaged(RuntimeError, BridgeError):
@@ -425,23 +424,6 @@ class Outbox:
                 "UPDATE dead_letters SET requeued = 0, error = ?, attempts = attempts + 1, parked_at = datetime('now') "
                 "WHERE id = ?",
                 (error, letter_id),
-            )
-
-    # DataHub's job edges (every run's inputs and outputs)
-
-    def job_edges(self, sink: str) -> dict[str, dict[str, list[str]]]:
-        rows = self.connection.execute("SELECT urn, edges FROM job_edges WHERE sink = ?", (sink,)).fetchall()
-        return {urn: json.loads(edges) for urn, edges in rows}
-
-    def save_job_edges(self, sink: str, edges: dict[str, dict[str, list[str]]], replace: bool = False) -> None:
-        """Store ``sink``'s job edges; ``replace`` forgets every job's edges it had before."""
-        with self._transaction():
-            if replace:
-                self.connection.execute("DELETE FROM job_edges WHERE sink = ?", (sink,))
-            self.connection.executemany(
-                "INSERT INTO job_edges (sink, urn, edges) VALUES (?, ?, ?) "
-                "ON CONFLICT(sink, urn) DO UPDATE SET edges = excluded.edges",
-                [(sink, urn, json.dumps(value)) for urn, value in edges.items()],
             )
 
     def counts(self, sink: str = OPENLINEAGE_SINK) -> dict[str, int]:

@@ -26,6 +26,7 @@ from bridge.config import DataHubTarget, SinkSpec
 from bridge.outbox.queue import Outbox, QueuedEvent
 from bridge.sinks.contract import Sink, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
+from bridge.sinks.job_edges import Edges, EdgeStore
 from bridge.translate.naming import Naming
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 POSITION_TABLE = "lineage_bridge_position"
 # A job's edges: its input and output datasets, upstream jobs and column lineage (each as sorted JSON).
-Edges = dict[str, list[str]]
 
 
 class LiteDamaged(SinkDamaged):
@@ -68,14 +68,17 @@ class _JobEdges:
     reading weather) stay on the runs (DataProcessInstance) and the model versions.
     """
 
-    def __init__(self, outbox: Outbox, sink: str, fresh: bool, held: Callable[[str], Edges] | None = None) -> None:
-        """``fresh``: the sink holds nothing yet (new, emptied, replaced), so neither do its jobs' edges.
+    def __init__(
+        self, store: EdgeStore | None, sink: str, fresh: bool, held: Callable[[str], Edges] | None = None
+    ) -> None:
+        """``store`` keeps the union for a sink that cannot read it back; ``fresh``: the sink holds nothing yet
+        (new, emptied, replaced), so neither do its jobs' edges.
 
         ``held(urn)``: the edges the sink itself holds for a job, for a sink that can be read (DataHub
-        Lite): then the union is the sink's own and nothing is kept in the outbox.
+        Lite): then the union is the sink's own and nothing is kept elsewhere.
         """
-        self.outbox, self.sink, self.fresh, self.held = outbox, sink, fresh, held
-        self.known: dict[str, Edges] = {} if fresh or held else outbox.job_edges(sink)
+        self.store, self.sink, self.fresh, self.held = store, sink, fresh, held
+        self.known: dict[str, Edges] = {} if fresh or store is None else store.load(sink)
         self.changed: set[str] = set()
 
     def merged(self, mcp: MetadataChangeProposalWrapper) -> MetadataChangeProposalWrapper:
@@ -110,8 +113,8 @@ class _JobEdges:
         return MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
-        if not self.held and (self.changed or self.fresh):
-            self.outbox.save_job_edges(self.sink, {urn: self.known[urn] for urn in self.changed}, replace=self.fresh)
+        if self.store is not None and (self.changed or self.fresh):
+            self.store.save(self.sink, {urn: self.known[urn] for urn in self.changed}, replace=self.fresh)
             self.changed.clear()
             self.fresh = False
 
@@ -139,7 +142,7 @@ class LiteSink:
     @property
     def edges(self) -> _JobEdges:
         if self._edges is None:
-            self._edges = _JobEdges(self.outbox, self.name, fresh=False, held=self._held_edges)
+            self._edges = _JobEdges(None, self.name, fresh=False, held=self._held_edges)
         return self._edges
 
     def _held_edges(self, urn: str) -> Edges:
@@ -303,7 +306,7 @@ class RestSink:
         self.server, self.token, self.outbox, self.naming = server, token, outbox, naming
         self.name = f"datahub-rest {redact(server)}"
         self.target = f"DataHub GMS {redact(server)}"
-        self.edges = _JobEdges(outbox, self.name, fresh=self.position() == 0)
+        self.edges = _JobEdges(EdgeStore.beside(outbox, self.name), self.name, fresh=self.position() == 0)
         self.emitter: DataHubRestEmitter | None = None
         self.aspects = 0
 
@@ -336,6 +339,8 @@ class RestSink:
     def close(self) -> None:
         if self.emitter is not None:
             self.emitter.close()
+        if self.edges.store is not None:
+            self.edges.store.close()
 
 
 class FileSink:
@@ -350,7 +355,7 @@ class FileSink:
         outbox.adopt("datahub-file", self.name)
         self.records: list[dict[str, Any]] | None = None
         self._position = outbox.sink_offset(self.name) if path.exists() else 0
-        self.edges = _JobEdges(outbox, self.name, fresh=self._position == 0)
+        self.edges = _JobEdges(EdgeStore.beside(outbox, self.name), self.name, fresh=self._position == 0)
         self.aspects = 0
 
     def position(self) -> int:
@@ -381,7 +386,8 @@ class FileSink:
         return f"{self.aspects} aspects"
 
     def close(self) -> None:
-        """Nothing is held open."""
+        if self.edges.store is not None:
+            self.edges.store.close()
 
 
 def datahub_sink(
