@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dagster import (
     AssetSpec,
     Definitions,
@@ -76,12 +74,15 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
     from bridge.run.sensor import lineage_sensor
-    from forecast_assets.lineage import lineage_links, lineage_markdown, taxi_bridge
+    from forecast_assets.lineage import lineage_links, lineage_markdown, lineage_picture, taxi_bridge
+
+    picture = lineage_picture(settings)
+    drawn = picture.read_bytes() if picture.is_file() else None
 
     def with_lineage_links(spec: AssetSpec) -> AssetSpec:
         links = lineage_links(settings, spec.key.path)
         metadata = {
-            "lineage": MetadataValue.md(lineage_markdown(links, Path(links["lineage/picture"]))),
+            "lineage": MetadataValue.md(lineage_markdown(links, picture, drawn)),
             "lineage/show": MetadataValue.text(links["lineage/show"]),
             "lineage/picture": MetadataValue.path(links["lineage/picture"]),
             "datahub/urn": MetadataValue.text(links["datahub/urn"]),

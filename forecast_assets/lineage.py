@@ -70,6 +70,11 @@ def portable_location(settings: Settings, location: str) -> str:
     return f"file://{settings.lineage_local_store}/{path.relative_to(settings.state_dir).as_posix()}"
 
 
+def lineage_picture(settings: Settings) -> Path:
+    """Where `taxi-lineage picture` draws the lineage graph."""
+    return settings.state_dir / "lineage" / "lineage_graph.svg"
+
+
 def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, str]:
     """Where a Dagster asset's lineage is: the command that shows it, the picture, its DataHub URN (and,
     with a GMS, the GMS's page of it)."""
@@ -78,7 +83,7 @@ def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, st
     urn = policy.datahub_urn(dataset)
     links = {
         "lineage/show": f"./run taxi-lineage show {dataset.catalog_name or dataset.name}",
-        "lineage/picture": str(settings.state_dir / "lineage" / "lineage_graph.svg"),
+        "lineage/picture": str(lineage_picture(settings)),
         "datahub/urn": urn,
     }
     if settings.datahub == "rest" and settings.datahub_gms_url:
@@ -86,15 +91,15 @@ def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, st
     return links
 
 
-def lineage_markdown(links: Mapping[str, str], picture: Path) -> str:
+def lineage_markdown(links: Mapping[str, str], picture: Path, drawn: bytes | None) -> str:
     """An asset's way to its lineage as Markdown for its page: the command, the picture inline, DataHub.
 
-    The picture is read when the code location loads (Dagster's definitions are fixed until a reload);
-    the text says so and how to draw it again.
+    ``drawn`` is the picture as the code location loaded it (Dagster's definitions are fixed until a
+    reload), read once for every asset; the text says so and how to draw it again.
     """
     lines = [f"In a shell: `{links['lineage/show']}`", ""]
-    if picture.is_file():
-        svg = base64.b64encode(picture.read_bytes()).decode("ascii")
+    if drawn is not None:
+        svg = base64.b64encode(drawn).decode("ascii")
         lines += [
             f"![The lineage graph across Dagster and Metaflow](data:image/svg+xml;base64,{svg})",
             "",
