@@ -46,7 +46,7 @@ def main() -> int:
     source = SampleSource(root / "sample_source", trips_per_month=args.trips)
     source.write_month(args.month)
     print(f"sample month {args.month}: {args.trips:,} trips, written in {time.perf_counter() - started:.1f} s")
-    files = {"TAXI_TRIP_BASE_URL": source.trip_base_url, "TAXI_WEATHER_BASE_URL": source.weather_base_url}
+    files = source.environment
 
     results = {}
     local_env = clean | files | {"TAXI_STATE_DIR": str(root / "embedded"), "TAXI_SPARK_MASTER": "local[2]"}

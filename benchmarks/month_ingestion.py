@@ -46,11 +46,7 @@ def main() -> int:
     )
 
     resources = resources_for(settings)
-    resources["source"] = SourceResource(
-        trip_base_url=source.trip_base_url,
-        weather_base_url=source.weather_base_url,
-        download_dir=resources["source"].download_dir,
-    )
+    resources["source"] = SourceResource(base_urls=source.base_urls, download_dir=resources["source"].download_dir)
     job = build_definitions(settings, resources).resolve_job_def("monthly_ingestion")
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     with instance_for_test() as instance:
@@ -85,9 +81,9 @@ def _timed(action) -> float:
 
 
 def compare_wap_with_straight_write(spark, month: str, repeat: int):
-    from forecast_assets.assets.checks import RAW_YELLOW_AUDITS, MonthFacts
+    from forecast_assets.audits import RAW_YELLOW_AUDITS, MonthFacts
     from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
-    from forecast_assets.lakehouse.tables import RAW_YELLOW
+    from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
     from taxi_core.months import MonthWindow
 
     window = MonthWindow.from_partition_key(f"{month}-01")
@@ -124,7 +120,7 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
 
 
 def compare_with_merge(spark, rows, month: str) -> None:
-    from forecast_assets.lakehouse.tables import RAW_YELLOW
+    from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
 
     columns = ", ".join(f"coalesce(cast({c} as string), '')" for c in RAW_YELLOW.columns if c != "ingested_at")
     rows.selectExpr("*", f"sha2(concat_ws('|', {columns}), 256) AS row_hash").createOrReplaceTempView("incoming")

@@ -1,4 +1,6 @@
-"""Jobs and the sensor that brings in each new month as soon as TLC and NOAA publish it."""
+"""Jobs, and the sensors that bring in a source's new files as soon as they are published."""
+
+from collections.abc import Sequence
 
 from dagster import (
     AssetKey,
@@ -13,17 +15,15 @@ from dagster import (
     sensor,
 )
 
+from forecast_assets.assets.lakehouse_tables import LAKEHOUSE_GROUP
+from forecast_assets.assets.source_files import SOURCES_GROUP
 from forecast_assets.resources import SourceResource
+from forecast_assets.source_specs.spec import SourceSpec
 from forecast_assets.sources.download import source_version
-from forecast_assets.sources.noaa_format import ELEMENTS
 from taxi_core.months import MonthWindow
-from taxi_core.names import TRIP_FILES
+from taxi_core.names import NAMESPACE
 
-monthly_ingestion_job = define_asset_job(
-    "monthly_ingestion",
-    selection=AssetSelection.groups("sources", "lakehouse"),
-    description="Download a month's TLC and NOAA files and rebuild its raw and hourly-actuals partitions.",
-)
+MONTHLY_INGESTION, REFERENCE_DATA = "monthly_ingestion", "reference_data"
 
 training_job = define_asset_job(
     "train_forecast_model",
@@ -36,6 +36,38 @@ MONTHS_TO_WATCH = 24
 NEWEST_WHEN_EMPTY = 2
 
 
+def _assets_of(sources: Sequence[SourceSpec]) -> AssetSelection:
+    keys = [AssetKey(source.file_asset) for source in sources]
+    keys += [AssetKey([NAMESPACE, source.table.name]) for source in sources]
+    return AssetSelection.assets(*keys)
+
+
+def ingestion_jobs(sources: Sequence[SourceSpec]) -> list:
+    """A month of every monthly source (and what is built from it); and, apart, the sources published once.
+
+    A Dagster job runs assets of one partitioning, so the sources that are not monthly have their own job.
+    """
+    published_once = [source for source in sources if not source.monthly]
+    monthly = AssetSelection.groups(SOURCES_GROUP, LAKEHOUSE_GROUP) - _assets_of(published_once)
+    jobs = [
+        define_asset_job(
+            MONTHLY_INGESTION,
+            selection=monthly,
+            description="Download a month's source files and rebuild its raw and hourly-actuals partitions.",
+        )
+    ]
+    if published_once:
+        names = ", ".join(source.file_asset for source in published_once)
+        jobs.append(
+            define_asset_job(
+                REFERENCE_DATA,
+                selection=_assets_of(published_once),
+                description=f"Download the files published once for all months ({names}) and rebuild their tables.",
+            )
+        )
+    return jobs
+
+
 def months_to_look_for(all_keys: list[str], ingested: set[str]) -> list[str]:
     """Partition keys after the newest ingested one (the newest few when nothing is ingested)."""
     if not ingested:
@@ -44,26 +76,58 @@ def months_to_look_for(all_keys: list[str], ingested: set[str]) -> list[str]:
     return [key for key in all_keys if key > newest][:MONTHS_TO_WATCH]
 
 
-def new_source_months_sensor(months: PartitionsDefinition) -> SensorDefinition:
+def _versions(source: SourceResource, specs: Sequence[SourceSpec], window: MonthWindow | None) -> list[str | None]:
+    return [source_version(source.url(spec, file)) for spec in specs for file in spec.files_for(window)]
+
+
+def new_source_months_sensor(sources: Sequence[SourceSpec], months: PartitionsDefinition) -> SensorDefinition:
+    monthly = [spec for spec in sources if spec.monthly]
+    publishers = " and ".join(dict.fromkeys(spec.publisher for spec in monthly))
+
     @sensor(
-        job=monthly_ingestion_job,
+        job_name=MONTHLY_INGESTION,
         minimum_interval_seconds=3600,
         default_status=DefaultSensorStatus.RUNNING,
-        description="Starts monthly_ingestion for a month once both its TLC and NOAA files are published.",
+        description=f"Starts monthly_ingestion for a month once all its files ({publishers}) are published.",
     )
     def new_source_months(context: SensorEvaluationContext, source: SourceResource):
-        ingested = context.instance.get_materialized_partitions(AssetKey(TRIP_FILES))
-        candidates = months_to_look_for(months.get_partition_keys(), ingested)
+        ingested = context.instance.get_materialized_partitions(AssetKey(monthly[0].file_asset))
+        candidates = months_to_look_for(list(months.get_partition_keys()), ingested)
         requested = 0
         for key in candidates:
-            month = MonthWindow.from_partition_key(key).month
-            versions = [source_version(source.trip_url(month))]
-            versions += [source_version(source.weather_url(element, month)) for element in ELEMENTS]
+            versions = _versions(source, monthly, MonthWindow.from_partition_key(key))
             if None in versions:
                 continue
             requested += 1
-            yield RunRequest(partition_key=key, run_key=f"{key}:{'|'.join(versions)}")
+            yield RunRequest(partition_key=key, run_key=f"{key}:{'|'.join(map(str, versions))}")
         if not requested:
             yield SkipReason(f"No new month published among {', '.join(candidates) or 'none'}")
 
     return new_source_months
+
+
+def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefinition:
+    published_once = [spec for spec in sources if not spec.monthly]
+
+    @sensor(
+        job_name=REFERENCE_DATA,
+        minimum_interval_seconds=3600,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="Starts reference_data when a file published once for all months is new or has changed.",
+    )
+    def changed_reference_files(context: SensorEvaluationContext, source: SourceResource):
+        versions = _versions(source, published_once, None)
+        if None in versions:
+            yield SkipReason("A reference file is not published (or not reachable) yet")
+            return
+        # A run key per version of the files: Dagster starts a run once for each new version.
+        yield RunRequest(run_key="|".join(map(str, versions)))
+
+    return changed_reference_files
+
+
+def source_sensors(sources: Sequence[SourceSpec], months: PartitionsDefinition) -> list[SensorDefinition]:
+    sensors = [new_source_months_sensor(sources, months)]
+    if any(not source.monthly for source in sources):
+        sensors.append(changed_reference_files_sensor(sources))
+    return sensors

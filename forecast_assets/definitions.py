@@ -13,11 +13,12 @@ from dagster import (
 )
 
 from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
-from forecast_assets.assets.lakehouse_tables import table_assets
-from forecast_assets.assets.source_files import source_file_assets
+from forecast_assets.assets.lakehouse_tables import actuals_asset, source_table_asset
+from forecast_assets.assets.source_files import source_file_asset
 from forecast_assets.assets.training import run_training_flow
-from forecast_assets.automation import monthly_ingestion_job, new_source_months_sensor, training_job
+from forecast_assets.automation import ingestion_jobs, source_sensors, training_job
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
+from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig
 from taxi_core.months import MonthWindow
 from taxi_core.settings import Settings, load_settings
@@ -62,11 +63,7 @@ def resources_for(settings: Settings) -> dict:
             s3_region=settings.aws_region,
             s3_endpoint_url=settings.s3_endpoint_url,
         ),
-        "source": SourceResource(
-            trip_base_url=settings.trip_base_url,
-            weather_base_url=settings.weather_base_url,
-            download_dir=str(settings.state_dir / "tmp"),
-        ),
+        "source": SourceResource(base_urls=settings.source_base_urls, download_dir=str(settings.state_dir / "tmp")),
     }
 
 
@@ -92,13 +89,19 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
         return spec.merge_attributes(metadata=metadata)
 
     months = monthly_partitions(settings)
-    assets = [*source_file_assets(months), *table_assets(months), run_training_flow]
+    sources = registered_sources()
+    assets = [
+        *(source_file_asset(source, months) for source in sources),
+        *(source_table_asset(source, months) for source in sources),
+        actuals_asset(months),
+        run_training_flow,
+    ]
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
         assets=map_asset_specs(with_lineage_links, assets),
         asset_checks=FORECAST_CHECKS,
-        jobs=[monthly_ingestion_job, training_job],
-        sensors=[new_source_months_sensor(months), lineage_sensor(taxi_bridge(settings))],
+        jobs=[*ingestion_jobs(sources), training_job],
+        sensors=[*source_sensors(sources, months), lineage_sensor(taxi_bridge(settings))],
         resources=resources if resources is not None else resources_for(settings),
         executor=in_process_executor,
     )

@@ -14,17 +14,9 @@ from urllib.parse import quote, urlsplit
 
 from bridge.config import DataHubTarget, LineageBridge, SinkSpec
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
+from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig
-from taxi_core.names import (
-    FLOW_NAME,
-    LOCATION_NAME,
-    MODEL_NAME,
-    NAMESPACE,
-    TRIP_FILES,
-    TRIP_FOLDER,
-    WEATHER_FILES,
-    WEATHER_FOLDER,
-)
+from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE
 from taxi_core.settings import PROJECT_ROOT, Settings
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -51,8 +43,7 @@ def naming(settings: Settings) -> Naming:
         tables=tables,
         table_namespaces=(NAMESPACE,),
         locations={
-            TRIP_FILES: f"{staging}/{TRIP_FOLDER}",
-            WEATHER_FILES: f"{staging}/{WEATHER_FOLDER}",
+            **{source.file_asset: f"{staging}/{source.staging_folder}" for source in registered_sources()},
             MODEL_NAME: f"{metaflow}/{FLOW_NAME}/{MODEL_NAME}",
         },
         job_namespace=settings.lineage_namespace,

@@ -1,4 +1,4 @@
-"""Dagster resources: the Iceberg catalog, the Spark session over it, staging, and the sources."""
+"""Dagster resources: the Iceberg catalog, the Spark session over it, staging, and where sources download from."""
 
 import os
 import time
@@ -14,12 +14,10 @@ from pyiceberg.catalog import Catalog
 from forecast_assets.lakehouse.commits import open_catalog_once
 from forecast_assets.lakehouse.spark_progress import reporting_while
 from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
+from forecast_assets.source_specs.spec import SourceFile, SourceSpec
 from forecast_assets.sources.download import RetryPolicy
-from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
-from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
-from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 from taxi_core.tool_env import child_environment
 
 
@@ -116,10 +114,11 @@ class StagingResource(ConfigurableResource):
 
 
 class SourceResource(ConfigurableResource):
-    """Base URLs of the TLC trip files and NOAA nClimGrid-Daily files (http(s) or file://)."""
+    """Where each source's files are downloaded from: a base URL (http(s) or file://) by source name."""
 
-    trip_base_url: str = TLC_BASE_URL
-    weather_base_url: str = NOAA_BASE_URL
+    base_urls: dict[str, str] = Field(
+        default_factory=dict, description="By source name; a source not named here uses its default base URL."
+    )
     download_dir: str = Field(description="Where a download is written before it is verified and staged.")
     download_attempts: int = RetryPolicy.attempts
     first_retry_wait_seconds: float = RetryPolicy.first_wait_seconds
@@ -132,8 +131,8 @@ class SourceResource(ConfigurableResource):
             read_timeout_seconds=self.read_timeout_seconds,
         )
 
-    def trip_url(self, month: str) -> str:
-        return f"{self.trip_base_url.rstrip('/')}/{trip_file_name(month)}"
+    def base_url(self, source: SourceSpec) -> str:
+        return self.base_urls.get(source.name) or source.default_base_url
 
-    def weather_url(self, element: str, month: str) -> str:
-        return f"{self.weather_base_url.rstrip('/')}/{weather_file_path(element, month)}"
+    def url(self, source: SourceSpec, file: SourceFile) -> str:
+        return f"{self.base_url(source).rstrip('/')}/{file.path}"

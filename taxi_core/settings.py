@@ -15,12 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from taxi_core.errors import PipelineError
 from taxi_core.files import write_atomically
-from taxi_core.names import NOAA_BASE_URL, TLC_BASE_URL
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR_ENV = "TAXI_STATE_DIR"
@@ -34,9 +34,10 @@ POSTGRES_URL = re.compile(r"postgres(ql)?://[^/]+/\w+")
 SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://.+|yarn")
 JVM_MEMORY = re.compile(r"\d+[kmgt]?", re.IGNORECASE)
 # Settings that must have a shape: the pattern, and what to tell a user whose value does not.
+URL_ACCEPTS = "use an http(s):// or file:// URL of the folder that holds the files"
+# Where a data source's files are: TAXI_TRIP_BASE_URL for the source named "trip", and so on for every source.
+BASE_URL_VARIABLE = re.compile(r"TAXI_([A-Z][A-Z0-9_]*)_BASE_URL")
 SHAPES = {
-    "trip_base_url": (URL, "use an http(s):// or file:// URL of the folder that holds the files"),
-    "weather_base_url": (URL, "use an http(s):// or file:// URL of the folder that holds the files"),
     "spark_master": (SPARK_MASTER, "use local[*], local[N], spark://host:port, yarn or k8s://..."),
     "spark_driver_memory": (JVM_MEMORY, "use a JVM memory size such as 2g or 512m"),
     "spark_executor_memory": (JVM_MEMORY, "use a JVM memory size such as 2g or 512m"),
@@ -79,8 +80,11 @@ class Settings(BaseSettings):
         validation_alias=_env("TAXI_LAST_MONTH"),
         description="The last monthly partition; empty: every complete month up to now (TLC publishes ~2 months late).",
     )
-    trip_base_url: str = Field(TLC_BASE_URL, validation_alias=_env("TAXI_TRIP_BASE_URL"))
-    weather_base_url: str = Field(NOAA_BASE_URL, validation_alias=_env("TAXI_WEATHER_BASE_URL"))
+    source_base_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where each data source's files are, by source name, from TAXI_<SOURCE>_BASE_URL "
+        "(TAXI_TRIP_BASE_URL, TAXI_WEATHER_BASE_URL, ...); a source not named keeps its publisher's URL.",
+    )
     staging: str = Field("", validation_alias=_env("TAXI_STAGING"))
     true_rates: str = Field(
         "",
@@ -174,6 +178,14 @@ class Settings(BaseSettings):
             raise ValueError(msg)
         return self
 
+    @field_validator("source_base_urls")
+    @classmethod
+    def _source_urls(cls, value: dict[str, str]) -> dict[str, str]:
+        for source, url in value.items():
+            if not URL.fullmatch(url):
+                raise ValueError(f"TAXI_{source.upper()}_BASE_URL={url!r}: {URL_ACCEPTS}")
+        return value
+
     @field_validator(*SHAPES)
     @classmethod
     def _shaped(cls, value: str, info: ValidationInfo) -> str:
@@ -236,6 +248,9 @@ def _explain(err: ValidationError) -> str:
             lines.append(reason)
             continue
         name = str(problem["loc"][0])
+        if name == "source_base_urls":  # the message names the variable
+            lines.append(reason)
+            continue
         variable = name if name.isupper() else _variable(name)
         lines.append(f"{variable}={problem.get('input')!r}: {reason}")
     return "Invalid setting: " + "; ".join(lines)
@@ -249,6 +264,8 @@ def load_settings(environ: dict[str, str] | None = None, **overrides: Any) -> Se
     environ = dict(os.environ if environ is None else environ)
     state = Path(environ.get(STATE_DIR_ENV) or overrides.get("state_dir") or default_state_dir())
     files = (state.expanduser() / SETTINGS_FILE, Path.cwd() / ".env")  # later files win
+    if "source_base_urls" not in overrides:
+        overrides["source_base_urls"] = _source_base_urls(files, environ)
     try:
         # Type checkers see the fields' signature, not BaseSettings' own __init__ (which takes _env_file) nor
         # pydantic turning the variables' strings into each field's type (pydantic/pydantic-settings#131).
@@ -267,6 +284,19 @@ def _from(environ: dict[str, str]) -> dict[str, str]:
                 values[name] = environ[variable]
                 break
     return values
+
+
+def _source_base_urls(files: tuple[Path, ...], environ: dict[str, str]) -> dict[str, str]:
+    """Every ``TAXI_<SOURCE>_BASE_URL`` by source name (``trip``), from the files and then the environment."""
+    found: dict[str, str] = {}
+    layers: list[dict[str, str | None]] = [dict(dotenv_values(path)) for path in files if path.is_file()]
+    layers.append(dict(environ))
+    for values in layers:
+        for variable, value in values.items():
+            match = BASE_URL_VARIABLE.fullmatch(variable)
+            if match and value:
+                found[match.group(1).lower()] = value
+    return found
 
 
 def write_settings_file(settings_file: Path, values: dict[str, str]) -> None:

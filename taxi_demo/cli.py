@@ -133,16 +133,21 @@ def _run_pipeline(
     with DagsterInstance.get() as instance:
         stages.header(f"Loading the Dagster code location {pipeline_run.LOCATION_NAME} (workspace.yaml)")
         with pipeline_run.code_location(instance) as workspace:
+            if pipeline_run.has_job(workspace, pipeline_run.REFERENCE_JOB):
+                stages.header(f"Reference data (published once for all months): job {pipeline_run.REFERENCE_JOB}")
+                run_id = pipeline_run.launch(instance, workspace, pipeline_run.REFERENCE_JOB)
+                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                pipeline_run.print_outcome(outcomes[-1])
             for month in months:
+                if outcomes and not outcomes[-1].success:
+                    break
                 stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
                 run_id = pipeline_run.launch(
                     instance, workspace, pipeline_run.INGESTION_JOB, tags={"dagster/partition": f"{month}-01"}
                 )
                 outcomes.append(pipeline_run.wait_for(instance, run_id))
                 pipeline_run.print_outcome(outcomes[-1])
-                if not outcomes[-1].success:
-                    break
-            else:
+            if all(outcome.success for outcome in outcomes):
                 weather = "with" if use_weather else "without"
                 stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
                 config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}

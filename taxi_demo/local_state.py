@@ -30,7 +30,7 @@ def local_environment(
     values = {"DAGSTER_HOME": str(dagster_home(settings, instance_yaml)), "TAXI_STATE_DIR": str(settings.state_dir)}
     values |= tool_environment(settings)
     if source is not None:
-        values |= {"TAXI_TRIP_BASE_URL": source.trip_base_url, "TAXI_WEATHER_BASE_URL": source.weather_base_url}
+        values |= source.environment
     return values
 
 

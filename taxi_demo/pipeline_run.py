@@ -24,7 +24,7 @@ from taxi_core.settings import PROJECT_ROOT
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
 REPOSITORY_NAME = "__repository__"
-INGESTION_JOB, TRAINING_JOB = "monthly_ingestion", "train_forecast_model"
+INGESTION_JOB, REFERENCE_JOB, TRAINING_JOB = "monthly_ingestion", "reference_data", "train_forecast_model"
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 POLL_SECONDS = 0.5
 SUMMARY_EVENTS = {
@@ -57,6 +57,10 @@ def code_location(instance: DagsterInstance) -> Iterator[WorkspaceRequestContext
             msg = f"The code location {LOCATION_NAME} in {WORKSPACE_FILE} failed to load:\n{location_error.to_string()}"
             raise RuntimeError(msg)
         yield workspace
+
+
+def has_job(workspace: WorkspaceRequestContext, job_name: str) -> bool:
+    return workspace.get_code_location(LOCATION_NAME).get_repository(REPOSITORY_NAME).has_job(job_name)
 
 
 def launch(

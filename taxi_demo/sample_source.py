@@ -3,6 +3,7 @@
 Layout below the sample root mirrors the public URLs, so the real downloader reads it unchanged::
 
     trip-data/yellow_tripdata_2024-01.parquet          (TLC)
+    misc/taxi_zone_lookup.csv                          (TLC's zone lookup, the real one)
     nclimgrid-daily/2024/prcp-202401-cty-scaled.csv     (NOAA, also tavg, tmin, tmax)
     truth/true_hourly_rates_2024-01.parquet            (the known rate, for the noise floor)
 """
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
 from taxi_core.files import atomic_path, write_atomically
-from taxi_core.zones import Zone, load_zones
+from taxi_core.zones import ZONE_LOOKUP, Zone, load_zones
 from taxi_demo import demand_model
 from taxi_demo.demand_model import DemandSpec
 
@@ -32,7 +33,9 @@ log = logging.getLogger(__name__)
 FULL_SCALE_TRIPS = 3_000_000
 DEMO_SCALE_TRIPS = 150_000
 DEFAULT_SEED = 2024
-TRIP_DIR, WEATHER_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "truth"
+TRIP_DIR, WEATHER_DIR, ZONES_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "misc", "truth"
+# The folder of each source's files, by the source's name (TAXI_<NAME>_BASE_URL points at it).
+SOURCE_FOLDERS = {"trip": TRIP_DIR, "weather": WEATHER_DIR, "zones": ZONES_DIR}
 MANIFEST = "sample_source.json"
 
 # Counties written besides the five boroughs, so the filter to NYC has something to drop; the
@@ -64,12 +67,14 @@ class SampleSource:
     seed: int = DEFAULT_SEED
 
     @property
-    def trip_base_url(self) -> str:
-        return (self.root / TRIP_DIR).resolve().as_uri()
+    def base_urls(self) -> dict[str, str]:
+        """Each source's base URL (a ``file://`` folder here), by source name."""
+        return {name: (self.root / folder).resolve().as_uri() for name, folder in SOURCE_FOLDERS.items()}
 
     @property
-    def weather_base_url(self) -> str:
-        return (self.root / WEATHER_DIR).resolve().as_uri()
+    def environment(self) -> dict[str, str]:
+        """The settings that point the pipeline at this source: ``TAXI_<SOURCE>_BASE_URL`` for each."""
+        return {f"TAXI_{name.upper()}_BASE_URL": url for name, url in self.base_urls.items()}
 
     @property
     def truth_dir(self) -> Path:
@@ -89,8 +94,16 @@ class SampleSource:
 
     def write_months(self, months: list[str]) -> None:
         self._discard_other_scale()
+        self.write_zone_lookup()
         for month in months:
             self.write_month(month)
+
+    def write_zone_lookup(self) -> None:
+        """TLC's taxi zone lookup, as TLC publishes it (the project ships the real file)."""
+        target = self.root / ZONES_DIR / ZONE_LOOKUP.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(target, ZONE_LOOKUP.read_text())
 
     def _discard_other_scale(self) -> None:
         """Files written with another scale or seed are removed, so they are never silently reused."""

@@ -9,7 +9,7 @@ from dagster import AssetKey, DagsterInstance
 from forecast_assets.definitions import build_definitions, resources_for
 from forecast_assets.resources import SourceResource
 from taxi_core.settings import Settings
-from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
+from taxi_demo.sample_source import SOURCE_FOLDERS
 
 
 @dataclass
@@ -23,15 +23,24 @@ class Pipeline:
         base = base_url or self.base_url
         resources = resources_for(self.settings)
         source = SourceResource(
-            trip_base_url=f"{base}/{TRIP_DIR}",
-            weather_base_url=f"{base}/{WEATHER_DIR}",
+            base_urls={name: f"{base}/{folder}" for name, folder in SOURCE_FOLDERS.items()},
             download_dir=resources["source"].download_dir,
             **source_settings,
         )
         return build_definitions(self.settings, resources | {"source": source})
 
     def run(self, partition_key: str, base_url: str | None = None, run_config: dict | None = None, **source_settings):
-        job = self.definitions(base_url, **source_settings).resolve_job_def("monthly_ingestion")
+        return self.run_job("monthly_ingestion", partition_key, base_url, run_config, **source_settings)
+
+    def run_job(
+        self,
+        job_name: str,
+        partition_key: str | None = None,
+        base_url: str | None = None,
+        run_config: dict | None = None,
+        **source_settings,
+    ):
+        job = self.definitions(base_url, **source_settings).resolve_job_def(job_name)
         return job.execute_in_process(
             partition_key=partition_key, instance=self.instance, run_config=run_config, raise_on_error=False
         )

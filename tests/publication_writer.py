@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from forecast_assets.definitions import resources_for
 from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
-from forecast_assets.lakehouse.tables import RAW_WEATHER
+from forecast_assets.source_specs.noaa_weather import RAW_WEATHER
 from taxi_core.months import MonthWindow
 from taxi_core.settings import load_settings
 

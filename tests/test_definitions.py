@@ -8,6 +8,7 @@ from forecast_assets.config import ActualsConfig
 from forecast_assets.definitions import build_definitions, defs, monthly_partitions
 from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.resources import SourceResource
+from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig, CatalogConfigError
 from taxi_core.settings import load_settings
 from taxi_demo.sample_source import SampleSource
@@ -141,14 +142,10 @@ def test_sensor_requests_only_published_months(tmp_path):
     newest = months.get_last_partition_key()
     source = SampleSource(tmp_path, trips_per_month=2_000)
     source.write_month(newest[:7])
-    resources = {
-        "source": SourceResource(
-            trip_base_url=source.trip_base_url, weather_base_url=source.weather_base_url, download_dir=str(tmp_path)
-        )
-    }
+    resources = {"source": SourceResource(base_urls=source.base_urls, download_dir=str(tmp_path))}
     with DagsterInstance.ephemeral() as instance:
         context = build_sensor_context(instance=instance, resources=resources)
-        requests = list(new_source_months_sensor(months)(context))
+        requests = list(new_source_months_sensor(registered_sources(), months)(context))
     assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
 
 

@@ -18,6 +18,7 @@ from forecast_assets.sources.stage import stage_file
 from forecast_assets.sources.staging import LocalStaging
 from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
+from taxi_core.months import MonthWindow
 from tests.hostile_server import (
     CUT_CHUNKED,
     CUT_LENGTH,
@@ -54,14 +55,14 @@ def test_http_download_is_skipped_when_the_source_is_unchanged(sample_server, tm
 
 def test_file_url_download_is_skipped_when_unchanged(sample_source, tmp_path):
     staging = LocalStaging(tmp_path / "staging")
-    url = f"{sample_source.trip_base_url}/{trip_file_name('2024-12')}"
+    url = f"{sample_source.base_urls['trip']}/{trip_file_name('2024-12')}"
     assert _stage(url, staging, tmp_path).downloaded
     assert not _stage(url, staging, tmp_path).downloaded
 
 
 def test_a_changed_source_is_fetched_again(sample_source, tmp_path):
     staging = LocalStaging(tmp_path / "staging")
-    url = f"{sample_source.trip_base_url}/{trip_file_name('2024-12')}"
+    url = f"{sample_source.base_urls['trip']}/{trip_file_name('2024-12')}"
     first = _stage(url, staging, tmp_path)
     previous = first.record.__class__(**{**first.record.__dict__, "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT"})
     refetched = fetch_if_changed(url, previous, tmp_path / "again")
@@ -70,7 +71,7 @@ def test_a_changed_source_is_fetched_again(sample_source, tmp_path):
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
 def test_a_missing_month_raises_source_missing(scheme, sample_server, sample_source, tmp_path):
-    base = sample_server + "/trip-data" if scheme == "http" else sample_source.trip_base_url
+    base = sample_server + "/trip-data" if scheme == "http" else sample_source.base_urls["trip"]
     url = f"{base}/{trip_file_name('2031-05')}"
     with pytest.raises(SourceMissing, match="yellow_tripdata_2031-05.parquet"):
         fetch_if_changed(url, None, tmp_path)
@@ -175,15 +176,19 @@ def test_source_version_names_a_lasting_fault(trip_bytes):
 
 def test_a_month_the_sample_source_lacks_names_the_command_that_writes_it(tmp_path):
     from forecast_assets.assets.source_files import _missing
+    from forecast_assets.source_specs.registry import source_named
     from forecast_assets.sources.download import SourceMissing
+
+    trips = source_named("trip")
 
     folder = tmp_path / "trip-data"
     folder.mkdir()
     for month in ("2024-12", "2025-01"):
         (folder / f"yellow_tripdata_{month}.parquet").write_bytes(b"")
     url = (folder / "yellow_tripdata_2025-03.parquet").as_uri()
-    said = _missing(SourceMissing(f"{url} does not exist"), url, "2025-03-01")
+    said = _missing(SourceMissing(f"{url} does not exist"), url, trips, MonthWindow.from_partition_key("2025-03-01"))
     assert "`./run demo --months 2025-03`" in said and "(2024-12, 2025-01)" in said and "TLC" not in said
     remote = "https://d37ci6vzurychx.cloudfront.net/trip-data/yellow_tripdata_2031-03.parquet"
-    said = _missing(SourceMissing(f"{remote}: 403"), remote, "2031-03-01")
-    assert "TLC and NOAA publish a month some weeks after it ends" in said and "./run demo" not in said
+    said = _missing(SourceMissing(f"{remote}: 403"), remote, trips, MonthWindow.from_partition_key("2031-03-01"))
+    assert "TLC publishes a month some weeks after it ends" in said and "./run demo" not in said
+    assert "TAXI_TRIP_BASE_URL" in said

@@ -64,7 +64,7 @@ def test_noaa_rows_are_checked_for_month_element_and_shape():
 
 
 def test_the_usual_zones_are_the_busiest_carrying_the_share_of_recent_trips():
-    from forecast_assets.assets.checks import usual_zones
+    from forecast_assets.audits import usual_zones
     from forecast_assets.lakehouse.neighbours import NeighbourMonth
 
     neighbours = [

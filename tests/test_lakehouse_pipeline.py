@@ -9,8 +9,8 @@ import pytest
 from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
 from pyiceberg.expressions import EqualTo
 
-from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS
 from forecast_assets.definitions import build_definitions
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.tlc_format import trip_file_name

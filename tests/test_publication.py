@@ -42,7 +42,7 @@ def _rows(spark, window: MonthWindow, values: list[int]):
 
 
 def _published_values(spark, window: MonthWindow) -> list[int]:
-    rows = spark.table(PROBE.identifier).where(PROBE.month_condition(window.start, window.end))
+    rows = spark.table(PROBE.identifier).where(PROBE.rows_condition(window))
     return sorted(row["value"] for row in rows.collect())
 
 

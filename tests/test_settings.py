@@ -27,11 +27,13 @@ def test_the_environment_wins_over_dotenv_which_wins_over_the_settings_file(tmp_
     write_settings_file(
         state / "settings.env", {"TAXI_TRIP_BASE_URL": "http://from-init", "TAXI_FIRST_MONTH": "2023-05"}
     )
-    assert _settings(tmp_path).trip_base_url == "http://from-init"
-    (tmp_path / ".env").write_text("TAXI_TRIP_BASE_URL=http://from-dotenv\n")
+    assert _settings(tmp_path).source_base_urls == {"trip": "http://from-init"}
+    (tmp_path / ".env").write_text("TAXI_TRIP_BASE_URL=http://from-dotenv\nTAXI_ZONES_BASE_URL=file:///zones\n")
     settings = _settings(tmp_path)
-    assert settings.trip_base_url == "http://from-dotenv" and settings.first_month == "2023-05-01"
-    assert _settings(tmp_path, TAXI_TRIP_BASE_URL="http://exported").trip_base_url == "http://exported"
+    assert settings.source_base_urls == {"trip": "http://from-dotenv", "zones": "file:///zones"}
+    assert settings.first_month == "2023-05-01"
+    exported = _settings(tmp_path, TAXI_TRIP_BASE_URL="http://exported").source_base_urls
+    assert exported == {"trip": "http://exported", "zones": "file:///zones"}
 
 
 def test_an_empty_variable_counts_as_unset(tmp_path):

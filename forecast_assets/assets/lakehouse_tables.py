@@ -1,12 +1,14 @@
-"""Iceberg table assets written by Spark: raw trips, raw weather, hourly actuals.
+"""Iceberg table assets written by Spark: each declared source's table, and the hourly actuals.
 
 Each writes its month with write-audit-publish: readers of the published tables, the
 downstream assets and the training flow included, never see a month that failed its checks.
 """
 
-from datetime import UTC, datetime
+import warnings
+from collections.abc import Sequence
 
 from dagster import (
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -14,34 +16,51 @@ from dagster import (
     Failure,
     MetadataValue,
     PartitionsDefinition,
+    PreviewWarning,
     multi_asset,
 )
 
 from bridge.translate.dagster import INPUT_VERSIONS
-from forecast_assets.assets.checks import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS, Audit, MonthFacts
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
-from forecast_assets.assets.source_files import trip_staging_name, weather_staging_name
+from forecast_assets.assets.source_files import partition_window
+from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
-from forecast_assets.lakehouse.neighbours import neighbour_months
+from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
 from forecast_assets.lakehouse.publication import published_month, published_snapshot
-from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, RAW_WEATHER, RAW_YELLOW, TableSpec, month_rows
+from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
 from forecast_assets.resources import SparkResource, StagingResource
-from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
-from forecast_assets.sources.stage import combined_fingerprint
+from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
+from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
+from forecast_assets.sources.download import FetchRecord
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
-from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
-from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
 from taxi_core.months import MonthWindow
-from taxi_core.names import NAMESPACE, TRIP_FILES, WEATHER_FILES
+from taxi_core.names import NAMESPACE
 from taxi_core.zones import load_zones
 
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
-# Bump when a transform changes what it writes: a month built by older code is then rewritten.
-CODE_VERSIONS = {RAW_YELLOW.name: "2", RAW_WEATHER.name: "2", HOURLY_ACTUALS.name: "2"}
+# Bump when the transform changes what it writes: a month built by older code is then rewritten.
+ACTUALS_CODE_VERSION = "2"
 
 
-def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: str, months: PartitionsDefinition):
+def check_spec(audit: Audit, asset_key: AssetKey, partitions: PartitionsDefinition | None) -> AssetCheckSpec:
+    # Partitioned checks are a Dagster preview feature; we rely on it knowingly.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PreviewWarning)
+        return AssetCheckSpec(
+            audit.name, asset=asset_key, description=audit.description, blocking=audit.blocking,
+            partitions_def=partitions,
+        )  # fmt: skip
+
+
+def _table_asset(
+    spec: TableSpec,
+    deps: list[AssetKey],
+    audits: Sequence[Audit],
+    description: str,
+    code_version: str,
+    partitions: PartitionsDefinition | None,
+):
     key = AssetKey([NAMESPACE, spec.name])
     return multi_asset(
         name=f"{NAMESPACE}__{spec.name}",
@@ -52,18 +71,14 @@ def _table_asset(spec: TableSpec, deps: list, audits: list[Audit], description: 
                 description=description,
                 group_name=LAKEHOUSE_GROUP,
                 kinds={"spark", "iceberg"},
-                code_version=CODE_VERSIONS[spec.name],
+                code_version=code_version,
             )
         ],
-        check_specs=[audit.spec(key, months) for audit in audits],
-        partitions_def=months,
+        check_specs=[check_spec(audit, key, partitions) for audit in audits],
+        partitions_def=partitions,
         # Subsettable, so a user can execute the checks alone: they then audit the published month.
         can_subset=True,
     )
-
-
-def _identity(spec: TableSpec, **inputs: str) -> dict[str, str]:
-    return {**inputs, CODE_VERSION_PROPERTY: CODE_VERSIONS[spec.name]}
 
 
 def _read(versions: dict[AssetKey, str | int | None]) -> dict:
@@ -72,75 +87,61 @@ def _read(versions: dict[AssetKey, str | int | None]) -> dict:
     return {INPUT_VERSIONS: MetadataValue.json(read)}
 
 
-def _staged_or_fail(staging: StagingResource, name: str, upstream: str, partition_key: str):
+def _staged_or_fail(staging: StagingResource, name: str, upstream: str, context: AssetExecutionContext) -> FetchRecord:
     record = staging.store().record(name)
     if record is None:
-        msg = f"{name} is not staged: materialize {upstream} for partition {partition_key} first."
+        which = f" for partition {context.partition_key}" if context.has_partition_key else ""
+        msg = f"{name} is not staged: materialize {upstream}{which} first."
         raise Failure(description=msg, allow_retries=False)
     return record
 
 
-def raw_yellow(
-    context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
-):
-    window = MonthWindow.from_partition_key(context.partition_key)
-    name = trip_staging_name(window.month)
-    record = _staged_or_fail(staging, name, "taxi_trip_files", context.partition_key)
-    source_file = name.rsplit("/", 1)[-1]
+def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
+    """The Iceberg table ``source`` feeds, written with write-audit-publish from its staged files."""
 
-    def build_rows():
-        published_file = spark.session.read.parquet(staging.store().spark_path(name))
-        trips = normalize_trips(
-            with_timestamps(published_file), window.month, source_file, record.fingerprint, datetime.now(UTC)
+    def build(context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource):
+        window = partition_window(context, source)
+        files = source.files_for(window)
+        names = tuple(source.staged_name(file) for file in files)
+        store = staging.store()
+        staged = StagedFiles(
+            window=window,
+            files=files,
+            names=names,
+            paths=tuple(store.spark_path(name) for name in names),
+            records=tuple(_staged_or_fail(staging, name, source.file_asset, context) for name in names),
         )
-        return MonthRows(trips, {AssetKey(TRIP_FILES): published_file})
 
-    month = MonthWrite(
-        spec=RAW_YELLOW,
-        audits=RAW_YELLOW_AUDITS,
-        facts=MonthFacts(
-            window,
-            expected_rows=record.rows,
-            neighbours=neighbour_months(spark.session, RAW_YELLOW, window, zone_column="pulocationid"),
-        ),
-        identity=_identity(RAW_YELLOW, **{"source.fingerprint": record.fingerprint}),
-        build_rows=build_rows,
-        metadata={
-            "source_file": source_file,
-            "source_fingerprint": record.fingerprint,
-            "source_rows": record.rows or 0,
-            **_read({AssetKey(TRIP_FILES): record.fingerprint}),
-        },
-    )
-    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
+        def build_rows() -> MonthRows:
+            read = source.read(spark.session, staged)
+            return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
+        neighbours: tuple[NeighbourMonth, ...] = ()
+        if source.neighbours_by and window is not None:
+            neighbours = neighbour_months(spark.session, source.table, window, zone_column=source.neighbours_by)
+        month = MonthWrite(
+            spec=source.table,
+            audits=list(source.audits),
+            facts=MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours),
+            identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
+            build_rows=build_rows,
+            metadata={
+                "source_file": staged.file_names,
+                "source_fingerprint": staged.fingerprints,
+                "source_rows": staged.rows,
+                **_read({AssetKey(source.file_asset): staged.version}),
+            },
+        )
+        yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 
-def raw_weather(
-    context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
-):
-    window = MonthWindow.from_partition_key(context.partition_key)
-    names = [weather_staging_name(element, window.month) for element in ELEMENTS]
-    records = [_staged_or_fail(staging, name, "weather_files", context.partition_key) for name in names]
-    fingerprints = ", ".join(record.fingerprint for record in records)
-
-    def build_rows():
-        paths = [staging.store().spark_path(name) for name in names]
-        csv_rows = spark.session.read.schema(CSV_SCHEMA).options(**CSV_OPTIONS).csv(paths)
-        return MonthRows(weather_long(csv_rows), {AssetKey(WEATHER_FILES): csv_rows})
-
-    month = MonthWrite(
-        spec=RAW_WEATHER,
-        audits=RAW_WEATHER_AUDITS,
-        facts=MonthFacts(window, expected_rows=len(NYC_COUNTY_FIPS) * window.days * len(records)),
-        identity=_identity(RAW_WEATHER, **{"source.fingerprint": fingerprints}),
-        build_rows=build_rows,
-        metadata={
-            "source_file": ", ".join(name.rsplit("/", 1)[-1] for name in names),
-            "source_fingerprint": fingerprints,
-            **_read({AssetKey(WEATHER_FILES): combined_fingerprint([record.fingerprint for record in records])}),
-        },
-    )
-    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
+    return _table_asset(
+        source.table,
+        [AssetKey(source.file_asset)],
+        source.audits,
+        source.table_description,
+        source.code_version,
+        months if source.monthly else None,
+    )(build)
 
 
 def eligible_zones() -> list[int]:
@@ -160,7 +161,7 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
     trips_snapshot = published_snapshot(session, RAW_YELLOW)
 
     def build_rows():
-        trips = month_rows(session, RAW_YELLOW, window.start, window.end)
+        trips = month_rows(session, RAW_YELLOW, window)
         actuals = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
         return MonthRows(actuals, {AssetKey([NAMESPACE, RAW_YELLOW.name]): trips})
 
@@ -168,14 +169,12 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
         spec=HOURLY_ACTUALS,
         audits=ACTUALS_AUDITS,
         facts=MonthFacts(window),
-        identity=_identity(
-            HOURLY_ACTUALS,
-            **{
-                # The raw month it counts, not raw_yellow's head: publishing another month is no change.
-                f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),
-                "actuals.top-zones": str(config.top_zones),
-            },
-        ),
+        identity={
+            # The raw month it counts, not raw_yellow's head: publishing another month is no change.
+            f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),
+            "actuals.top-zones": str(config.top_zones),
+            CODE_VERSION_PROPERTY: ACTUALS_CODE_VERSION,
+        },
         build_rows=build_rows,
         metadata={
             "hours": window.hours,
@@ -189,28 +188,13 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
     yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
 
 
-def table_assets(months: PartitionsDefinition) -> list[AssetsDefinition]:
-    """The Spark-written tables, partitioned by ``months``, each with its audits."""
-    return [
-        _table_asset(
-            RAW_YELLOW,
-            [AssetKey(TRIP_FILES)],
-            RAW_YELLOW_AUDITS,
-            "Every TLC yellow-taxi trip as published, one schema for all years, with its source file.",
-            months,
-        )(raw_yellow),
-        _table_asset(
-            RAW_WEATHER,
-            [AssetKey(WEATHER_FILES)],
-            RAW_WEATHER_AUDITS,
-            "Daily precipitation and temperature for the five NYC counties, one row per county, day and element.",
-            months,
-        )(raw_weather),
-        _table_asset(
-            HOURLY_ACTUALS,
-            [AssetKey([NAMESPACE, RAW_YELLOW.name])],
-            ACTUALS_AUDITS,
-            "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
-            months,
-        )(yellow_rides_hourly_actuals),
-    ]
+def actuals_asset(months: PartitionsDefinition) -> AssetsDefinition:
+    """The hourly actuals, counted from the published raw trips, partitioned by ``months``."""
+    return _table_asset(
+        HOURLY_ACTUALS,
+        [AssetKey([NAMESPACE, RAW_YELLOW.name])],
+        ACTUALS_AUDITS,
+        "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
+        ACTUALS_CODE_VERSION,
+        months,
+    )(yellow_rides_hourly_actuals)

@@ -26,7 +26,6 @@ from pyspark.sql import DataFrame
 from bridge.translate.column_lineage import ColumnLineage
 from bridge.translate.dagster_columns import derived_column_lineage
 from bridge.translate.spark_plan import column_lineage
-from forecast_assets.assets.checks import Audit, MonthFacts
 from forecast_assets.assets.table_metadata import (
     COLUMN_SCHEMA,
     ROW_COUNT,
@@ -35,6 +34,7 @@ from forecast_assets.assets.table_metadata import (
     table_metadata,
     table_schema,
 )
+from forecast_assets.audits import ERROR, Audit, MonthFacts
 from forecast_assets.lakehouse.publication import (
     PublishedMonth,
     StagedMonth,
@@ -80,8 +80,21 @@ class MonthRows:
         return column_lineage(self.rows, {key.to_user_string(): frame for key, frame in self.inputs.items()})
 
 
+WHOLE_TABLE = "whole table"
+
+
 def _blocked(audit: Audit, result: AssetCheckResult) -> bool:
     return audit.blocking and not result.passed and result.severity == AssetCheckSeverity.ERROR
+
+
+def _partition(context: AssetExecutionContext) -> str:
+    """The run's partition key; a table written whole has one slice, recorded as ``whole table``."""
+    return context.partition_key if context.has_partition_key else WHOLE_TABLE
+
+
+def _label(month: MonthWrite) -> str:
+    window = month.facts.window
+    return window.month if window else "(whole table)"
 
 
 def _run_audits(
@@ -100,7 +113,7 @@ def _run_audits(
                     asset_key=selected[audit.name].asset_key,
                     check_name=audit.name,
                     passed=result.passed,
-                    severity=result.severity,
+                    severity=AssetCheckSeverity.ERROR if result.severity == ERROR else AssetCheckSeverity.WARN,
                     description=result.description,
                     metadata={**result.metadata, "audited": audited, **(extra or {})},
                 ),
@@ -113,7 +126,7 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
     window = month.facts.window
     published = published_snapshot(spark.session, month.spec)
-    rows = month_rows(spark.session, month.spec, window.start, window.end)
+    rows = month_rows(spark.session, month.spec, window)
     for _, result in _run_audits(context, rows, month, f"published snapshot {published}"):
         yield result
 
@@ -125,12 +138,12 @@ def write_audit_publish(
         yield from audit_published(context, spark, month)
         return
     session, spec, window = spark.session, month.spec, month.facts.window
-    published = published_month(session, spec, context.partition_key)
+    published = published_month(session, spec, _partition(context))
     if published is not None and published.built_from(month.identity) and not rewrite_unchanged:
         yield _unchanged(context, spark, month, published)
         return
-    properties = {"dagster.run-id": context.run.run_id, "dagster.partition": context.partition_key, **month.identity}
-    what = f"Writing {spec.identifier} {window.month} to a staging branch (Spark reads and transforms the source)"
+    properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
+    what = f"Writing {spec.identifier} {_label(month)} to a staging branch (Spark reads and transforms the source)"
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
         rows = built.rows
@@ -154,12 +167,12 @@ def write_audit_publish(
         discard(session, spec, branch)
         context.log.info(f"Dropped {branch}, the staged month of an earlier run that failed its audit")
     context.log.info(
-        f"Published {spec.identifier} {window.month}: {write.rows_written} rows, snapshot {write.snapshot_id}"
+        f"Published {spec.identifier} {_label(month)}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
     columns = derived_column_lineage(built.column_lineage, spec.identifier, context.log.warning)
     yield MaterializeResult(
         metadata=table_metadata(
-            spec, write, rows.schema, context.partition_key, **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
+            spec, write, rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
         ),
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=checks,
@@ -171,10 +184,10 @@ def _unchanged(
 ) -> MaterializeResult:
     spec, window = month.spec, month.facts.window
     context.log.info(
-        f"{spec.identifier} {window.month} is unchanged: it was published at snapshot {published.snapshot_id} "
+        f"{spec.identifier} {_label(month)} is unchanged: it was published at snapshot {published.snapshot_id} "
         "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
     )
-    rows = month_rows(spark.session, spec, window.start, window.end)
+    rows = month_rows(spark.session, spec, window)
     checks = [result for _, result in _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")]
     return MaterializeResult(
         metadata={
@@ -183,7 +196,7 @@ def _unchanged(
             SNAPSHOT_ID: MV.int(published.snapshot_id),
             ROW_COUNT: MV.int(rows.count()),
             COLUMN_SCHEMA: table_schema(rows.schema),
-            "partition": context.partition_key,
+            "partition": _partition(context),
             "published_by_run": published.properties.get("dagster.run-id", ""),
             **month.metadata,
         },
@@ -201,11 +214,11 @@ def _held_back(
     blocked: list[str],
     checks: list[AssetCheckResult],
 ) -> tuple[MaterializeResult, str]:
-    spec, window = month.spec, month.facts.window
+    spec = month.spec
     current = published_snapshot(spark.session, spec)
     kept = f"still holds snapshot {current}" if current is not None else "is still empty"
     message = (
-        f"{spec.identifier} {window.month} was NOT published: {', '.join(blocked)} failed on the staged month. "
+        f"{spec.identifier} {_label(month)} was NOT published: {', '.join(blocked)} failed on the staged month. "
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
         f"{staged.how_to_read}. Fix the source and materialize the partition again."
     )
@@ -217,7 +230,7 @@ def _held_back(
         "staged_snapshot_id": MV.int(staged.write.snapshot_id),
         "staged_rows": MV.int(staged.write.rows_written),
         "read_staged_with": staged.how_to_read,
-        "partition": context.partition_key,
+        "partition": _partition(context),
         **month.metadata,
     }
     if current is not None:

@@ -64,7 +64,7 @@ class StagedMonth:
     """A month written to ``branch`` and not yet published."""
 
     spec: TableSpec
-    window: MonthWindow
+    window: MonthWindow | None
     branch: str
     write: WriteResult
 
@@ -78,13 +78,15 @@ class StagedMonth:
 
     def rows(self, spark: SparkSession) -> DataFrame:
         staged = spark.read.option("branch", self.branch).table(self.spec.identifier)
-        return staged.where(self.spec.month_condition(self.window.start, self.window.end))
+        return staged.where(self.spec.rows_condition(self.window))
 
 
-def staging_branch(window: MonthWindow, run_id: str) -> str:
-    """``audit_2025_01_1a2b3c4d``: a plain identifier, so Spark SQL needs no quoting."""
+def staging_branch(window: MonthWindow | None, run_id: str) -> str:
+    """``audit_2025_01_1a2b3c4d`` (``audit_all_1a2b3c4d`` for a whole table): a plain identifier, so Spark SQL
+    needs no quoting."""
     run = re.sub(r"\W", "_", run_id[:8])
-    return f"{STAGED_PREFIX}{window.month.replace('-', '_')}_{run}"
+    slice_name = window.month.replace("-", "_") if window else "all"
+    return f"{STAGED_PREFIX}{slice_name}_{run}"
 
 
 def _snapshots(spark: SparkSession, spec: TableSpec) -> dict[int, tuple[int | None, dict[str, str]]]:
@@ -130,11 +132,12 @@ def stage_month(
     spark: SparkSession,
     spec: TableSpec,
     rows: DataFrame,
-    window: MonthWindow,
+    window: MonthWindow | None,
     branch: str,
     properties: Mapping[str, str],
 ) -> StagedMonth:
-    """Replace the month on a fresh branch cut from ``main``; ``main`` does not change."""
+    """Replace the month (the whole table for ``window`` None) on a fresh branch cut from ``main``; ``main`` does
+    not change."""
     ensure_table(spark, spec)
     cut = f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"
     committed_sql(spark, spec.identifier, f"while cutting {branch}", cut)
@@ -142,8 +145,8 @@ def stage_month(
     writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
-    # Each row lies in the month's one partition, so this swaps exactly that partition, and
-    # writing it again after Iceberg's own retries ran out does the same.
+    # Each row lies in the month's one partition, so this swaps exactly that partition (an unpartitioned
+    # table is swapped whole), and writing it again after Iceberg's own retries ran out does the same.
     committed(spec.identifier, f"while writing {branch}", writer.overwritePartitions)
     head = _branch_head(spark, spec, branch)
     summary = _snapshots(spark, spec)[head][1]
@@ -193,7 +196,7 @@ def discard(spark: SparkSession, spec: TableSpec, branch: str) -> None:
     committed_sql(spark, spec.identifier, f"while dropping {branch}", drop)
 
 
-def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow) -> list[str]:
+def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> list[str]:
     """Branches kept from earlier audits of the month that failed."""
     prefix = staging_branch(window, "")
     rows = spark.sql(f"SELECT name FROM {spec.identifier}.refs WHERE type = 'BRANCH'").collect()

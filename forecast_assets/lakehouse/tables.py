@@ -1,15 +1,13 @@
-"""The Iceberg tables: their columns and partitioning, and how to read one month of them."""
+"""The Iceberg tables: their columns and partitioning, and how to read one month of them (or all of one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
-from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS
+from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
 
 TABLE_PROPERTIES = {
@@ -23,10 +21,12 @@ TABLE_PROPERTIES = {
 
 @dataclass(frozen=True)
 class TableSpec:
+    """An Iceberg table of the namespace: by month (``month_column``) or written whole (no month column)."""
+
     name: str
     columns: dict[str, str]
-    partitioned_by: str
-    month_column: str
+    partitioned_by: str | None = None
+    month_column: str | None = None
     # "text": the column holds ``YYYY-MM``; "time": a date or timestamp inside the month.
     month_column_kind: str = "time"
 
@@ -34,45 +34,28 @@ class TableSpec:
     def identifier(self) -> str:
         return f"{NAMESPACE}.{self.name}"
 
-    def month_condition(self, month_start: datetime, month_end: datetime) -> str:
-        """The SQL filter selecting one month's rows, aligned with the table's partitions."""
+    def rows_condition(self, window: MonthWindow | None) -> str:
+        """The SQL filter selecting one month's rows, aligned with the table's partitions; every row without one."""
+        if window is None or self.month_column is None:
+            return "TRUE"
         if self.month_column_kind == "text":
-            return f"{self.month_column} = '{month_start:%Y-%m}'"
+            return f"{self.month_column} = '{window.month}'"
         cast = "DATE" if self.columns[self.month_column] == "date" else "TIMESTAMP"
         return (
-            f"{self.month_column} >= {cast} '{month_start:%Y-%m-%d}' "
-            f"AND {self.month_column} < {cast} '{month_end:%Y-%m-%d}'"
+            f"{self.month_column} >= {cast} '{window.start:%Y-%m-%d}' "
+            f"AND {self.month_column} < {cast} '{window.end:%Y-%m-%d}'"
         )
-
-    def iceberg_filter(self, month_start: datetime, month_end: datetime) -> str:
-        """The same month as a pyiceberg row filter (Spark's timestamps are UTC-adjusted in Iceberg)."""
-        if self.month_column_kind == "text":
-            return self.month_condition(month_start, month_end)
-        fmt = "%Y-%m-%d" if self.columns[self.month_column] == "date" else "%Y-%m-%dT%H:%M:%S+00:00"
-        return f"{self.month_column} >= '{month_start:{fmt}}' AND {self.month_column} < '{month_end:{fmt}}'"
 
     def ddl(self) -> str:
         columns = ", ".join(f"{name} {spark_type}" for name, spark_type in self.columns.items())
         properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
+        partitioning = f"PARTITIONED BY ({self.partitioned_by}) " if self.partitioned_by else ""
         return (
             f"CREATE TABLE IF NOT EXISTS {self.identifier} ({columns}) USING iceberg "
-            f"PARTITIONED BY ({self.partitioned_by}) TBLPROPERTIES ({properties})"
+            f"{partitioning}TBLPROPERTIES ({properties})"
         )
 
 
-RAW_YELLOW = TableSpec(
-    name="raw_yellow",
-    columns=RAW_COLUMN_TYPES | LINEAGE_COLUMNS,
-    partitioned_by="source_month",
-    month_column="source_month",
-    month_column_kind="text",
-)
-RAW_WEATHER = TableSpec(
-    name="raw_weather",
-    columns={"county_fips": "string", "date": "date", "element": "string", "value": "double"},
-    partitioned_by="months(date)",
-    month_column="date",
-)
 HOURLY_ACTUALS = TableSpec(
     name="yellow_rides_hourly_actuals",
     columns={"pickup_hour": "timestamp", "pulocationid": "int", "total_rides": "bigint"},
@@ -96,6 +79,6 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
         committed_sql(spark, spec.identifier, "while creating main", create_main)
 
 
-def month_rows(spark: SparkSession, spec: TableSpec, month_start: datetime, month_end: datetime) -> DataFrame:
-    """The month as published on ``main``."""
-    return spark.table(spec.identifier).where(spec.month_condition(month_start, month_end))
+def month_rows(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> DataFrame:
+    """The month as published on ``main`` (the whole table for ``None``)."""
+    return spark.table(spec.identifier).where(spec.rows_condition(window))
