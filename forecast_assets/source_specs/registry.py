@@ -10,6 +10,7 @@ from forecast_assets.source_specs.spec import SourceSpec
 SOURCES = (
     "yellow_trips",
     "noaa_weather",
+    "taxi_zones",
 )
 
 
