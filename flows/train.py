@@ -53,7 +53,8 @@ from taxi_core.names import MODEL_NAME
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
-                    "actuals_snapshot_id", "weather_snapshot_id", "features", "weather_lag"]  # fmt: skip
+                    "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup", "zone_lookup_snapshot_id", "features",
+                    "weather_lag"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -126,10 +127,12 @@ class TrainForecastModelFlow(FlowSpec):
     @card(type="blank", id="inputs")
     @step
     def load(self):
-        """Read the actuals (and, with --use_weather, raw_weather) through pyiceberg; keep the busiest zones."""
+        """Read the actuals, the zone lookup (and, with --use_weather, raw_weather) through pyiceberg; keep the
+        busiest zones."""
         catalog = open_catalog(self.catalog_config)
         start, end = self.settings.window_start, self.settings.as_of
         actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
+        self.zone_lookup, self.zone_lookup_snapshot_id = tables.read_zones(catalog)
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
         self.actuals = actuals[actuals.pulocationid.isin(self.zone_ids)].reset_index(drop=True)
         if len(self.zone_ids) < self.settings.zones:
@@ -141,12 +144,15 @@ class TrainForecastModelFlow(FlowSpec):
         actuals_read, weather_read = report.inputs_read(
             start, end, len(actuals), self.actuals_snapshot_id, self.weather, self.weather_snapshot_id
         )
+        zones_read = report.zones_read(len(self.zone_lookup), self.zone_lookup_snapshot_id)
         kept = f"Kept the {len(self.zone_ids)} busiest zones: {len(self.actuals):,} rows."
         current.card.append(Markdown(f"# Inputs of {self.model_version}"))
-        current.card.append(Table(data=[actuals_read.row(), weather_read.row()], headers=report.INPUT_HEADERS))
+        read = [actuals_read.row(), weather_read.row(), zones_read.row()]
+        current.card.append(Table(data=read, headers=report.INPUT_HEADERS))
         current.card.append(Markdown(f"{kept}  \nCandidates: {', '.join(self.candidate_names)}."))
         print(f"Read {actuals_read.sentence()}. {kept}")
         print(f"Weather: {weather_read.sentence()}.")
+        print(f"Zone names: {zones_read.sentence()}.")
         self.next(self.train, foreach="candidate_names")
 
     @step
@@ -207,7 +213,8 @@ class TrainForecastModelFlow(FlowSpec):
         current.card.append(Markdown(f"## {self.champion} per zone, worst first"))
         current.card.append(
             Table(
-                data=report.zone_table(self.metrics_by_zone, self.champion, floor_by_zone), headers=report.ZONE_HEADERS
+                data=report.zone_table(self.metrics_by_zone, self.champion, floor_by_zone, self.zone_lookup),
+                headers=report.ZONE_HEADERS,
             )
         )
         self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
@@ -225,12 +232,16 @@ class TrainForecastModelFlow(FlowSpec):
             features.training_rows(frame[frame.pickup_hour < self.settings.as_of], self.features), self.features
         )
         future = frame[frame.pickup_hour >= self.settings.as_of]
-        self.forecast = future[["pickup_hour", "pulocationid"]].assign(
+        forecast = future[["pickup_hour", "pulocationid"]].assign(
             forecasted_total_rides=model.predict(future, self.features),
             model_name=self.champion,
             model_version=self.model_version,
             metaflow_run_id=current.run_id,
         )
+        self.forecast = tables.with_zone_names(forecast, self.zone_lookup)
+        unnamed = sorted(set(self.forecast.pulocationid[self.forecast.zone.isna()]))
+        if unnamed:
+            print(f"Zones {unnamed} are not in {tables.ZONES}: their forecasts carry no zone name or borough.")
         weather = WEATHER_USE[model.weather]
         if model.weather == "known":
             weather += f" ({self.weather_lag} days before the target day)"

@@ -8,13 +8,13 @@ from __future__ import annotations
 import base64
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from bridge.config import DataHubTarget, LineageBridge, SinkSpec
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
-from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE
 from taxi_core.settings import PROJECT_ROOT, Settings
@@ -42,12 +42,39 @@ def naming(settings: Settings) -> Naming:
     return Naming(
         tables=tables,
         table_namespaces=(NAMESPACE,),
-        locations={
-            **{source.file_asset: f"{staging}/{source.staging_folder}" for source in registered_sources()},
-            MODEL_NAME: f"{metaflow}/{FLOW_NAME}/{MODEL_NAME}",
-        },
+        locations=SourceLocations(staging, {MODEL_NAME: f"{metaflow}/{FLOW_NAME}/{MODEL_NAME}"}),
         job_namespace=settings.lineage_namespace,
     )
+
+
+class SourceLocations(Mapping[str, str]):
+    """Where each registered source's staged files are, by file asset, besides the ``others`` given.
+
+    The sources' declarations import Spark, which the lineage read commands never need: they are read
+    only when a name outside ``others`` is looked up.
+    """
+
+    def __init__(self, staging: str, others: Mapping[str, str]) -> None:
+        self._staging, self._others = staging, dict(others)
+
+    @cached_property
+    def _all(self) -> dict[str, str]:
+        from forecast_assets.source_specs.registry import registered_sources
+
+        files = {source.file_asset: f"{self._staging}/{source.staging_folder}" for source in registered_sources()}
+        return files | self._others
+
+    def __getitem__(self, key: str) -> str:
+        return self._others[key] if key in self._others else self._all[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._others or key in self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
 
 
 def portable_location(settings: Settings, location: str) -> str:

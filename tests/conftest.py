@@ -68,6 +68,8 @@ def pipeline(sample_server):
 
     with instance_for_test() as instance:
         pipeline = Pipeline(instance, sample_server, load_settings())
+        # The zone lookup first, as `./run demo` does: the forecast names its zones from it.
+        assert pipeline.run_job("reference_data").success
         pipeline.first_runs = {month: pipeline.run(f"{month}-01") for month in TEST_MONTHS}
         yield pipeline
 

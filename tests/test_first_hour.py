@@ -109,12 +109,13 @@ def test_dagster_knows_the_code_location_of_every_demo_run(fresh_copy, demo, mon
         assert sorted(run.job_name for run in runs) == [
             "monthly_ingestion",
             "monthly_ingestion",
+            "reference_data",
             "train_forecast_model",
         ]
         for run in runs:
             assert run.remote_job_origin is not None, run.run_id
             assert run.remote_job_origin.location_name == "taxi_demand"
-        for job_name, count in (("monthly_ingestion", 2), ("train_forecast_model", 1)):
+        for job_name, count in (("reference_data", 1), ("monthly_ingestion", 2), ("train_forecast_model", 1)):
             job_page = RunsFilter(job_name=job_name, tags={".dagster/repository": "__repository__@taxi_demand"})
             assert len(instance.get_runs(job_page)) == count
 

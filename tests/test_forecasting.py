@@ -220,7 +220,11 @@ def test_the_zone_table_puts_the_worst_zone_first():
          "mae": [1.0, 3.0, 2.0, 4.0]}
     )  # fmt: skip
     floor = pd.DataFrame({"pulocationid": [1, 2], "mae": [0.5, 2.0]})
-    assert report.zone_table(by_zone, "glm", floor) == [[2, 3.0, 4.0, 2.0, 0.75, 1.5], [1, 1.0, 2.0, 0.5, 0.5, 2.0]]
+    zones = pd.DataFrame({"location_id": [1], "zone": ["Newark Airport"], "borough": ["EWR"]})
+    assert report.zone_table(by_zone, "glm", floor, zones) == [
+        [2, "", "", 3.0, 4.0, 2.0, 0.75, 1.5],  # a zone the lookup lacks keeps its number, unnamed
+        [1, "Newark Airport", "EWR", 1.0, 2.0, 0.5, 0.5, 2.0],
+    ]
 
 
 def test_the_inputs_read_say_whether_weather_was_read():

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from taxi_core.settings import PROJECT_ROOT
-from tests.truth.oracle import ACTUALS, FORECAST, RAW_WEATHER, RAW_YELLOW, expected_inputs, table, verdicts
+from tests.truth.oracle import ACTUALS, FORECAST, RAW_WEATHER, RAW_YELLOW, ZONES, expected_inputs, table, verdicts
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +40,9 @@ def test_the_scenario_made_the_history_it_claims(record):
     # Every table version, both model versions and both forecasts have a truth to be checked against.
     for dataset in (RAW_YELLOW, RAW_WEATHER, ACTUALS, FORECAST):
         assert sum(1 for name, _ in expected if name == dataset) >= 2, dataset
+    # The zone lookup was published once, and both forecasts read that version.
+    [zones] = [version for name, version in expected if name == ZONES]
+    assert [inputs[ZONES] for (name, _), inputs in expected.items() if name == FORECAST] == [zones, zones]
 
 
 def test_every_claim_of_every_view_equals_the_truth(record):

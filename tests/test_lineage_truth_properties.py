@@ -26,11 +26,13 @@ from dagster import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
 from openlineage.client.serde import Serde
 
 from bridge.sources.dagster import DagsterSource
 from bridge.translate.dagster import INPUT_VERSIONS
 from bridge.translate.naming import IcebergTables, Naming
+from taxi_core.settings import PROJECT_ROOT
 
 MONTHS = ["2024-11", "2024-12", "2025-01"]
 PARTITIONS = StaticPartitionsDefinition(MONTHS)
@@ -114,7 +116,13 @@ def _version(dataset: dict) -> str | None:
     return dataset.get("facets", {}).get("version", {}).get("datasetVersion")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Hypothesis keeps its examples in the state folder, like every other tool: the checkout gains no folder.
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=DirectoryBasedExampleDatabase(PROJECT_ROOT / ".state" / "hypothesis"),
+)
 @given(history=st.lists(STEPS, min_size=2, max_size=6).map(_possible), declare=st.booleans())
 def test_every_table_version_names_the_file_version_it_read(history, declare):
     global WORLD

@@ -16,6 +16,7 @@ from pyiceberg.expressions import EqualTo
 
 from flows.forecasting.models import CANDIDATES
 from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts, write_forecasts
+from flows.forecasting.tables import ZONES as ZONE_LOOKUP
 from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
 from forecast_assets.assets import forecast_checks
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
@@ -71,8 +72,14 @@ def test_the_learned_models_beat_seasonal_naive(by_hand_run):
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
     catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     reads = _lineage(by_hand_run, "load")["reads"]
-    assert [(r["name"], r["kind"]) for r in reads] == [(ACTUALS, "table")]
+    assert [(r["name"], r["kind"]) for r in reads] == [(ACTUALS, "table"), (ZONE_LOOKUP, "table")]
     assert reads[0]["version"] == str(by_hand_run.data.actuals_snapshot_id)
+    # The zone lookup read is the one main held: the version the table's asset published.
+    assert reads[1]["version"] == str(catalog.load_table(ZONE_LOOKUP).current_snapshot().snapshot_id)
+    named = by_hand_run.data.forecast
+    lookup = catalog.load_table(ZONE_LOOKUP).scan().to_pandas().set_index("location_id")
+    assert list(named.zone) == [lookup.zone[zone] for zone in named.pulocationid]
+    assert list(named.borough) == [lookup.borough[zone] for zone in named.pulocationid]
     (model,) = _lineage(by_hand_run, "predict")["writes"]
     assert (model["name"], model["kind"], model["version"]) == ("forecast_model", "model", by_hand_run.pathspec)
     champion = by_hand_run.data.metrics.set_index("candidate").loc[by_hand_run.data.champion]
@@ -94,7 +101,7 @@ def test_a_dagster_launch_records_its_parent_and_with_weather_reads_raw_weather(
         "job_name": "train_forecast_model",
         "step_key": "run_training_flow",  # the launching step: the flow run's parent in lineage
     }
-    assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, WEATHER]
+    assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, ZONE_LOOKUP, WEATHER]
     assert "gbm_weather" in set(run.data.metrics.candidate)
     # The perfect-weather scenario is measured, and never the champion.
     assert run.data.scenarios == ("glm_perfect_weather",) and run.data.champion not in run.data.scenarios
@@ -290,8 +297,11 @@ def test_the_load_card_and_log_say_what_was_read(by_hand_run, dagster_run, tmp_p
     for run in (by_hand_run, weather_run):
         data, load = run.data, run["load"].task
         [table] = _of_type(_card(load, "inputs", tmp_path), "table")
-        actuals, weather = table["data"]
+        actuals, weather, zones = table["data"]
         assert actuals[:2] == [ACTUALS, str(data.actuals_snapshot_id)]
+        lookup = f"{len(data.zone_lookup):,} zones"
+        assert zones[:3] == [ZONE_LOOKUP, str(data.zone_lookup_snapshot_id), lookup]
+        assert f"Zone names: {lookup} of {ZONE_LOOKUP} at snapshot {data.zone_lookup_snapshot_id}" in load.stdout
         assert actuals[3].startswith(f"{data.training_window['start'][:16]} to {data.training_window['end'][:16]}")
         assert f"Read {actuals[2]} of {ACTUALS} at snapshot {data.actuals_snapshot_id}" in load.stdout
         if data.weather_snapshot_id is None:

@@ -22,7 +22,7 @@ from bridge.translate.column_lineage import (
 )
 from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
 from taxi_core.errors import PipelineError
-from taxi_core.names import ACTUALS, RAW_WEATHER
+from taxi_core.names import ACTUALS, RAW_WEATHER, ZONES
 
 COMPUTED = Transformation(DIRECT, TRANSFORMATION)
 # Lags and seasonal means are taken per zone, in hour order: a window over zone and hour.
@@ -35,6 +35,13 @@ WEATHER_ROWS = (
     ColumnOrigin(InputColumn(RAW_WEATHER, "element"), (Transformation(INDIRECT, "FILTER"),)),
     ColumnOrigin(InputColumn(RAW_WEATHER, "county_fips"), (Transformation(INDIRECT, "JOIN"),)),
     ColumnOrigin(InputColumn(RAW_WEATHER, "date"), (Transformation(INDIRECT, "JOIN"),)),
+)
+
+
+# A zone's name and borough are the lookup's row of the forecast's zone.
+ZONE_JOIN = (
+    ColumnOrigin(InputColumn(ZONES, "location_id"), (Transformation(INDIRECT, "JOIN"),)),
+    ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(INDIRECT, "JOIN"),)),
 )
 
 
@@ -76,4 +83,8 @@ def forecast_lineage(features: list[str]) -> ColumnLineage:
         "pickup_hour": (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),),
         "pulocationid": (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),),
         "forecasted_total_rides": forecast,
+        **{
+            column: (ColumnOrigin(InputColumn(ZONES, column), (Transformation(DIRECT, IDENTITY),)), *ZONE_JOIN)
+            for column in ("zone", "borough")
+        },
     }

@@ -15,7 +15,6 @@ import pandas as pd  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from flows.forecasting.backtest import ranked  # noqa: E402
-from taxi_core.zones import load_zones  # noqa: E402
 
 HISTORY_DAYS = 7
 # A Metaflow card shows an image at most 500 px high (its CSS: img {max-width: 100%; max-height: 500px}),
@@ -30,7 +29,7 @@ def forecast_figure(
     actuals: pd.DataFrame, backtest: pd.DataFrame, forecast: pd.DataFrame, champion: str, zones: int = 4
 ):
     """One panel per busy zone, two panels a row: last week's actuals, the champion's backtest, the forecast."""
-    names = {zone.location_id: zone.name for zone in load_zones()}
+    names = forecast.drop_duplicates("pulocationid").set_index("pulocationid")
     busiest = list(actuals.groupby("pulocationid").total_rides.sum().nlargest(zones).index)
     start = forecast.pickup_hour.min() - pd.Timedelta(days=HISTORY_DAYS)
     rows = math.ceil(len(busiest) / 2)
@@ -43,7 +42,8 @@ def forecast_figure(
         axis.plot(seen.pickup_hour, seen.total_rides, color="black", linewidth=0.9, label="actual rides")
         axis.plot(tested.pickup_hour, tested.predicted, color="tab:blue", linewidth=0.9, label=f"backtest ({champion})")
         axis.plot(ahead.pickup_hour, ahead.forecasted_total_rides, color="tab:red", linewidth=1.5, label="forecast")
-        axis.set_title(f"zone {zone}: {names.get(zone, '?')}", fontsize=10, loc="left")
+        title = f"zone {zone}: {names.zone.get(zone) or '?'} ({names.borough.get(zone) or '?'})"
+        axis.set_title(title, fontsize=10, loc="left")
         axis.set_ylabel("rides / hour", fontsize=9)
         axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(axis.xaxis.get_major_locator()))
         axis.tick_params(labelsize=9)

@@ -7,12 +7,21 @@ from dataclasses import dataclass
 import pandas as pd
 
 from flows.forecasting.backtest import ranked
-from flows.forecasting.tables import ACTUALS, WEATHER
+from flows.forecasting.tables import ACTUALS, WEATHER, ZONES
 
 METRIC_COLUMNS = ["candidate", "mae", "rmse", "wape", "hours"]
 RATIO_COLUMNS = ["MAE / naive", "MAE / noise floor", "kind"]
 BASELINE = "seasonal_naive"
-ZONE_HEADERS = ["zone", "champion MAE", "naive MAE", "noise floor MAE", "champion / naive", "champion / floor"]
+ZONE_HEADERS = [
+    "zone",
+    "name",
+    "borough",
+    "champion MAE",
+    "naive MAE",
+    "noise floor MAE",
+    "champion / naive",
+    "champion / floor",
+]
 
 
 def metrics_table(
@@ -30,15 +39,20 @@ def metrics_table(
     return METRIC_COLUMNS + RATIO_COLUMNS, rows
 
 
-def zone_table(by_zone: pd.DataFrame, champion: str, floor_by_zone: pd.DataFrame | None) -> list[list]:
-    """Per zone, worst champion error first: the champion against seasonal naive and the noise floor."""
+def zone_table(
+    by_zone: pd.DataFrame, champion: str, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame
+) -> list[list]:
+    """Per zone, worst champion error first, named from the zone lookup: the champion against seasonal naive and
+    the noise floor."""
+    names = zones.set_index("location_id")
     mae = by_zone.pivot_table(index="pulocationid", columns="candidate", values="mae")
     floors = floor_by_zone.set_index("pulocationid").mae if floor_by_zone is not None else None
     rows = []
     for zone, row in mae.sort_values(champion, ascending=False).iterrows():
         naive = row.get(BASELINE)
         floor = floors.get(zone) if floors is not None else None
-        rows.append([int(zone), round(float(row[champion]), 2), _round(naive), _round(floor),
+        name, borough = (names.zone.get(zone, ""), names.borough.get(zone, ""))
+        rows.append([int(zone), name, borough, round(float(row[champion]), 2), _round(naive), _round(floor),
                      _ratio(row[champion], naive), _ratio(row[champion], floor)])  # fmt: skip
     return rows
 
@@ -78,6 +92,11 @@ class TableRead:
 
 
 INPUT_HEADERS = ["table", "snapshot id", "read", "window"]
+
+
+def zones_read(zones: int, snapshot_id: int) -> TableRead:
+    """The zone lookup, read whole: it names the forecast's zones."""
+    return TableRead(ZONES, snapshot_id, zones, "the whole lookup", "zones")
 
 
 def hour_window(start: pd.Timestamp, end: pd.Timestamp) -> str:

@@ -18,12 +18,15 @@ from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, Ti
 from bridge.sources.metaflow_recorder import record_read, record_write
 from bridge.translate.column_lineage import ColumnLineage
 from taxi_core.errors import PipelineError
-from taxi_core.names import ACTUALS, FORECAST
+from taxi_core.names import ACTUALS, FORECAST, ZONES
 from taxi_core.names import RAW_WEATHER as WEATHER
 
 # How a user materializes a table: its asset key, which is its identifier's parts.
 ACTUALS_ASSET = ACTUALS.replace(".", "/")
 WEATHER_ASSET = WEATHER.replace(".", "/")
+ZONES_ASSET = ZONES.replace(".", "/")
+# The zone lookup's columns the forecast carries, by the forecast's name for each.
+ZONE_NAMES = {"zone": "zone", "borough": "borough"}
 
 FORECAST_SCHEMA = Schema(
     NestedField(1, "pickup_hour", TimestamptzType(), required=False),
@@ -33,6 +36,8 @@ FORECAST_SCHEMA = Schema(
     NestedField(5, "model_version", StringType(), required=False),
     NestedField(6, "metaflow_run_id", StringType(), required=False),
     NestedField(7, "created_at", TimestamptzType(), required=False),
+    NestedField(8, "zone", StringType(), required=False),
+    NestedField(9, "borough", StringType(), required=False),
 )
 FORECAST_PARTITIONING = PartitionSpec(
     PartitionField(source_id=1, field_id=1000, transform=DayTransform(), name="pickup_hour_day")
@@ -112,11 +117,34 @@ def read_weather(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.D
     return wide, snapshot_id
 
 
+def read_zones(catalog: Catalog) -> tuple[pd.DataFrame, int]:
+    """TLC's zone lookup as published (``location_id``, ``zone``, ``borough``), and the snapshot read."""
+    how = f"materialize {ZONES_ASSET} (job reference_data, which `./run demo` runs) first"
+    table = _load(catalog, ZONES, f"{ZONES_ASSET} (job reference_data)")
+    snapshot = table.current_snapshot()
+    columns = ("location_id", *ZONE_NAMES)
+    frame = table.scan(selected_fields=columns, snapshot_id=snapshot.snapshot_id).to_pandas() if snapshot else None
+    if snapshot is None or frame is None or frame.empty:
+        raise MissingInput(f"Table {ZONES} holds no zones: {how}.")
+    record_read(ZONES, snapshot.snapshot_id, rows=len(frame))
+    return frame, snapshot.snapshot_id
+
+
+def with_zone_names(forecasts: pd.DataFrame, zones: pd.DataFrame) -> pd.DataFrame:
+    """Each forecast row with its zone's name and borough (empty for a zone the lookup lacks)."""
+    names = zones.rename(columns={"location_id": "pulocationid"})
+    return forecasts.merge(names, on="pulocationid", how="left", validate="many_to_one")
+
+
 def write_forecasts(
     catalog: Catalog, forecasts: pd.DataFrame, run_id: str, columns_from: ColumnLineage | None = None
 ) -> int:
     """Replace this run's rows in the forecast table (a re-run of the same run never duplicates)."""
     table = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
+    if {field.name for field in table.schema().fields} != {field.name for field in FORECAST_SCHEMA.fields}:
+        # A table an older version created gains the newer columns; its rows keep them empty.
+        with table.update_schema() as update:
+            update.union_by_name(FORECAST_SCHEMA)
     frame = forecasts.assign(
         pickup_hour=pd.to_datetime(forecasts["pickup_hour"]).dt.tz_localize("UTC"),
         created_at=pd.Timestamp.now(tz="UTC"),

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME, table_key
 from taxi_core.names import ACTUALS, FORECAST, MODEL_NAME, RAW_WEATHER
+from taxi_core.names import ZONES as ZONE_LOOKUP
 
 FORECAST_MODEL = AssetKey(MODEL_NAME)
 FORECAST_TABLE = table_key(FORECAST)
@@ -47,7 +48,7 @@ class TrainingConfig(Config):
     specs=[
         AssetSpec(
             FORECAST_MODEL,
-            deps=[table_key(ACTUALS), table_key(RAW_WEATHER)],
+            deps=[table_key(ACTUALS), table_key(RAW_WEATHER), table_key(ZONE_LOOKUP)],
             group_name=TRAINING_GROUP,
             kinds={"metaflow", "scikitlearn"},
             description="The champion demand model of a TrainForecastModelFlow run; its version is the run pathspec.",
@@ -131,6 +132,8 @@ def model_metadata(run) -> dict:
         metadata["backtest_plot"] = png_markdown(data.backtest_png, "backtest error per candidate")
     if data.weather_snapshot_id is not None:
         metadata["weather_snapshot_id"] = data.weather_snapshot_id
+    if "zone_lookup_snapshot_id" in data:  # runs before the forecast named its zones read no lookup
+        metadata["zone_lookup_snapshot_id"] = data.zone_lookup_snapshot_id
     if data.noise_floor:
         metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
     if "scenarios" in data and data.scenarios:

@@ -36,7 +36,10 @@ class History:
     def play(self) -> None:
         with DagsterInstance.get() as instance:
             self.instance = instance
-            job = build_definitions(self.settings).resolve_job_def("monthly_ingestion")
+            definitions = build_definitions(self.settings)
+            job = definitions.resolve_job_def("monthly_ingestion")
+            reference = definitions.resolve_job_def("reference_data").execute_in_process(instance=instance)
+            self._ran(reference.run_id, "", "the zone lookup", reference.success)
 
             def ingest(month: str, what: str, run_config: dict | None = None) -> None:
                 result = job.execute_in_process(
@@ -69,7 +72,10 @@ class History:
 
     def _ran(self, run_id: str, month: str, what: str, success: bool) -> None:
         staging = Path(self.settings.staging_location) if "://" not in self.settings.staging_location else None
-        files = {}
+        files: dict = {}
+        lookup = staging / "zones" / "taxi_zone_lookup.csv"
+        if lookup.exists():
+            files[""] = {"zones": sha256(lookup)}
         for each in sorted(MONTHS):
             trips = staging / "taxi" / trip_file_name(each)
             weather = [staging / "weather" / weather_file_path(element, each) for element in ELEMENTS]
@@ -145,6 +151,7 @@ class History:
                 if run.data.weather_snapshot_id is None
                 else str(run.data.weather_snapshot_id),
                 "forecast_snapshot_id": str(run.data.forecast_snapshot_id),
+                "zones_snapshot_id": str(run.data.zone_lookup_snapshot_id),
                 "use_weather": bool(run.data.settings.use_weather),
                 "features": list(run.data.used_features),
             }
@@ -158,7 +165,7 @@ class History:
 
         policy = naming(self.settings)
         labels = {}
-        for key in ["taxi_trip_files", "weather_files", "forecast_model", *TABLES, FORECAST]:
+        for key in ["taxi_trip_files", "weather_files", "taxi_zone_files", "forecast_model", *TABLES, FORECAST]:
             name = policy.asset(key.split("."))
             labels[key] = {
                 "lineage": name.catalog_name or name.name,

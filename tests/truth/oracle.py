@@ -4,8 +4,9 @@
 - a ``raw_yellow`` / ``raw_weather`` snapshot: the month's staged file(s) as they were after the run
   that wrote it (the snapshot summary names the run and the partition);
 - an actuals snapshot: the ``raw_yellow`` snapshot that last wrote the month on main before it;
-- a model version and the forecast its run wrote: the actuals (and weather, if it used weather)
-  snapshot the run read, per its artifacts.
+- a ``taxi_zones`` snapshot: the staged zone lookup as it was after the run that wrote it;
+- a model version and the forecast its run wrote: the actuals, zone lookup (and weather, if it used
+  weather) snapshots the run read, per its artifacts.
 :func:`verdicts` then checks every claim: each OpenLineage event, each ``show --version``, the column
 view, ``diff``, ``model --json`` and each DataHub run. One verdict per (claim, version checked).
 """
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 CHERRY_PICK_SOURCE = "source-snapshot-id"
 RAW_YELLOW, RAW_WEATHER = "nyc_taxi.raw_yellow", "nyc_taxi.raw_weather"
 ACTUALS, FORECAST = "nyc_taxi.yellow_rides_hourly_actuals", "nyc_taxi.yellow_rides_hourly_forecast"
+ZONES = "nyc_taxi.taxi_zones"
+# The partition recorded on a table written whole (the zone lookup): its files are recorded under "".
+WHOLE_TABLE = "whole table"
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,15 @@ def expected_inputs(record: dict) -> dict[tuple[str, str], dict[str, str]]:
     labels = {key: value["lineage"] for key, value in record["labels"].items()}
     files_after = {run["run_id"]: run["files"] for run in record["runs"]}
     expected: dict[tuple[str, str], dict[str, str]] = {}
-    for table, source, kind in ((RAW_YELLOW, "taxi_trip_files", "taxi"), (RAW_WEATHER, "weather_files", "weather")):
+    sources = (RAW_YELLOW, "taxi_trip_files", "taxi"), (RAW_WEATHER, "weather_files", "weather")
+    for table, source, kind in (*sources, (ZONES, "taxi_zone_files", "zones")):
         snapshots = record["snapshots"][table]
         for snapshot_id in snapshots["snapshots"]:
             summary = _properties(snapshots, snapshot_id)
             run, partition = summary.get("dagster.run-id"), summary.get("dagster.partition")
             if run in files_after and partition:
-                expected[(table, snapshot_id)] = {labels[source]: files_after[run][partition[:7]][kind]}
+                month = "" if partition == WHOLE_TABLE else partition[:7]
+                expected[(table, snapshot_id)] = {labels[source]: files_after[run][month][kind]}
     raw = record["snapshots"][RAW_YELLOW]
     actuals = record["snapshots"][ACTUALS]
     for snapshot_id in actuals["snapshots"]:
@@ -64,7 +70,7 @@ def expected_inputs(record: dict) -> dict[tuple[str, str], dict[str, str]]:
         if month_writes:
             expected[(ACTUALS, snapshot_id)] = {RAW_YELLOW: month_writes[-1]}
     for run in record["flow_runs"]:
-        read = {ACTUALS: run["actuals_snapshot_id"]}
+        read = {ACTUALS: run["actuals_snapshot_id"], ZONES: run["zones_snapshot_id"]}
         if run["weather_snapshot_id"] is not None:
             read[RAW_WEATHER] = run["weather_snapshot_id"]
         expected[(labels["forecast_model"], run["model_version"])] = read
@@ -88,6 +94,7 @@ def _flow_reads(record: dict) -> dict[str, dict[str, str]]:
     for run in record["flow_runs"]:
         named = {ACTUALS: run["actuals_snapshot_id"], labels["forecast_model"]: run["model_version"]}
         named[FORECAST] = run["forecast_snapshot_id"]
+        named[ZONES] = run["zones_snapshot_id"]
         if run["weather_snapshot_id"] is not None:
             named[RAW_WEATHER] = run["weather_snapshot_id"]
         found[run["pathspec"].split("/")[1]] = named

@@ -2,7 +2,7 @@
 
     ./run python -m tests.truth.scenario OUT.json [STATE_DIR]
 
-In a state folder of its own: three sample months ingested latest first, an unchanged re-run, a
+In a state folder of its own: the zone lookup, three sample months ingested latest first, an unchanged re-run, a
 forced rewrite, a month whose audit fails, a republished file with changed rows, a launch of one
 partition's actuals through the instance as the UI launches it, shell training without and then
 with weather, and one lineage pass. The truth is read from the staged files (their sha256 after each
@@ -25,7 +25,7 @@ from pathlib import Path
 
 MONTHS = ["2025-01", "2024-11", "2024-12"]  # the latest first
 TRIPS = 20_000
-TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
+TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals", "nyc_taxi.taxi_zones"]
 FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
 
 
