@@ -59,7 +59,7 @@ class SourceLocations(Mapping[str, str]):
 
     @cached_property
     def _all(self) -> dict[str, str]:
-        from forecast_assets.source_specs.registry import registered_sources
+        from forecast_assets.source_specs.registry import registered_sources  # the declarations import Spark
 
         files = {source.file_asset: f"{self._staging}/{source.staging_folder}" for source in registered_sources()}
         return files | self._others
