@@ -32,6 +32,7 @@ from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
 from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
 from forecast_assets.sources.download import FetchRecord
+from forecast_assets.sources.staging import Staging
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
@@ -87,8 +88,8 @@ def _read(versions: dict[AssetKey, str | int | None]) -> dict:
     return {INPUT_VERSIONS: MetadataValue.json(read)}
 
 
-def _staged_or_fail(staging: StagingResource, name: str, upstream: str, context: AssetExecutionContext) -> FetchRecord:
-    record = staging.store().record(name)
+def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExecutionContext) -> FetchRecord:
+    record = store.record(name)
     if record is None:
         which = f" for partition {context.partition_key}" if context.has_partition_key else ""
         msg = f"{name} is not staged: materialize {upstream}{which} first."
@@ -109,7 +110,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             files=files,
             names=names,
             paths=tuple(store.spark_path(name) for name in names),
-            records=tuple(_staged_or_fail(staging, name, source.file_asset, context) for name in names),
+            records=tuple(_staged_or_fail(store, name, source.file_asset, context) for name in names),
         )
 
         def build_rows() -> MonthRows:
