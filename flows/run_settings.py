@@ -6,15 +6,19 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from flows.forecasting.features import CANDIDATE_LAGS
+from flows.forecasting.backtest import BASELINE, WEEK
 from flows.forecasting.models import CANDIDATES, needs_weather
+
+# The first backtest week is fitted on at least this much history.
+LEAST_TRAINING = pd.Timedelta(days=14)
 
 
 @dataclass(frozen=True)
 class RunSettings:
     as_of: pd.Timestamp
     lookback_days: int
-    backtest_days: int
+    evaluation_weeks: int
+    selection_weeks: int
     horizon_hours: int
     zones: int
     use_weather: bool
@@ -28,17 +32,28 @@ class RunSettings:
     def forecast_end(self) -> pd.Timestamp:
         return self.as_of + pd.Timedelta(hours=self.horizon_hours)
 
+    @property
+    def backtest_weeks(self) -> int:
+        return self.selection_weeks + self.evaluation_weeks
+
+    @property
+    def backtest_start(self) -> pd.Timestamp:
+        """The first backtest week's start: the zones are chosen on what was known before it."""
+        return self.as_of - WEEK * self.backtest_weeks
+
     def describe(self) -> str:
         return (
-            f"as of {self.as_of}, {self.lookback_days} days back, {self.backtest_days} backtest days, "
-            f"{self.horizon_hours} h ahead, {self.zones} zones, candidates {', '.join(self.candidates)}"
+            f"as of {self.as_of}, {self.lookback_days} days back, {self.evaluation_weeks} held-out weeks each chosen "
+            f"on the {self.selection_weeks} before, {self.horizon_hours} h ahead, {self.zones} zones, candidates "
+            f"{', '.join(self.candidates)}"
         )
 
 
 def resolve_settings(
     as_of: str,
     lookback_days: int,
-    backtest_days: int,
+    evaluation_weeks: int,
+    selection_weeks: int,
     horizon_hours: int,
     zones: int,
     use_weather: bool,
@@ -54,11 +69,14 @@ def resolve_settings(
         raise ValueError(msg)
     if zones < 1:
         raise ValueError(f"--zones {zones} must be at least 1")
-    needed_days = (max(CANDIDATE_LAGS) + horizon_hours) // 24 + backtest_days + 7
+    if evaluation_weeks < 1 or selection_weeks < 1:
+        msg = f"--evaluation_weeks {evaluation_weeks} and --selection_weeks {selection_weeks} must be at least 1"
+        raise ValueError(msg)
+    needed_days = (selection_weeks + evaluation_weeks) * 7 + LEAST_TRAINING.days
     if lookback_days < needed_days:
         msg = (
-            f"--lookback_days {lookback_days} is too short: lags of {max(CANDIDATE_LAGS)} h, {backtest_days} "
-            f"backtest days and a week of training need at least {needed_days}"
+            f"--lookback_days {lookback_days} is too short: {selection_weeks} selection and {evaluation_weeks} "
+            f"held-out weeks after {LEAST_TRAINING.days} days of training need at least {needed_days}"
         )
         raise ValueError(msg)
     # None named: every candidate this run can train.
@@ -71,4 +89,8 @@ def resolve_settings(
         names = [name for name in names if not needs_weather([name])]
     if not names:
         raise ValueError("--candidates leaves no model to train (weather models need --use_weather true)")
-    return RunSettings(origin, lookback_days, backtest_days, horizon_hours, zones, use_weather, names)
+    # Every champion is measured against the baseline, so the baseline is always trained.
+    names = names if BASELINE in names else [BASELINE, *names]
+    return RunSettings(
+        origin, lookback_days, evaluation_weeks, selection_weeks, horizon_hours, zones, use_weather, names
+    )

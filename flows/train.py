@@ -1,14 +1,19 @@
 """Train, evaluate and version the hourly taxi-demand model, and write its forecasts to Iceberg.
 
-    python flows/train.py run [--use-weather true] [--as-of 2025-01-25]
+    python flows/train.py run [--use_weather true] [--as_of 2025-01-25]
 
 Steps:
     start     resolve the as-of time and candidate list
-    load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg; card: what was read
-    train     one branch per candidate: a rolling-origin backtest, printing each origin's MAE as it is done
-    evaluate  MAE, RMSE and WAPE per candidate and zone against seasonal naive and the noise floor; choose the
-              champion among the forecasts (a perfect-weather scenario never wins); card: tables and chart
-    predict   refit the champion on all data; forecast the next horizon hours for every zone
+    load      read nyc_taxi.yellow_rides_hourly_actuals (and nyc_taxi.raw_weather) via pyiceberg; choose the
+              backtest's zones on what was known before it, the forecast's on everything; card: what was read
+    train     one branch per candidate, each on its share of the cores: a weekly rolling-origin backtest,
+              printing each week's MAE as it is done
+    evaluate  hold out each of the last --evaluation_weeks weeks: a champion chosen on the --selection_weeks
+              before it, scored against seasonal naive (and the noise floor) with a bootstrap range, its
+              intervals' coverage measured; the final champion is chosen on the newest weeks (a
+              perfect-weather scenario never wins); card: per-week and per-zone tables and charts
+    predict   refit the champion on all data; forecast the next horizon hours for every zone, with 80% and
+              95% intervals
     write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast, check the rows written (the
               table's Dagster checks); card: plot of the busiest zones
     end       summary
@@ -34,7 +39,6 @@ def _settings_or_exit():
 apply_tool_environment(_settings_or_exit())
 
 # isort: split
-import os
 import time
 from pathlib import Path
 
@@ -42,19 +46,19 @@ import pandas as pd
 from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
-from threadpoolctl import threadpool_limits
 
 from bridge.sources.metaflow_recorder import record_lineage, record_model
-from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, tables
+from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
+from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_NAME
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
-                    "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup", "zone_lookup_snapshot_id", "features",
-                    "weather_lag"]  # fmt: skip
+                    "backtest_zone_ids", "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup",
+                    "zone_lookup_snapshot_id", "features", "weather_lag"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -72,16 +76,21 @@ class TrainForecastModelFlow(FlowSpec):
         default="",
         help="Forecast origin, YYYY-MM-DD or YYYY-MM-DDTHH (default: the hour after the newest actuals)",
     )
-    lookback_days = Parameter("lookback_days", default=42, type=int, help="Days of actuals to read before the origin")
-    backtest_days = Parameter("backtest_days", default=7, type=int, help="Daily forecast origins in the backtest")
+    lookback_days = Parameter("lookback_days", default=63, type=int, help="Days of actuals to read before the origin")
+    evaluation_weeks = Parameter(
+        "evaluation_weeks", default=4, type=int, help="Held-out weeks, each scored on a champion chosen before it"
+    )
+    selection_weeks = Parameter(
+        "selection_weeks", default=2, type=int, help="Weeks before each held-out week that choose its champion"
+    )
     horizon_hours = Parameter("horizon_hours", default=24, type=int, help="Hours ahead to forecast")
     zones = Parameter("zones", default=50, type=int, help="How many of the busiest zones to forecast")
     use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
     weather_delay_days = Parameter(
         "weather_delay_days",
-        default=0,
+        default=features.NOAA_PUBLICATION_DELAY_DAYS,
         type=int,
-        help="Days after a day ends before its observed weather is published (0 for the sample source)",
+        help="Days after a day ends before NOAA publishes its weather (NOAA updates nClimGrid-Daily every 3 days)",
     )
     true_rates = Parameter(
         "true_rates",
@@ -108,7 +117,8 @@ class TrainForecastModelFlow(FlowSpec):
             self.settings: RunSettings = resolve_settings(
                 as_of=as_of,
                 lookback_days=self.lookback_days,
-                backtest_days=self.backtest_days,
+                evaluation_weeks=self.evaluation_weeks,
+                selection_weeks=self.selection_weeks,
                 horizon_hours=self.horizon_hours,
                 zones=self.zones,
                 use_weather=self.use_weather,
@@ -133,8 +143,12 @@ class TrainForecastModelFlow(FlowSpec):
         start, end = self.settings.window_start, self.settings.as_of
         actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
         self.zone_lookup, self.zone_lookup_snapshot_id = tables.read_zones(catalog)
+        # The backtest's zones are what its first week knew; the forecast's, everything up to the origin.
+        known = actuals[actuals.pickup_hour < self.settings.backtest_start]
+        self.backtest_zone_ids = backtest.busiest_zones(known, self.settings.zones)
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
-        self.actuals = actuals[actuals.pulocationid.isin(self.zone_ids)].reset_index(drop=True)
+        used = set(self.zone_ids) | set(self.backtest_zone_ids)
+        self.actuals = actuals[actuals.pulocationid.isin(used)].reset_index(drop=True)
         if len(self.zone_ids) < self.settings.zones:
             print(f"Only {len(self.zone_ids)} zones have actuals for every hour of the window; forecasting those.")
         self.weather, self.weather_snapshot_id = None, None
@@ -145,7 +159,12 @@ class TrainForecastModelFlow(FlowSpec):
             start, end, len(actuals), self.actuals_snapshot_id, self.weather, self.weather_snapshot_id
         )
         zones_read = report.zones_read(len(self.zone_lookup), self.zone_lookup_snapshot_id)
-        kept = f"Kept the {len(self.zone_ids)} busiest zones: {len(self.actuals):,} rows."
+        changed = len(set(self.zone_ids) - set(self.backtest_zone_ids))
+        kept = (
+            f"Kept the {len(self.zone_ids)} busiest zones ({changed} of them not among the busiest before the "
+            f"backtest's first week, {self.settings.backtest_start:%Y-%m-%d}, on which its zones were chosen): "
+            f"{len(self.actuals):,} rows."
+        )
         current.card.append(Markdown(f"# Inputs of {self.model_version}"))
         read = [actuals_read.row(), weather_read.row(), zones_read.row()]
         current.card.append(Table(data=read, headers=report.INPUT_HEADERS))
@@ -157,48 +176,69 @@ class TrainForecastModelFlow(FlowSpec):
 
     @step
     def train(self):
-        """One branch per candidate: a rolling-origin backtest, each origin's error printed as it is done."""
+        """One branch per candidate, on its share of the cores: refit each week, score the week's hours."""
         began = time.perf_counter()
-        frame, self.features = self._features(end=self.settings.as_of)
-        origins = backtest.backtest_origins(
-            self.settings.as_of, self.settings.backtest_days, self.settings.horizon_hours
-        )
-        horizon = self.settings.horizon_hours
+        frame, self.features = self._features(self.backtest_zone_ids, end=self.settings.as_of)
+        weeks = backtest.backtest_weeks(self.settings.as_of, self.settings.backtest_weeks)
+        threads = share_of_cores(len(self.candidate_names))
         print(
-            f"{self.input}: features in {time.perf_counter() - began:.1f} s; backtest from {len(origins)} origins, "
-            f"{horizon} hours each, {len(self.zone_ids)} zones"
+            f"{self.input}: features in {time.perf_counter() - began:.1f} s; backtest over {len(weeks)} weeks from "
+            f"{weeks[0]:%Y-%m-%d}, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
         )
         began = time.perf_counter()
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
-        with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // len(self.candidate_names))):
+        with numeric_threads(threads):
             self.backtest = backtest.rolling_origin_backtest(
-                frame, self.features, lambda: make_candidate(self.input), origins, horizon, on_origin=print
+                frame, self.features, lambda: make_candidate(self.input), weeks, on_origin=print
             )
-        print(f"{self.input}: backtest done in {time.perf_counter() - began:.1f} s")
+        self.backtest_seconds = time.perf_counter() - began
+        print(f"{self.input}: backtest done in {self.backtest_seconds:.1f} s")
         self.next(self.evaluate)
 
     @card(type="blank", id="backtest")
     @step
     def evaluate(self, inputs):
-        """Score every candidate against seasonal naive and the noise floor; choose the champion."""
+        """Hold out each of the last weeks, its champion chosen on the weeks before; choose the final champion."""
         self.merge_artifacts(inputs, include=SHARED_ARTIFACTS)
         self.backtest = pd.concat([branch.backtest for branch in inputs], ignore_index=True)
+        self.training_seconds = {branch.input: round(branch.backtest_seconds, 2) for branch in inputs}
         self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
-        self.metrics_by_zone = backtest.error_metrics(self.backtest, ["candidate", "pulocationid"])
         self.scenarios = tuple(name for name in self.metrics.candidate if is_scenario(name))
-        self.champion = backtest.choose_champion(self.metrics, self.scenarios)
         folder = self.true_rates or load_settings().true_rates
         truth = Path(folder) if folder else None  # real data has no truth: no noise floor
         self.noise_floor = noise_floor.noise_floor(self.backtest, truth)
-        floor_by_zone = noise_floor.noise_floor_by_zone(self.backtest, truth)
+
+        def floor_of(rows):
+            floor = noise_floor.noise_floor(rows, truth)
+            return floor["mae"] if floor else None
+
+        chosen = selection.select(self.backtest, self.settings.selection_weeks, self.scenarios, floor_of)
+        self.champion, self.intervals = chosen.champion, chosen.intervals
+        self.selection_weeks_used = [f"{week:%Y-%m-%d}" for week in chosen.chosen_on]
+        self.held_out = chosen.table()
+        self.held_out_summary = chosen.summary()
+        self.held_out_forecasts = chosen.forecasts
+        by_zone = chosen.by_zone()
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
+        summary = self.held_out_summary
+        headline = (
+            f"Champion: **{self.champion}**, chosen on the weeks from {', '.join(self.selection_weeks_used)}. On "
+            f"{summary['held_out_weeks']} held-out weeks, each champion chosen on the weeks before: MAE "
+            f"{summary['held_out_mae']:.3f}, {summary['held_out_mae_vs_naive_median']:.2f}x seasonal naive in the "
+            f"median week ({summary['held_out_mae_vs_naive_worst']:.2f}x in the worst); 80% intervals held "
+            f"{summary['held_out_coverage_80']:.1%} of actuals, 95% intervals {summary['held_out_coverage_95']:.1%}."
+        )
+        current.card.append(Markdown(f"# Backtest of {self.model_version}\n{headline}"))
+        current.card.append(Markdown("## Held-out weeks"))
+        current.card.append(Table(data=self.held_out.values.tolist(), headers=list(self.held_out.columns)))
+        print(headline.replace("**", ""))
+        print(self.held_out.to_string(index=False))
+        self.held_out_png = plots.png_bytes(plots.held_out_figure(self.held_out))
+        current.card.append(Image(self.held_out_png, label="Held-out weeks: champion MAE / seasonal naive MAE"))
         headers, rows = report.metrics_table(self.metrics, self.noise_floor, self.scenarios)
-        current.card.append(Markdown(f"# Backtest of {self.model_version}\nChampion: **{self.champion}**"))
+        current.card.append(Markdown("## Every candidate over every backtest week"))
         current.card.append(Table(data=rows, headers=headers))
-        print(" | ".join(headers))
-        for row in rows:
-            print(" | ".join(str(cell) for cell in row))
         if self.scenarios:
             scenario_note = (
                 f"Scenario {', '.join(self.scenarios)} uses the target day's observed weather, which no forecast "
@@ -210,30 +250,30 @@ class TrainForecastModelFlow(FlowSpec):
             floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
             current.card.append(Markdown(floor))
             print(floor)
-        current.card.append(Markdown(f"## {self.champion} per zone, worst first"))
+        current.card.append(Markdown("## Per zone over the held-out weeks, worst against naive first"))
+        floor_by_zone = noise_floor.noise_floor_by_zone(chosen.forecasts, truth)
         current.card.append(
-            Table(
-                data=report.zone_table(self.metrics_by_zone, self.champion, floor_by_zone, self.zone_lookup),
-                headers=report.ZONE_HEADERS,
-            )
+            Table(data=report.zone_table(by_zone, floor_by_zone, self.zone_lookup), headers=report.ZONE_HEADERS)
         )
         self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
         path = load_settings().path("plots") / f"backtest_{current.run_id}.png"
         self.backtest_plot_path = str(plots.save_png(self.backtest_png, path))
-        current.card.append(Image(self.backtest_png, label="MAE and RMSE per candidate, best first"))
+        current.card.append(Image(self.backtest_png, label="MAE and RMSE per candidate over every week, best first"))
         self.next(self.predict)
 
     @step
     def predict(self):
         """Refit the champion on all the data and forecast the next --horizon_hours for every zone."""
-        frame, _ = self._features(end=self.settings.forecast_end)
+        frame, _ = self._features(self.zone_ids, end=self.settings.forecast_end)
         model = make_candidate(self.champion)
         self.model = model.fit(
             features.training_rows(frame[frame.pickup_hour < self.settings.as_of], self.features), self.features
         )
-        future = frame[frame.pickup_hour >= self.settings.as_of]
-        forecast = future[["pickup_hour", "pulocationid"]].assign(
-            forecasted_total_rides=model.predict(future, self.features),
+        future = frame[frame.pickup_hour >= self.settings.as_of].reset_index(drop=True)
+        predicted = model.predict(future, self.features)
+        forecast = pd.concat([future[["pickup_hour", "pulocationid"]], self.intervals.bounds(predicted)], axis=1)
+        forecast = forecast.assign(
+            forecasted_total_rides=predicted,
             model_name=self.champion,
             model_version=self.model_version,
             metaflow_run_id=current.run_id,
@@ -243,10 +283,15 @@ class TrainForecastModelFlow(FlowSpec):
         if unnamed:
             print(f"Zones {unnamed} are not in {tables.ZONES}: their forecasts carry no zone name or borough.")
         weather = WEATHER_USE[model.weather]
-        if model.weather == "known":
+        if model.weather in ("known", "expected"):
             weather += f" ({self.weather_lag} days before the target day)"
         zones = ",".join(str(zone) for zone in self.zone_ids)
-        self.model_parameters = {"name": model.name, "weather": weather, "zones": zones, **model.params}
+        held_out_weeks = ",".join(self.held_out["held-out week"])
+        self.model_parameters = {
+            "name": model.name, "weather": weather, "zones": zones, **model.params,
+            "selection_weeks": ",".join(self.selection_weeks_used), "held_out_weeks": held_out_weeks,
+            "weather_delay_days": self.weather_delay_days, **self.intervals.as_metadata(),
+        }  # fmt: skip
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
         self.used_features = model.used_features(self.features)
         champion = self.metrics.set_index("candidate").loc[self.champion]
@@ -254,7 +299,7 @@ class TrainForecastModelFlow(FlowSpec):
         record_model(
             MODEL_NAME,
             self.model_version,
-            metrics=backtest,
+            metrics=backtest | self.held_out_summary,
             params=self.model_parameters,
             columns_from=column_lineage.model_lineage(model.used_features(self.features)),
         )
@@ -284,7 +329,7 @@ class TrainForecastModelFlow(FlowSpec):
         self.forecast_checks = [outcome.to_dict() for outcome in outcomes]
         for outcome in outcomes:
             print(f"check {outcome.name}: {'passed' if outcome.passed else 'FAILED'}")
-        figure = plots.forecast_figure(self.actuals, self.backtest, self.forecast, self.champion)
+        figure = plots.forecast_figure(self.actuals, self.held_out_forecasts, self.forecast)
         self.forecast_png = plots.png_bytes(figure)
         self.plot_path = str(
             plots.save_png(self.forecast_png, load_settings().path("plots") / f"forecast_{current.run_id}.png")
@@ -296,14 +341,15 @@ class TrainForecastModelFlow(FlowSpec):
     @step
     def end(self):
         """Print the model version, its champion and where its forecasts are."""
-        best = self.metrics.set_index("candidate").loc[self.champion]
+        summary = self.held_out_summary
         print(
-            f"{self.model_version}: {self.champion} (backtest MAE {best.mae:.3f}), {len(self.forecast)} "
+            f"{self.model_version}: {self.champion} (held out: {summary['held_out_mae_vs_naive_median']:.2f}x naive in "
+            f"the median week, 80% intervals held {summary['held_out_coverage_80']:.1%}), {len(self.forecast)} "
             f"forecast rows at snapshot {self.forecast_snapshot_id}; plot {self.plot_path}"
         )
 
-    def _features(self, end):
-        grid = features.complete_grid(self.actuals, self.zone_ids, self.settings.window_start, end)
+    def _features(self, zones, end):
+        grid = features.complete_grid(self.actuals, zones, self.settings.window_start, end)
         return features.build_features(grid, self.settings.horizon_hours, self.weather, self.weather_lag)
 
 

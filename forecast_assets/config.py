@@ -3,8 +3,6 @@
 from dagster import Config
 from pydantic import Field
 
-from taxi_core.names import TOP_ZONES
-
 
 class TableWriteConfig(Config):
     rewrite_unchanged: bool = Field(
@@ -17,6 +15,12 @@ class TableWriteConfig(Config):
 
 
 class ActualsConfig(TableWriteConfig):
-    top_zones: int = Field(
-        default=TOP_ZONES, gt=0, le=263, description="How many of the month's busiest pickup zones to keep."
+    top_zones: int | None = Field(
+        default=None,
+        gt=0,
+        le=263,
+        description=(
+            "Keep only the month's N busiest pickup zones (default: every zone with a ride; the training flow "
+            "chooses its zones on what each forecast origin knew, which a month's full count does not)."
+        ),
     )

@@ -12,6 +12,8 @@ from flows.forecasting.tables import ACTUALS, WEATHER
 from flows.launch import FlowEvent, FlowEventKind, FlowLog
 from flows.run_settings import resolve_settings
 
+DAY = pd.Timedelta(hours=24)
+
 
 def _actuals(days=35, zones=(161, 132), seed=0):
     rng = np.random.default_rng(seed)
@@ -73,7 +75,7 @@ def test_weather_after_the_origin_never_changes_a_backtest_forecast(name):
     days = pd.date_range("2025-01-01", end - pd.Timedelta(days=1))
     rng = np.random.default_rng(1)
     weather = _weather(days, prcp=rng.gamma(0.9, 9.0, len(days)))
-    origins = backtest.backtest_origins(end, 3, 24)
+    origins = [end - DAY * back for back in (3, 2, 1)]
     for origin in origins:
         perturbed = weather.copy()
         after = perturbed.date >= origin.normalize()
@@ -82,22 +84,22 @@ def test_weather_after_the_origin_never_changes_a_backtest_forecast(name):
         for table in (weather, perturbed):
             frame, names = features.build_features(grid, 24, table, features.weather_lag_days(origin.hour, 24))
             forecasts.append(
-                backtest.rolling_origin_backtest(frame, names, lambda: make_candidate(name), [origin], 24).predicted
+                backtest.rolling_origin_backtest(frame, names, lambda: make_candidate(name), [origin], DAY).predicted
             )
         pd.testing.assert_series_equal(*forecasts)
     # The scenario does see the target day's weather: the same change moves its forecasts.
     frame, names = features.build_features(grid, 24, weather)
     moved, _ = features.build_features(grid, 24, perturbed)
     scenario = [
-        backtest.rolling_origin_backtest(f, names, lambda: make_candidate("glm_perfect_weather"), [origins[-1]], 24)
+        backtest.rolling_origin_backtest(f, names, lambda: make_candidate("glm_perfect_weather"), [origins[-1]], DAY)
         for f in (frame, moved)
     ]
     assert not np.allclose(scenario[0].predicted, scenario[1].predicted)
 
 
-def test_backtest_origins_end_one_horizon_before_as_of():
-    origins = backtest.backtest_origins(pd.Timestamp("2025-02-01"), 3, 24)
-    assert origins == [pd.Timestamp("2025-01-29"), pd.Timestamp("2025-01-30"), pd.Timestamp("2025-01-31")]
+def test_backtest_weeks_end_at_as_of():
+    weeks = backtest.backtest_weeks(pd.Timestamp("2025-02-01"), 3)
+    assert weeks == [pd.Timestamp("2025-01-11"), pd.Timestamp("2025-01-18"), pd.Timestamp("2025-01-25")]
 
 
 def test_backtest_never_trains_on_the_hours_it_forecasts():
@@ -116,10 +118,10 @@ def test_backtest_never_trains_on_the_hours_it_forecasts():
         def predict(self, rows, feature_names):
             return np.zeros(len(rows))
 
-    origins = backtest.backtest_origins(pd.Timestamp("2025-02-05"), 2, 24)
-    result = backtest.rolling_origin_backtest(frame, names, Spy, origins, 24)
+    origins = backtest.backtest_weeks(pd.Timestamp("2025-02-05"), 2)
+    result = backtest.rolling_origin_backtest(frame, names, Spy, origins)
     assert all(last < origin for last, origin in zip(seen, origins, strict=True))
-    assert len(result) == 2 * 24 * 2
+    assert len(result) == 2 * 168 * 2  # two zones, two weeks of hours
 
 
 def test_metrics_are_computed_per_group():
@@ -147,9 +149,9 @@ def test_learned_models_beat_seasonal_naive_on_a_noisy_daily_pattern(name):
     actuals = _actuals(days=42)
     grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-12"))
     frame, names = features.build_features(grid, 24)
-    origins = backtest.backtest_origins(pd.Timestamp("2025-02-12"), 3, 24)
+    origins = backtest.backtest_weeks(pd.Timestamp("2025-02-12"), 2)
     runs = [
-        backtest.rolling_origin_backtest(frame, names, lambda n=candidate: make_candidate(n), origins, 24)
+        backtest.rolling_origin_backtest(frame, names, lambda n=candidate: make_candidate(n), origins)
         for candidate in ("seasonal_naive", name)
     ]
     metrics = backtest.error_metrics(pd.concat(runs), ["candidate"]).set_index("candidate")
@@ -169,37 +171,39 @@ def test_busiest_zones_only_counts_zones_still_present():
         ({"as_of": "yesterday-ish"}, "--as_of 'yesterday-ish' is not a time"),
         ({"horizon_hours": 0}, "--horizon_hours 0 must be between 1 and 168"),
         ({"lookback_days": 10}, "--lookback_days 10 is too short"),
+        ({"evaluation_weeks": 0}, "--evaluation_weeks 0 and --selection_weeks 2 must be at least 1"),
         ({"candidates": "gbm,prophet"}, "--candidates names unknown models prophet"),
         ({"candidates": "gbm_weather"}, "weather models need --use_weather true"),
     ],
 )
 def test_bad_parameters_are_named(changes, message):
-    arguments = dict(as_of="2025-02-01", lookback_days=42, backtest_days=7, horizon_hours=24, zones=50,
-                     use_weather=False, candidates="seasonal_naive,gbm,gbm_weather") | changes  # fmt: skip
+    arguments = dict(as_of="2025-02-01", lookback_days=63, evaluation_weeks=4, selection_weeks=2, horizon_hours=24,
+                     zones=50, use_weather=False, candidates="seasonal_naive,gbm,gbm_weather") | changes  # fmt: skip
     with pytest.raises(ValueError, match=message):
         resolve_settings(**arguments)
 
 
-def test_weather_candidates_are_dropped_without_weather():
-    settings = resolve_settings("2025-02-01", 42, 7, 24, 50, False, "seasonal_naive,gbm,gbm_weather")
+def test_weather_candidates_are_dropped_without_weather_and_the_baseline_is_always_trained():
+    settings = resolve_settings("2025-02-01", 63, 4, 2, 24, 50, False, "seasonal_naive,gbm,gbm_weather")
     assert settings.candidates == ["seasonal_naive", "gbm"]
-    assert resolve_settings("2025-02-01", 42, 7, 24, 50, True, "gbm_weather").candidates == ["gbm_weather"]
+    chosen = resolve_settings("2025-02-01", 63, 4, 2, 24, 50, True, "gbm_weather").candidates
+    assert chosen == ["seasonal_naive", "gbm_weather"]
 
 
 def test_the_backtest_reports_each_origin_as_it_is_done():
     actuals = _actuals()
     grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-05"))
     frame, names = features.build_features(grid, 24)
-    origins = backtest.backtest_origins(pd.Timestamp("2025-02-05"), 3, 24)
+    origins = backtest.backtest_weeks(pd.Timestamp("2025-02-05"), 3)
     reported = []
     result = backtest.rolling_origin_backtest(
-        frame, names, lambda: make_candidate("seasonal_naive"), origins, 24, on_origin=reported.append
+        frame, names, lambda: make_candidate("seasonal_naive"), origins, on_origin=reported.append
     )
     assert [(r.number, r.total, r.origin) for r in reported] == [(n, 3, o) for n, o in enumerate(origins, start=1)]
     per_origin = result.assign(error=(result.predicted - result.total_rides).abs()).groupby("origin").error.mean()
     assert [r.mae for r in reported] == pytest.approx(per_origin.loc[origins].tolist())
     assert all(r.seconds >= 0 for r in reported)
-    assert re.fullmatch(r"seasonal_naive: origin 2/3 2025-02-03T00 MAE \d+\.\d\d \(\d+\.\d s\)", str(reported[1]))
+    assert re.fullmatch(r"seasonal_naive: week 2/3 from 2025-01-22T00 MAE \d+\.\d\d \(\d+\.\d s\)", str(reported[1]))
 
 
 def test_the_metrics_table_is_ranked_by_mae_against_naive_and_the_noise_floor():
@@ -214,16 +218,16 @@ def test_the_metrics_table_is_ranked_by_mae_against_naive_and_the_noise_floor():
     assert rows[0][-1] == "scenario (not a forecast)"
 
 
-def test_the_zone_table_puts_the_worst_zone_first():
+def test_the_zone_table_puts_the_zone_worst_against_naive_first():
     by_zone = pd.DataFrame(
-        {"candidate": ["glm", "glm", "seasonal_naive", "seasonal_naive"], "pulocationid": [1, 2, 1, 2],
-         "mae": [1.0, 3.0, 2.0, 4.0]}
-    )  # fmt: skip
+        {"pulocationid": [1, 2], "mae": [1.0, 3.0], "naive_mae": [2.0, 4.0], "coverage_80": [0.8, 0.7],
+         "coverage_95": [0.95, 0.9]}
+    ).assign(ratio=lambda table: table.mae / table.naive_mae)  # fmt: skip
     floor = pd.DataFrame({"pulocationid": [1, 2], "mae": [0.5, 2.0]})
     zones = pd.DataFrame({"location_id": [1], "zone": ["Newark Airport"], "borough": ["EWR"]})
-    assert report.zone_table(by_zone, "glm", floor, zones) == [
-        [2, "", "", 3.0, 4.0, 2.0, 0.75, 1.5],  # a zone the lookup lacks keeps its number, unnamed
-        [1, "Newark Airport", "EWR", 1.0, 2.0, 0.5, 0.5, 2.0],
+    assert report.zone_table(by_zone, floor, zones) == [
+        [2, "", "", 3.0, 4.0, 2.0, 0.75, 1.5, 0.7, 0.9],  # a zone the lookup lacks keeps its number, unnamed
+        [1, "Newark Airport", "EWR", 1.0, 2.0, 0.5, 0.5, 2.0, 0.8, 0.95],
     ]
 
 

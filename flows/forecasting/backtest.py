@@ -11,10 +11,14 @@ import pandas as pd
 
 from flows.forecasting.features import training_rows
 
+WEEK = pd.Timedelta(days=7)
+# The baseline every candidate is measured against; it is always trained.
+BASELINE = "seasonal_naive"
+
 
 @dataclass(frozen=True)
 class OriginScore:
-    """One backtest origin done: which of how many, its MAE, and how long fitting and forecasting took."""
+    """One refit of the backtest done: which of how many, its MAE, and how long fitting and forecasting took."""
 
     candidate: str
     number: int
@@ -25,15 +29,14 @@ class OriginScore:
 
     def __str__(self) -> str:
         return (
-            f"{self.candidate}: origin {self.number}/{self.total} {self.origin:%Y-%m-%dT%H} "
+            f"{self.candidate}: week {self.number}/{self.total} from {self.origin:%Y-%m-%dT%H} "
             f"MAE {self.mae:.2f} ({self.seconds:.1f} s)"
         )
 
 
-def backtest_origins(as_of: pd.Timestamp, backtest_days: int, horizon_hours: int) -> list[pd.Timestamp]:
-    """Forecast origins every 24 hours over the last ``backtest_days`` before ``as_of``."""
-    last = as_of - pd.Timedelta(hours=horizon_hours)
-    return [last - pd.Timedelta(days=day) for day in reversed(range(backtest_days))]
+def backtest_weeks(as_of: pd.Timestamp, weeks: int) -> list[pd.Timestamp]:
+    """The start of each of the ``weeks`` weeks before ``as_of``, oldest first; the last week ends at ``as_of``."""
+    return [as_of - WEEK * back for back in range(weeks, 0, -1)]
 
 
 def rolling_origin_backtest(
@@ -41,15 +44,20 @@ def rolling_origin_backtest(
     features: list[str],
     make_model,
     origins: list[pd.Timestamp],
-    horizon_hours: int,
+    span: pd.Timedelta = WEEK,
     on_origin: Callable[[OriginScore], None] | None = None,
 ) -> pd.DataFrame:
-    """Train on everything before each origin, forecast the next ``horizon_hours``; report each origin done."""
+    """Refit on everything before each origin and score the ``span`` after it; report each refit done.
+
+    Every feature of a row is known one horizon before the row (the lags are no shorter than the
+    horizon), so a model refitted weekly scores each hour as the daily forecast made one horizon
+    earlier would, with a model up to a week old: what a weekly retrain would have delivered.
+    """
     results = []
     for number, origin in enumerate(origins, start=1):
         began = time.perf_counter()
         history = training_rows(frame[frame.pickup_hour < origin], features)
-        window = frame[(frame.pickup_hour >= origin) & (frame.pickup_hour < origin + pd.Timedelta(hours=horizon_hours))]
+        window = frame[(frame.pickup_hour >= origin) & (frame.pickup_hour < origin + span)]
         window = window.dropna(subset=["total_rides"])
         model = make_model().fit(history, features)
         scored = window[["pickup_hour", "pulocationid", "total_rides"]].assign(
@@ -94,10 +102,11 @@ def choose_champion(metrics: pd.DataFrame, scenarios: Collection[str] = ()) -> s
 
 
 def busiest_zones(actuals: pd.DataFrame, count: int) -> list[int]:
-    """The forecast's zones: the ``count`` busiest among zones with actuals for every hour of the window.
+    """The forecast's zones: the ``count`` busiest among zones with actuals for every hour of ``actuals``.
 
-    The actuals keep each month's own busiest zones; a zone that enters or leaves that set inside the
-    window would appear or vanish mid-training, so only zones present throughout are forecast.
+    The caller passes only what is known at the origin, so the choice never sees the hours it is
+    scored on. A zone that enters or leaves the actuals inside the window would appear or vanish
+    mid-training, so only zones present throughout are forecast.
     """
     hours = actuals.pickup_hour.nunique()
     per_zone = actuals.groupby("pulocationid").agg(hours=("pickup_hour", "nunique"), rides=("total_rides", "sum"))

@@ -14,6 +14,9 @@ FORECAST_KEYS = ["pickup_hour", "pulocationid"]
 EVERY_ZONE_EVERY_HOUR = "forecast_every_zone_has_every_horizon_hour"
 NO_NEGATIVE_RIDES = "forecast_no_negative_rides"
 NO_DUPLICATE_KEYS = "forecast_no_duplicate_keys"
+INTERVALS_HOLD_THE_FORECAST = "forecast_intervals_hold_the_forecast"
+# Narrowest first: each interval lies inside the next, the forecast inside the narrowest.
+NESTED_BOUNDS = ["lower_95", "lower_80", "forecasted_total_rides", "upper_80", "upper_95"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,37 @@ def unique_forecast_keys(rows: pd.DataFrame) -> CheckOutcome:
     )
 
 
+def sane_intervals(rows: pd.DataFrame) -> CheckOutcome:
+    """Every row's bounds are there, none below zero, the 80% interval inside the 95% one and holding the forecast."""
+    present = [column for column in NESTED_BOUNDS if column in rows]
+    missing_columns = sorted(set(NESTED_BOUNDS) - set(present))
+    bounds = rows.reindex(columns=NESTED_BOUNDS)
+    missing = int(bounds.isna().any(axis=1).sum())
+    ordered = pd.Series(True, index=rows.index)
+    for narrower, wider in zip(NESTED_BOUNDS, NESTED_BOUNDS[1:], strict=False):
+        ordered &= bounds[narrower] <= bounds[wider]
+    out_of_order = int((~ordered & bounds.notna().all(axis=1)).sum())
+    negative = int((bounds["lower_95"] < 0).sum())
+    width = (bounds.upper_80 - bounds.lower_80).median() if len(rows) else 0.0
+    return CheckOutcome(
+        INTERVALS_HOLD_THE_FORECAST,
+        passed=not missing_columns and missing == 0 and out_of_order == 0 and negative == 0 and len(rows) > 0,
+        metadata={
+            "rows": len(rows),
+            "missing_columns": ", ".join(missing_columns),
+            "rows_missing_a_bound": missing,
+            "rows_out_of_order": out_of_order,
+            "negative_lower_bounds": negative,
+            "median_80_width": round(float(width), 3) if pd.notna(width) else 0.0,
+        },
+    )
+
+
 def forecast_checks(rows: pd.DataFrame, version: ForecastVersion) -> list[CheckOutcome]:
     """Every check of the forecast table, on one version's rows."""
-    return [horizon_coverage(rows, version), non_negative_forecasts(rows), unique_forecast_keys(rows)]
+    return [
+        horizon_coverage(rows, version),
+        non_negative_forecasts(rows),
+        unique_forecast_keys(rows),
+        sane_intervals(rows),
+    ]

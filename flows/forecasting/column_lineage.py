@@ -21,6 +21,7 @@ from bridge.translate.column_lineage import (
     Transformation,
 )
 from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
+from flows.forecasting.intervals import INTERVAL_COLUMNS
 from taxi_core.errors import PipelineError
 from taxi_core.names import ACTUALS, RAW_WEATHER, ZONES
 
@@ -74,7 +75,10 @@ def model_lineage(features: list[str]) -> ColumnLineage:
 
 
 def forecast_lineage(features: list[str]) -> ColumnLineage:
-    """The forecast table's columns: the forecast from every feature's columns (and the target it learned)."""
+    """The forecast table's columns: the forecast from every feature's columns (and the target it learned).
+
+    The intervals are the forecast widened by the backtest's errors, which are the same columns again.
+    """
     merged: dict[InputColumn, set[Transformation]] = defaultdict(set)
     for origin in (*LEARNED_TARGET, *(o for feature in features for o in feature_origins(feature))):
         merged[origin.input].update(origin.transformations)
@@ -83,6 +87,7 @@ def forecast_lineage(features: list[str]) -> ColumnLineage:
         "pickup_hour": (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),),
         "pulocationid": (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),),
         "forecasted_total_rides": forecast,
+        **{column: forecast for column in INTERVAL_COLUMNS},
         **{
             column: (ColumnOrigin(InputColumn(ZONES, column), (Transformation(DIRECT, IDENTITY),)), *ZONE_JOIN)
             for column in ("zone", "borough")

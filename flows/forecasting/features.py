@@ -23,13 +23,19 @@ PERFECT_WEATHER_FEATURES = ["prcp_same_day", "tavg_same_day"]
 CANDIDATE_LAGS = (24, 48, 168, 336, 504)
 SEASONAL_LAGS = (168, 336, 504)
 LEVEL_HOURS = 168
+# NOAA updates nClimGrid-Daily's preliminary county values every 3 days (the NOAA entry of the AWS
+# Open Data Registry, noaa-nclimgrid: "Daily data are updated every 3 days with a preliminary data
+# file"), so a day's weather can be up to 3 days old before it is published.
+NOAA_PUBLICATION_DELAY_DAYS = 3
 
 
 def lags_for(horizon_hours: int) -> list[int]:
     return [lag for lag in CANDIDATE_LAGS if lag >= horizon_hours]
 
 
-def weather_lag_days(origin_hour: int, horizon_hours: int, publication_delay_days: int = 0) -> int:
+def weather_lag_days(
+    origin_hour: int, horizon_hours: int, publication_delay_days: int = NOAA_PUBLICATION_DELAY_DAYS
+) -> int:
     """Days between a target hour's day and the newest day of weather known at its origin.
 
     An origin at ``origin_hour`` forecasting ``horizon_hours`` ahead reaches ``ceil((origin_hour +

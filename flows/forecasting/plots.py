@@ -25,10 +25,9 @@ WIDE_FIGURE = (14.0, 4.8)
 PNG_COLOURS = 64
 
 
-def forecast_figure(
-    actuals: pd.DataFrame, backtest: pd.DataFrame, forecast: pd.DataFrame, champion: str, zones: int = 4
-):
-    """One panel per busy zone, two panels a row: last week's actuals, the champion's backtest, the forecast."""
+def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.DataFrame, zones: int = 4):
+    """One panel per busy zone, two panels a row: the last week's actuals, the held-out forecasts and the
+    forecast, each with its 80% and 95% intervals."""
     names = forecast.drop_duplicates("pulocationid").set_index("pulocationid")
     busiest = list(actuals.groupby("pulocationid").total_rides.sum().nlargest(zones).index)
     start = forecast.pickup_hour.min() - pd.Timedelta(days=HISTORY_DAYS)
@@ -37,11 +36,15 @@ def forecast_figure(
     figure, axes = plt.subplots(rows, 2, figsize=(width, height * rows / 2), sharex=True, squeeze=False)
     for axis, zone in zip(axes.flat, busiest, strict=False):
         seen = actuals[(actuals.pulocationid == zone) & (actuals.pickup_hour >= start)]
-        tested = backtest[(backtest.pulocationid == zone) & (backtest.candidate == champion)]
+        tested = held_out[(held_out.pulocationid == zone) & (held_out.pickup_hour >= start)]
         ahead = forecast[forecast.pulocationid == zone]
+        for rows, colour in ((tested, "tab:blue"), (ahead, "tab:red")):
+            axis.fill_between(rows.pickup_hour, rows.lower_95, rows.upper_95, color=colour, alpha=0.12, linewidth=0)
+            axis.fill_between(rows.pickup_hour, rows.lower_80, rows.upper_80, color=colour, alpha=0.22, linewidth=0)
         axis.plot(seen.pickup_hour, seen.total_rides, color="black", linewidth=0.9, label="actual rides")
-        axis.plot(tested.pickup_hour, tested.predicted, color="tab:blue", linewidth=0.9, label=f"backtest ({champion})")
-        axis.plot(ahead.pickup_hour, ahead.forecasted_total_rides, color="tab:red", linewidth=1.5, label="forecast")
+        axis.plot(tested.pickup_hour, tested.predicted, color="tab:blue", linewidth=0.9, label="held-out forecast")
+        axis.plot(ahead.pickup_hour, ahead.forecasted_total_rides, color="tab:red", linewidth=1.5,
+                  label="forecast (bands: 80% and 95%)")  # fmt: skip
         title = f"zone {zone}: {names.zone.get(zone) or '?'} ({names.borough.get(zone) or '?'})"
         axis.set_title(title, fontsize=10, loc="left")
         axis.set_ylabel("rides / hour", fontsize=9)
@@ -53,6 +56,26 @@ def forecast_figure(
     handles, labels = axes.flat[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="upper right", ncols=3, fontsize=9, frameon=False)
     figure.suptitle(f"Forecast from {forecast.pickup_hour.min():%Y-%m-%d %H:%M}", x=0.01, ha="left", fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def held_out_figure(weeks: pd.DataFrame):
+    """Each held-out week's champion MAE as a share of seasonal naive's, with its bootstrap range."""
+    figure, axis = plt.subplots(figsize=WIDE_FIGURE)
+    ratios = weeks["MAE / naive"].astype(float)
+    ranges = weeks["90% range"].str.split("-", expand=True).astype(float)
+    positions = range(len(weeks))
+    axis.bar(positions, ratios, color="tab:blue", width=0.6, label="champion MAE / seasonal naive MAE")
+    axis.errorbar(positions, ratios, yerr=[ratios - ranges[0], ranges[1] - ratios], fmt="none", ecolor="black",
+                  capsize=4, label="90% bootstrap range (zone-days resampled)")  # fmt: skip
+    axis.axhline(1.0, color="tab:gray", linestyle="--", linewidth=1, label="as good as naive")
+    labels = [f"{week}\n{champion}" for week, champion in zip(weeks["held-out week"], weeks["champion"], strict=True)]
+    axis.set_xticks(list(positions), labels, fontsize=9)
+    axis.set_ylabel("MAE / naive MAE")
+    axis.set_title("Held-out weeks: each champion chosen on the weeks before it", fontsize=11, loc="left")
+    axis.legend(fontsize=9, loc="upper right")
+    axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return figure
 

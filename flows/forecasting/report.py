@@ -6,12 +6,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from flows.forecasting.backtest import ranked
+from flows.forecasting.backtest import BASELINE, ranked
 from flows.forecasting.tables import ACTUALS, WEATHER, ZONES
 
 METRIC_COLUMNS = ["candidate", "mae", "rmse", "wape", "hours"]
 RATIO_COLUMNS = ["MAE / naive", "MAE / noise floor", "kind"]
-BASELINE = "seasonal_naive"
 ZONE_HEADERS = [
     "zone",
     "name",
@@ -21,6 +20,8 @@ ZONE_HEADERS = [
     "noise floor MAE",
     "champion / naive",
     "champion / floor",
+    "80% coverage",
+    "95% coverage",
 ]
 
 
@@ -39,21 +40,18 @@ def metrics_table(
     return METRIC_COLUMNS + RATIO_COLUMNS, rows
 
 
-def zone_table(
-    by_zone: pd.DataFrame, champion: str, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame
-) -> list[list]:
-    """Per zone, worst champion error first, named from the zone lookup: the champion against seasonal naive and
-    the noise floor."""
+def zone_table(by_zone: pd.DataFrame, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame) -> list[list]:
+    """Per zone over the held-out weeks, worst against naive first, named from the zone lookup: the chosen
+    champions against seasonal naive and the noise floor, and the share of actuals inside each interval."""
     names = zones.set_index("location_id")
-    mae = by_zone.pivot_table(index="pulocationid", columns="candidate", values="mae")
     floors = floor_by_zone.set_index("pulocationid").mae if floor_by_zone is not None else None
     rows = []
-    for zone, row in mae.sort_values(champion, ascending=False).iterrows():
-        naive = row.get(BASELINE)
+    for row in by_zone.sort_values("ratio", ascending=False).itertuples(index=False):
+        zone = int(row.pulocationid)
         floor = floors.get(zone) if floors is not None else None
-        name, borough = (names.zone.get(zone, ""), names.borough.get(zone, ""))
-        rows.append([int(zone), name, borough, round(float(row[champion]), 2), _round(naive), _round(floor),
-                     _ratio(row[champion], naive), _ratio(row[champion], floor)])  # fmt: skip
+        rows.append([zone, names.zone.get(zone, ""), names.borough.get(zone, ""), round(float(row.mae), 2),
+                     _round(row.naive_mae), _round(floor), _ratio(row.mae, row.naive_mae), _ratio(row.mae, floor),
+                     round(float(row.coverage_80), 3), round(float(row.coverage_95), 3)])  # fmt: skip
     return rows
 
 

@@ -38,6 +38,11 @@ FORECAST_SCHEMA = Schema(
     NestedField(7, "created_at", TimestamptzType(), required=False),
     NestedField(8, "zone", StringType(), required=False),
     NestedField(9, "borough", StringType(), required=False),
+    # The forecast's intervals, calibrated on the backtest's held-out errors.
+    NestedField(10, "lower_80", DoubleType(), required=False),
+    NestedField(11, "upper_80", DoubleType(), required=False),
+    NestedField(12, "lower_95", DoubleType(), required=False),
+    NestedField(13, "upper_95", DoubleType(), required=False),
 )
 FORECAST_PARTITIONING = PartitionSpec(
     PartitionField(source_id=1, field_id=1000, transform=DayTransform(), name="pickup_hour_day")

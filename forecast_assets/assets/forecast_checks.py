@@ -9,6 +9,7 @@ from flows.forecasting.checks import (
     ForecastVersion,
     horizon_coverage,
     non_negative_forecasts,
+    sane_intervals,
     unique_forecast_keys,
 )
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
@@ -82,4 +83,18 @@ def forecast_no_duplicate_keys(
     return NOT_MATERIALIZED if rows is None else _result(unique_forecast_keys(rows))
 
 
-FORECAST_CHECKS = [forecast_every_zone_has_every_horizon_hour, forecast_no_negative_rides, forecast_no_duplicate_keys]
+@asset_check(asset=FORECAST_TABLE, blocking=True)
+def forecast_intervals_hold_the_forecast(
+    context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
+) -> AssetCheckResult:
+    """Every row's bounds are there, none below zero, the 80% interval inside the 95% one and holding the forecast."""
+    rows, _ = _latest_rows(context, catalog)
+    return NOT_MATERIALIZED if rows is None else _result(sane_intervals(rows))
+
+
+FORECAST_CHECKS = [
+    forecast_every_zone_has_every_horizon_hour,
+    forecast_no_negative_rides,
+    forecast_no_duplicate_keys,
+    forecast_intervals_hold_the_forecast,
+]

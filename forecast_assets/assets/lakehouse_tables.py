@@ -41,7 +41,7 @@ from taxi_core.zones import load_zones
 LAKEHOUSE_GROUP = "lakehouse"
 UNKNOWN_BOROUGHS = {"Unknown", "N/A"}
 # Bump when the transform changes what it writes: a month built by older code is then rewritten.
-ACTUALS_CODE_VERSION = "2"
+ACTUALS_CODE_VERSION = "3"
 
 
 def check_spec(audit: Audit, asset_key: AssetKey, partitions: PartitionsDefinition | None) -> AssetCheckSpec:
@@ -173,13 +173,13 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
         identity={
             # The raw month it counts, not raw_yellow's head: publishing another month is no change.
             f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),
-            "actuals.top-zones": str(config.top_zones),
+            "actuals.top-zones": str(config.top_zones or "every zone with a ride"),
             CODE_VERSION_PROPERTY: ACTUALS_CODE_VERSION,
         },
         build_rows=build_rows,
         metadata={
             "hours": window.hours,
-            "top_zones_requested": config.top_zones,
+            "zones_kept": config.top_zones or "every zone with a ride",
             "raw_yellow_snapshot_id": trips_snapshot,
             "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
             # The raw month counted (the snapshot that last wrote it), not raw_yellow's head.
@@ -195,7 +195,7 @@ def actuals_asset(months: PartitionsDefinition) -> AssetsDefinition:
         HOURLY_ACTUALS,
         [AssetKey([NAMESPACE, RAW_YELLOW.name])],
         ACTUALS_AUDITS,
-        "Rides per pickup hour for the month's busiest zones, with a row (zero if need be) for every hour.",
+        "Rides per pickup hour for every zone with a ride in the month, with a row (zero if need be) for every hour.",
         ACTUALS_CODE_VERSION,
         months,
     )(yellow_rides_hourly_actuals)

@@ -34,13 +34,24 @@ ZONES = "zones"
 class TrainingConfig(Config):
     use_weather: bool = Field(default=False, description="Train weather-aware candidates on nyc_taxi.raw_weather.")
     as_of: str = Field(default="", description="Forecast origin (default: the hour after the newest actuals).")
-    lookback_days: int = Field(default=42, gt=0, description="Days of actuals to read.")
+    lookback_days: int | None = Field(default=None, gt=0, description="Days of actuals to read (default: the flow's).")
+    evaluation_weeks: int | None = Field(
+        default=None,
+        gt=0,
+        description="Held-out weeks, each scored on a champion chosen before it (default: the flow's).",
+    )
+    selection_weeks: int | None = Field(
+        default=None,
+        gt=0,
+        description="Weeks before each held-out week that choose its champion (default: the flow's).",
+    )
     horizon_hours: int = Field(default=24, gt=0, le=168, description="Hours ahead to forecast.")
 
     def flow_parameters(self) -> dict:
-        parameters = {"use_weather": self.use_weather, "lookback_days": self.lookback_days}
-        parameters["horizon_hours"] = self.horizon_hours
-        return parameters | ({"as_of": self.as_of} if self.as_of else {})
+        parameters = {"use_weather": self.use_weather, "horizon_hours": self.horizon_hours}
+        chosen = {"lookback_days": self.lookback_days, "evaluation_weeks": self.evaluation_weeks,
+                  "selection_weeks": self.selection_weeks, "as_of": self.as_of or None}  # fmt: skip
+        return parameters | {name: value for name, value in chosen.items() if value is not None}
 
 
 @multi_asset(
@@ -136,9 +147,27 @@ def model_metadata(run) -> dict:
         metadata["zone_lookup_snapshot_id"] = data.zone_lookup_snapshot_id
     if data.noise_floor:
         metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
+    if "held_out_summary" in data:  # runs before the held-out selection scored the champion on one week
+        metadata.update(_held_out_metadata(data))
     if "scenarios" in data and data.scenarios:
         metadata["scenarios_never_champion"] = ", ".join(data.scenarios)
     return metadata
+
+
+def _held_out_metadata(data) -> dict:
+    """What the version is known by: the weeks that chose it, its held-out score and its intervals' coverage."""
+    summary = data.held_out_summary
+    return {
+        "selection_weeks": ", ".join(data.selection_weeks_used),
+        "held_out_weeks": MetadataValue.table(
+            records=[
+                TableRecord({key: value for key, value in row.items()}) for row in data.held_out.to_dict("records")
+            ]
+        ),
+        **{key: MetadataValue.float(float(value)) for key, value in summary.items() if key != "held_out_weeks"},
+        "training_seconds": MetadataValue.json(data.training_seconds),
+        "held_out_plot": png_markdown(data.held_out_png, "held-out weeks: champion MAE / seasonal naive MAE"),
+    }
 
 
 def png_markdown(png: bytes, title: str) -> MetadataValue:
@@ -163,6 +192,10 @@ def forecast_table_metadata(run) -> dict:
         ZONES: MetadataValue.int(len(data.zone_ids)),
         "plot_path": MetadataValue.path(data.plot_path),
     }
+    if "held_out_summary" in data:
+        summary = data.held_out_summary
+        metadata["interval_coverage_80"] = MetadataValue.float(summary["held_out_coverage_80"])
+        metadata["interval_coverage_95"] = MetadataValue.float(summary["held_out_coverage_95"])
     if "forecast_png" in data:
         metadata["plot"] = png_markdown(data.forecast_png, "forecast of the busiest zones")
     return metadata

@@ -1,4 +1,4 @@
-"""Rides per pickup hour for the busiest zones, every hour of the month present."""
+"""Rides per pickup hour for every zone with a ride (or the busiest), every hour of the month present."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
-def busiest_zones(trips_in_month: DataFrame, eligible_zones: list[int], top_n: int) -> DataFrame:
-    """The ``top_n`` zones by rides, ties broken by zone id so the choice is repeatable."""
-    return (
-        trips_in_month.filter(F.col("pulocationid").isin(eligible_zones))
-        .groupBy("pulocationid")
-        .count()
-        .orderBy(F.desc("count"), F.asc("pulocationid"))
-        .limit(top_n)
-        .select("pulocationid")
-    )
+def busiest_zones(trips_in_month: DataFrame, eligible_zones: list[int], top_n: int | None) -> DataFrame:
+    """The ``top_n`` zones by rides (every zone with a ride when ``None``), ties broken by zone id so the choice
+    is repeatable."""
+    counted = trips_in_month.filter(F.col("pulocationid").isin(eligible_zones)).groupBy("pulocationid").count()
+    if top_n is None:
+        return counted.select("pulocationid")
+    return counted.orderBy(F.desc("count"), F.asc("pulocationid")).limit(top_n).select("pulocationid")
 
 
 def hourly_actuals(
@@ -26,7 +23,7 @@ def hourly_actuals(
     month_start: datetime,
     month_end: datetime,
     eligible_zones: list[int],
-    top_n: int,
+    top_n: int | None,
 ) -> DataFrame:
     """``pickup_hour, pulocationid, total_rides`` with zeros for hours without a ride."""
     in_month = trips.filter(

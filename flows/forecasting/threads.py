@@ -1,0 +1,40 @@
+"""Thread limits for the numeric libraries, applied after they load so that the limits reach them.
+
+OpenMP (scikit-learn's gradient boosting) and BLAS read a thread limit from each loaded runtime;
+``threadpoolctl`` sets it only on runtimes already loaded. A limit entered before scikit-learn is
+imported therefore misses OpenMP, and the candidates' concurrent branches each start a thread per
+core: on two cores five branches ran about 30 times slower, spinning against each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from threadpoolctl import threadpool_info, threadpool_limits
+
+
+def share_of_cores(branches: int, cores: int | None = None) -> int:
+    """Threads for each of ``branches`` processes running at once: their share of the cores, at least one."""
+    return max(1, (cores or os.cpu_count() or 1) // max(branches, 1))
+
+
+def load_numeric_libraries() -> None:
+    """Load the libraries that start thread pools (BLAS through numpy, OpenMP through scikit-learn)."""
+    import numpy  # noqa: F401  BLAS
+    import sklearn.ensemble  # noqa: F401  OpenMP, through the gradient boosting's compiled loops
+    import sklearn.linear_model  # noqa: F401
+
+
+@contextmanager
+def numeric_threads(limit: int) -> Iterator[None]:
+    """At most ``limit`` threads in every numeric thread pool, the libraries loaded first so the limit holds."""
+    load_numeric_libraries()
+    with threadpool_limits(limits=limit):
+        yield
+
+
+def pool_sizes() -> dict[str, int]:
+    """Threads each loaded numeric runtime would use now, by runtime (``openmp``, ``blas``)."""
+    return {pool["user_api"]: pool["num_threads"] for pool in threadpool_info()}

@@ -1,0 +1,155 @@
+"""Held-out model selection, calibrated intervals, the interval check and the thread limits (no Metaflow run)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.forecasting import checks, features, intervals, selection
+from flows.forecasting.backtest import BASELINE, backtest_weeks, rolling_origin_backtest
+from flows.forecasting.models import make_candidate
+
+AS_OF = pd.Timestamp("2025-02-01")
+
+
+def _backtest(errors_by_week: dict[str, list[float]], seed=0) -> pd.DataFrame:
+    """Forecasts of 10 zones for every hour of each week, each candidate off by its week's error (in rides)."""
+    rng = np.random.default_rng(seed)
+    weeks = backtest_weeks(AS_OF, len(next(iter(errors_by_week.values()))))
+    rows = []
+    for index, week in enumerate(weeks):
+        hours = pd.date_range(week, periods=168, freq="h")
+        cells = pd.MultiIndex.from_product([hours, range(10)], names=["pickup_hour", "pulocationid"]).to_frame(
+            index=False
+        )
+        truth = rng.poisson(50, len(cells)).astype(float)
+        for candidate, errors in errors_by_week.items():
+            signs = rng.choice([-1.0, 1.0], len(cells))
+            rows.append(
+                cells.assign(origin=week, candidate=candidate, total_rides=truth, predicted=truth + signs * errors[index])
+            )
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_each_held_out_week_is_scored_on_a_champion_chosen_only_on_the_weeks_before_it():
+    # "early" is best in the first three weeks, "late" from then on; the held-out week never votes, so
+    # "late" becomes champion only once the weeks before give it the lower error (week 6: 3.8 against 4.2).
+    frame = _backtest({BASELINE: [10, 10, 10, 10, 10, 10], "early": [1, 1, 1, 9, 9, 9], "late": [5, 5, 5, 2, 2, 2]})
+    chosen = selection.select(frame, selection_weeks=2)
+    assert [week.champion for week in chosen.held_out] == ["early", "early", "early", "late"]
+    weeks = backtest_weeks(AS_OF, 6)
+    assert [week.week for week in chosen.held_out] == weeks[2:]
+    assert [week.chosen_on for week in chosen.held_out] == [tuple(weeks[:index]) for index in range(2, 6)]
+    # Each held-out score is the chosen champion's error on that week, against naive's.
+    assert [round(week.ratio, 6) for week in chosen.held_out] == [0.1, 0.9, 0.9, 0.2]
+    assert chosen.champion == "late" and chosen.chosen_on == tuple(weeks)
+    summary = chosen.summary()
+    assert summary["held_out_mae_vs_naive_median"] == pytest.approx(0.55)
+    assert summary["held_out_mae_vs_naive_worst"] == pytest.approx(0.9)
+
+
+def test_the_bootstrap_range_holds_the_week_s_ratio():
+    frame = _backtest({BASELINE: [10, 10, 10], "model": [4, 6, 8]})
+    for week in selection.select(frame, selection_weeks=1).held_out:
+        low, high = week.ratio_range
+        assert low <= week.ratio <= high
+
+
+def test_a_backtest_without_the_baseline_or_with_too_few_weeks_is_refused():
+    with pytest.raises(ValueError, match="no seasonal_naive forecasts"):
+        selection.select(_backtest({"glm": [1, 1, 1]}), selection_weeks=1)
+    with pytest.raises(ValueError, match="leave none to hold out"):
+        selection.select(_backtest({BASELINE: [1, 1]}), selection_weeks=2)
+
+
+def test_intervals_calibrated_on_earlier_weeks_hold_their_share_of_later_actuals():
+    rng = np.random.default_rng(7)
+    # Negative-binomial counts: Poisson noise plus a shared shock, as rain gives a whole day.
+    mu = rng.uniform(2, 400, 40_000)
+    actual = rng.poisson(mu * rng.gamma(25, 1 / 25, len(mu)))
+    model = intervals.fit_intervals(mu[:20_000], actual[:20_000])
+    assert model.dispersion == pytest.approx(1 / 25, rel=0.2)
+    shares = intervals.coverage(actual[20_000:], model.bounds(mu[20_000:]))
+    assert shares[80] == pytest.approx(0.80, abs=0.015)
+    assert shares[95] == pytest.approx(0.95, abs=0.01)
+    bounds = model.bounds(mu[20_000:])
+    assert (bounds.lower_95 >= 0).all() and (bounds.lower_95 <= bounds.lower_80).all()
+    assert (bounds.lower_80 <= mu[20_000:]).all() and (mu[20_000:] <= bounds.upper_80).all()
+    assert (bounds.upper_80 <= bounds.upper_95).all()
+
+
+def _version_rows() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"forecasted_total_rides": [10.0, 20.0], "lower_80": [6.0, 15.0], "upper_80": [14.0, 25.0],
+         "lower_95": [4.0, 12.0], "upper_95": [17.0, 29.0]}
+    )  # fmt: skip
+
+
+def test_the_interval_check_passes_nested_bounds_and_names_what_is_wrong():
+    assert checks.sane_intervals(_version_rows()).passed
+    crossed = _version_rows().assign(upper_80=[9.0, 25.0])  # below its forecast
+    outcome = checks.sane_intervals(crossed)
+    assert not outcome.passed and outcome.metadata["rows_out_of_order"] == 1
+    negative = _version_rows().assign(lower_95=[-1.0, 12.0])
+    assert checks.sane_intervals(negative).metadata["negative_lower_bounds"] == 1
+    older = _version_rows().drop(columns=["lower_95", "upper_95"])  # a version written before the intervals
+    outcome = checks.sane_intervals(older)
+    assert not outcome.passed and outcome.metadata["missing_columns"] == "lower_95, upper_95"
+
+
+def _rainy_city(days=63, seed=3):
+    """Two zones whose demand rises 25% on rainy days, which fall at random."""
+    rng = np.random.default_rng(seed)
+    dates = pd.date_range("2024-12-01", periods=days, freq="D")
+    rain = np.where(rng.random(days) < 0.3, rng.gamma(2.0, 5.0, days), 0.0)
+    hours = pd.date_range(dates[0], periods=days * 24, freq="h")
+    lift = 1 + 0.25 * (np.repeat(rain, 24) > 0)
+    rows = [
+        pd.DataFrame({"pickup_hour": hours, "pulocationid": zone,
+                      "total_rides": rng.poisson(base * (1 + 0.5 * np.sin(2 * np.pi * hours.hour / 24)) * lift)})
+        for zone, base in ((161, 80.0), (132, 30.0))
+    ]  # fmt: skip
+    # Zone 161 is in Manhattan (county 36061), zone 132 (JFK) in Queens (36081): the same rain falls on both.
+    weather = pd.concat(
+        [pd.DataFrame({"county_fips": county, "date": dates, "prcp": rain, "tavg": 3.0}) for county in ("36061", "36081")]
+    )
+    return pd.concat(rows, ignore_index=True), weather
+
+
+def test_the_expected_weather_glm_learns_the_rain_s_lift_and_forecasts_its_average():
+    actuals, weather = _rainy_city()
+    end = pd.Timestamp("2025-02-02")
+    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), end)
+    frame, names = features.build_features(grid, 24, weather, features.weather_lag_days(0, 24))
+    history = features.training_rows(frame[frame.pickup_hour < end - pd.Timedelta(days=7)], names)
+    model = make_candidate("glm_weather").fit(history, names)
+    rainy_share = (weather.prcp > 0).mean()
+    # The lift of an average day's rain: a quarter more rides on the rainy share of days.
+    assert model.rain_lift == pytest.approx(1 + 0.25 * rainy_share, abs=0.04)
+    week = backtest_weeks(end, 1)
+    scored = rolling_origin_backtest(frame, names, lambda: make_candidate("glm_weather"), week)
+    naive = rolling_origin_backtest(frame, names, lambda: make_candidate(BASELINE), week)
+    assert (scored.predicted - scored.total_rides).abs().mean() < (naive.predicted - naive.total_rides).abs().mean()
+
+
+THREADS_PROBE = """
+import json, sys
+from flows.forecasting.threads import numeric_threads, pool_sizes
+with numeric_threads(int(sys.argv[1])):
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+    print(json.dumps({"pools": pool_sizes(), "openmp_for_boosting": _openmp_effective_n_threads()}))
+"""
+
+
+def test_the_thread_limit_reaches_openmp_and_blas_in_a_fresh_process():
+    # A fresh interpreter: scikit-learn is not loaded yet, as in a Metaflow task, which is where a limit
+    # entered before the import used to miss OpenMP.
+    probe = subprocess.run(
+        [sys.executable, "-c", THREADS_PROBE, "1"], capture_output=True, text=True, check=True, timeout=120
+    )
+    found = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert found["openmp_for_boosting"] == 1
+    assert found["pools"] and set(found["pools"].values()) == {1}
