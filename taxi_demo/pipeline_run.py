@@ -183,10 +183,19 @@ def _materialization_line(materialization) -> str:
         line = f"{name:40s} rows={metadata[ROW_COUNT]:>9}  snapshot={metadata[SNAPSHOT_ID]}"
         return line + ("  (unchanged source: nothing written)" if publication == "unchanged" else "")
     if "model_version" in metadata and "champion" in metadata:
-        return f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + (
-            f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""
-        )
+        return f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + _model_score(metadata)
     return name
+
+
+def _model_score(metadata: dict) -> str:
+    """The champion's held-out figures (older versions: its backtest MAE)."""
+    if "held_out_mae_vs_naive_median" in metadata:
+        return (
+            f" (held out: {metadata['held_out_mae_vs_naive_median']:.2f}x seasonal naive in the median week, "
+            f"{metadata['held_out_mae_vs_naive_worst']:.2f}x in the worst; 80% intervals held "
+            f"{metadata['held_out_coverage_80']:.1%})"
+        )
+    return f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""
 
 
 def print_outcome(outcome: RunOutcome) -> None:

@@ -28,9 +28,8 @@ def _backtest(errors_by_week: dict[str, list[float]], seed=0) -> pd.DataFrame:
         truth = rng.poisson(50, len(cells)).astype(float)
         for candidate, errors in errors_by_week.items():
             signs = rng.choice([-1.0, 1.0], len(cells))
-            rows.append(
-                cells.assign(origin=week, candidate=candidate, total_rides=truth, predicted=truth + signs * errors[index])
-            )
+            predicted = truth + signs * errors[index]
+            rows.append(cells.assign(origin=week, candidate=candidate, total_rides=truth, predicted=predicted))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -113,9 +112,8 @@ def _rainy_city(days=63, seed=3):
         for zone, base in ((161, 80.0), (132, 30.0))
     ]  # fmt: skip
     # Zone 161 is in Manhattan (county 36061), zone 132 (JFK) in Queens (36081): the same rain falls on both.
-    weather = pd.concat(
-        [pd.DataFrame({"county_fips": county, "date": dates, "prcp": rain, "tavg": 3.0}) for county in ("36061", "36081")]
-    )
+    counties = ("36061", "36081")
+    weather = pd.concat([pd.DataFrame({"county_fips": c, "date": dates, "prcp": rain, "tavg": 3.0}) for c in counties])
     return pd.concat(rows, ignore_index=True), weather
 
 

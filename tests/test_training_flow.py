@@ -69,6 +69,47 @@ def test_the_learned_models_beat_seasonal_naive(by_hand_run):
         assert 0 < floor["mae"] < metrics.loc[learned, "mae"] < metrics.loc["seasonal_naive", "mae"]
 
 
+def test_each_held_out_week_s_champion_was_the_best_on_the_weeks_before_it(by_hand_run):
+    data = by_hand_run.data
+    scored = data.backtest.assign(error=(data.backtest.predicted - data.backtest.total_rides).abs())
+    weeks = sorted(scored.origin.unique())
+    assert len(weeks) == data.settings.evaluation_weeks + data.settings.selection_weeks
+    for row in data.held_out.to_dict("records"):
+        week = pd.Timestamp(row["held-out week"])
+        before = scored[scored.origin < week]
+        # Recomputed from the branches' backtest artifacts: the lowest MAE on the weeks before, never the week.
+        assert row["champion"] == before.groupby("candidate").error.mean().idxmin()
+        assert row["chosen on"] == ", ".join(f"{w:%m-%d}" for w in weeks if w < week)
+        held = (
+            scored[scored.origin == week]
+            .pivot_table(index=["pickup_hour", "pulocationid"], columns="candidate", values="error")
+            .dropna()
+        )
+        assert row["MAE / naive"] == pytest.approx(held[row["champion"]].mean() / held.seasonal_naive.mean(), abs=1e-3)
+    # The backtest's zones were the busiest before its first week, not over the weeks it scores.
+    actuals = data.actuals[data.actuals.pickup_hour < weeks[0]]
+    totals = actuals.groupby("pulocationid").total_rides.sum()
+    assert set(data.backtest_zone_ids) <= set(totals.index)
+    assert totals[data.backtest_zone_ids].min() >= totals.drop(data.backtest_zone_ids, errors="ignore").max()
+
+
+def test_the_forecast_carries_nested_intervals_whose_held_out_coverage_is_what_lineage_records(by_hand_run):
+    data = by_hand_run.data
+    rows = read_forecasts(open_catalog(CatalogConfig.from_settings(load_settings())), by_hand_run.id)
+    assert (rows.lower_95 >= 0).all() and (rows.lower_95 <= rows.lower_80).all()
+    assert (rows.lower_80 <= rows.forecasted_total_rides).all() and (rows.forecasted_total_rides <= rows.upper_80).all()
+    assert (rows.upper_80 <= rows.upper_95).all() and (rows.upper_95 > rows.lower_95).all()
+    held = data.held_out_forecasts
+    inside_80 = ((held.total_rides >= held.lower_80) & (held.total_rides <= held.upper_80)).mean()
+    inside_95 = ((held.total_rides >= held.lower_95) & (held.total_rides <= held.upper_95)).mean()
+    (model,) = _lineage(by_hand_run, "predict")["writes"]
+    assert model["metrics"]["held_out_coverage_80"] == pytest.approx(inside_80, abs=1e-4)
+    assert model["metrics"]["held_out_coverage_95"] == pytest.approx(inside_95, abs=1e-4)
+    assert 0.6 < inside_80 < inside_95 <= 1.0
+    assert model["params"]["selection_weeks"] == ",".join(data.selection_weeks_used)
+    assert model["params"]["held_out_weeks"] == ",".join(data.held_out["held-out week"])
+
+
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
     catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     reads = _lineage(by_hand_run, "load")["reads"]
@@ -136,7 +177,7 @@ def test_missing_actuals_fail_naming_the_table_and_what_to_do(tmp_path):
 
 def test_an_as_of_before_the_data_fails_naming_the_table(pipeline):
     with pytest.raises(
-        FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-11-20 00:00 and 2020-01-01"
+        FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-10-30 00:00 and 2020-01-01"
     ):
         run_training({"as_of": "2020-01-01"}, show_output=False)
 
@@ -152,7 +193,7 @@ def test_run_training_reports_progress_without_dagster_and_names_the_failed_step
         (FlowEventKind.TASK_STARTED, "start"), (FlowEventKind.TASK_FINISHED, "start"),
         (FlowEventKind.TASK_STARTED, "load"), (FlowEventKind.TASK_FAILED, "load"),
     ]  # fmt: skip
-    assert "has no rows between 2019-11-20 00:00 and 2020-01-01" in events[-1].message
+    assert "has no rows between 2019-10-30 00:00 and 2020-01-01" in events[-1].message
     assert any(e.kind is FlowEventKind.OUTPUT and e.message.startswith("Model version ") for e in events)
     assert failed.value.step == "load" and f"run {failed.value.pathspec} failed" in str(failed.value)
 
@@ -185,8 +226,8 @@ def test_dagster_logs_the_run_and_every_task_while_the_flow_runs(dagster_run, pi
     # With weather, every candidate trains: the forecasts and the perfect-weather scenario.
     assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == len(CANDIDATES)
     for candidate in run.data.settings.candidates:
-        assert f"train: {candidate}: origin 7/7 " in "\n".join(messages)
-    assert any(re.fullmatch(r"train: gbm_weather: origin 3/7 \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
+        assert f"train: {candidate}: week 6/6 from " in "\n".join(messages)
+    assert any(re.fullmatch(r"train: gbm_weather: week 3/6 from \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
     data = run.data
     weather = f"load: Weather: {len(data.weather):,} county-days of {WEATHER} at snapshot {data.weather_snapshot_id}"
     assert any(m.startswith(weather) for m in messages)
@@ -275,13 +316,16 @@ def _of_type(components, kind: str) -> list[dict]:
 
 def test_the_backtest_card_ranks_candidates_like_its_chart_and_fills_the_width(by_hand_run, tmp_path):
     components = _card(by_hand_run["evaluate"].task, "backtest", tmp_path)
-    table, zones = _of_type(components, "table")
+    held_out, table, zones = _of_type(components, "table")
+    assert held_out["columns"] == list(by_hand_run.data.held_out.columns)
+    assert len(held_out["data"]) == by_hand_run.data.settings.evaluation_weeks
     assert table["columns"] == ["candidate", "mae", "rmse", "wape", "hours", "MAE / naive", "MAE / noise floor", "kind"]
-    assert {row[0] for row in zones["data"]} == set(by_hand_run.data.zone_ids)
+    assert {row[0] for row in zones["data"]} == set(by_hand_run.data.backtest_zone_ids)
     maes = [row[1] for row in table["data"]]
     assert maes == sorted(maes) and table["data"][0][0] == by_hand_run.data.champion
     assert len(table["data"]) == len(by_hand_run.data.metrics)
-    [image] = _of_type(components, "image")
+    weeks_image, image = _of_type(components, "image")
+    assert _png(weeks_image["src"]) == by_hand_run.data.held_out_png
     assert _png(image["src"]) == by_hand_run.data.backtest_png
     assert _width_on_a_card(by_hand_run.data.backtest_png) >= FULL_WIDTH
 

@@ -119,6 +119,7 @@ class ExpectedWeatherGlm:
         return ["pulocationid", "hour_of_week", "is_holiday", *PERFECT_WEATHER_FEATURES, "tavg_known"]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> ExpectedWeatherGlm:
+        # Imported here: scikit-learn takes seconds to import, and most Metaflow tasks never fit.
         from sklearn.compose import ColumnTransformer
         from sklearn.linear_model import PoissonRegressor
         from sklearn.pipeline import make_pipeline
