@@ -76,53 +76,114 @@ class MonthFacts:
         return ", ".join(neighbour.month for neighbour in self.neighbours) or "no published month yet"
 
 
-Evaluate = Callable[[DataFrame, MonthFacts], AuditResult]
+@dataclass(frozen=True)
+class Repeats:
+    """Key values found on more than one row, and the rows that carry them."""
+
+    keys: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What was measured of a month's rows, by name: every audit's aggregates, from one pass shared by all of
+    them, and what the few audits that need their own query (a grouping) found."""
+
+    values: Mapping[str, Any]
+
+    @property
+    def rows(self) -> int:
+        return int(self.values[ROWS])
+
+    def count(self, name: str) -> int:
+        return int(self.values[name] or 0)
+
+
+ROWS = "rows"
+Aggregates = Callable[[MonthFacts], Mapping[str, Column]]
+# An audit's own query of the rows, for what one aggregate pass cannot tell (repeated keys, hours per zone).
+Query = Callable[[DataFrame, MonthFacts], Mapping[str, Any]]
+Judge = Callable[[Measured, MonthFacts], AuditResult]
+
+
+def no_aggregates(facts: MonthFacts) -> Mapping[str, Column]:
+    return {}
 
 
 @dataclass(frozen=True)
 class Audit:
+    """One property of a month: the aggregates it needs (named uniquely across audits) and any query of its own,
+    and a pure ``judge`` of what they measured."""
+
     name: str
     description: str
     blocking: bool
-    evaluate: Evaluate
+    judge: Judge
+    aggregates: Aggregates = no_aggregates
+    query: Query | None = None
 
 
-def _count_where(rows: DataFrame, condition: Column) -> tuple[int, int]:
-    counts = rows.agg(F.count(F.lit(1)).alias("rows"), F.sum(condition.cast("int")).alias("matching")).first()
-    return int(counts["rows"]), int(counts["matching"] or 0)
+def _count_of(condition: Column) -> Column:
+    return F.sum(condition.cast("int"))
 
 
-def _null_keys(keys: list[str]) -> Evaluate:
-    def evaluate(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-        counts = rows.select([F.sum(F.col(k).isNull().cast("int")).alias(k) for k in keys]).first()
-        nulls = {k: int(counts[k] or 0) for k in keys}
-        return AuditResult(passed=sum(nulls.values()) == 0, metadata={f"null_{k}": v for k, v in nulls.items()})
+def _null_keys(keys: list[str]) -> tuple[Aggregates, Judge]:
+    names = {key: f"null_{key}" for key in keys}
 
-    return evaluate
+    def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
+        return {name: _count_of(F.col(key).isNull()) for key, name in names.items()}
+
+    def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
+        nulls = {name: measured.count(name) for name in names.values()}
+        return AuditResult(passed=sum(nulls.values()) == 0, metadata=nulls)
+
+    return aggregates, judge
 
 
-def _duplicate_keys(keys: list[str], severity: Severity = ERROR) -> Evaluate:
-    def evaluate(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-        duplicates = rows.groupBy(*keys).count().filter("count > 1")
-        found = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
+def repeats_name(keys: Sequence[str]) -> str:
+    return f"repeated_{'_'.join(keys)}"
+
+
+def _duplicate_keys(keys: list[str], severity: Severity = ERROR) -> tuple[Query, Judge]:
+    name = repeats_name(keys)
+
+    def query(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
+        return {name: repeats(rows, keys)}
+
+    def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
+        found: Repeats = measured.values[name]
         return AuditResult(
-            passed=found["keys"] == 0,
+            passed=found.keys == 0,
             severity=severity,
-            metadata={"duplicate_keys": int(found["keys"]), "rows_with_duplicate_keys": int(found["rows"] or 0)},
+            metadata={"duplicate_keys": found.keys, "rows_with_duplicate_keys": found.rows},
         )
 
-    return evaluate
+    return query, judge
 
 
-def _row_count_matches_source(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-    table_rows = rows.count()
+def repeats(rows: DataFrame, keys: Sequence[str]) -> Repeats:
+    """How many ``keys`` values repeat, and on how many rows."""
+    repeated = rows.groupBy(*keys).count().where("count > 1")
+    found = repeated.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
+    return Repeats(int(found["keys"]), int(found["rows"] or 0))
+
+
+def _row_count_matches_source(measured: Measured, facts: MonthFacts) -> AuditResult:
     expected = -1 if facts.expected_rows is None else facts.expected_rows
+    table_rows = measured.rows
     return AuditResult(passed=table_rows == expected, metadata={"table_rows": table_rows, "source_rows": expected})
 
 
-def _pickups_inside_month(rows: DataFrame, facts: MonthFacts) -> AuditResult:
+OUTSIDE_MONTH = "pickups_outside_month"
+
+
+def _outside_month(facts: MonthFacts) -> Mapping[str, Column]:
     pickup, window = F.col("tpep_pickup_datetime"), facts.month
-    total, outside = _count_where(rows, (pickup < F.lit(window.start)) | (pickup >= F.lit(window.end)))
+    return {OUTSIDE_MONTH: _count_of((pickup < F.lit(window.start)) | (pickup >= F.lit(window.end)))}
+
+
+def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:
+    total, outside, window = measured.rows, measured.count(OUTSIDE_MONTH), facts.month
     share = outside / total if total else 1.0
     not_this_month = share > OUTSIDE_MONTH_LIMIT
     return AuditResult(
@@ -135,7 +196,7 @@ def _pickups_inside_month(rows: DataFrame, facts: MonthFacts) -> AuditResult:
         ),
         metadata={
             "rows": total,
-            "pickups_outside_month": outside,
+            OUTSIDE_MONTH: outside,
             "share": share,
             "tolerated_share": OUTLIER_TOLERANCE,
             "refused_above_share": OUTSIDE_MONTH_LIMIT,
@@ -143,9 +204,16 @@ def _pickups_inside_month(rows: DataFrame, facts: MonthFacts) -> AuditResult:
     )
 
 
-def counted_warning(condition: Callable[[], Column], counted: str, tolerance: float) -> Evaluate:
-    def evaluate(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-        total, found = _count_where(rows, condition())
+def counted_warning(
+    name: str, description: str, condition: Callable[[], Column], counted: str, tolerance: float
+) -> Audit:
+    """Non-blocking: warns when over ``tolerance`` of the rows meet ``condition``; ``counted`` names their count."""
+
+    def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
+        return {counted: _count_of(condition())}
+
+    def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
+        total, found = measured.rows, measured.count(counted)
         share = found / total if total else 0.0
         return AuditResult(
             passed=share <= tolerance,
@@ -153,14 +221,13 @@ def counted_warning(condition: Callable[[], Column], counted: str, tolerance: fl
             metadata={counted: found, "rows": total, "share": share, "tolerated_share": tolerance},
         )
 
-    return evaluate
+    return Audit(name, description, False, judge, aggregates)
 
 
-def _duplicate_trips(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-    repeated = rows.groupBy(*TRIP_RECORD).count().filter("count > 1")
-    found = repeated.agg(F.count(F.lit(1)).alias("records"), F.sum(F.col("count") - 1).alias("extra")).first()
-    total = rows.count()
-    records, extra = int(found["records"]), int(found["extra"] or 0)
+def _duplicate_trips(measured: Measured, facts: MonthFacts) -> AuditResult:
+    found: Repeats = measured.values[repeats_name(TRIP_RECORD)]
+    total = measured.rows
+    records, extra = found.keys, found.rows - found.keys
     share = extra / total if total else 0.0
     over = share > DUPLICATE_LIMIT
     return AuditResult(
@@ -197,12 +264,18 @@ def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_
     return usual
 
 
-def _zones_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AuditResult:
+ZONES_WITH_PICKUPS = "zones_with_pickups"
+
+
+def _zones_with_pickups(facts: MonthFacts) -> Mapping[str, Column]:
+    return {ZONES_WITH_PICKUPS: F.collect_set("pulocationid")}  # at most a few hundred ids; nulls are left out
+
+
+def _zones_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
     usual = usual_zones(facts.neighbours)
     if not usual:
         return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
-    zones = rows.where(F.col("pulocationid").isNotNull()).select("pulocationid").distinct()
-    present = {row[0] for row in zones.collect()}
+    present = {int(zone) for zone in measured.values[ZONES_WITH_PICKUPS]}
     covered = usual & present
     share = len(covered) / len(usual)
     passed = share >= ZONE_COVERAGE_MIN
@@ -222,14 +295,14 @@ def _zones_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AuditResult
             "share": share,
             "required_share": ZONE_COVERAGE_MIN,
             "missing_zones": ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else ""),
-            "zones_with_pickups": len(present),
+            ZONES_WITH_PICKUPS: len(present),
             "compared_with": facts.compared_with(),
         },
     )
 
 
-def _rows_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AuditResult:
-    total = rows.count()
+def _rows_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
+    total = measured.rows
     if not facts.neighbours:
         return AuditResult(passed=True, metadata={"rows": total, "compared_with": facts.compared_with()})
     typical = statistics.median(neighbour.rows for neighbour in facts.neighbours)
@@ -255,53 +328,58 @@ def _rows_like_recent_months(rows: DataFrame, facts: MonthFacts) -> AuditResult:
     )
 
 
-def _weather_values_in_physical_range(rows: DataFrame, facts: MonthFacts) -> AuditResult:
+OUT_OF_RANGE, MISSING_VALUES = "values_out_of_range", "missing_values"
+
+
+def _weather_ranges(facts: MonthFacts) -> Mapping[str, Column]:
     out_of_range = F.lit(False)
     for element, (low, high) in VALUE_RANGES.items():
         out_of_range = out_of_range | ((F.col("element") == element) & ~F.col("value").between(low, high))
-    counts = rows.agg(
-        F.sum(out_of_range.cast("int")).alias("out_of_range"),
-        F.sum(F.col("value").isNull().cast("int")).alias("missing"),
-    ).first()
-    bad = int(counts["out_of_range"] or 0)
+    return {OUT_OF_RANGE: _count_of(out_of_range), MISSING_VALUES: _count_of(F.col("value").isNull())}
+
+
+def _weather_values_in_physical_range(measured: Measured, facts: MonthFacts) -> AuditResult:
+    bad = measured.count(OUT_OF_RANGE)
     return AuditResult(
         passed=bad == 0,
-        metadata={
-            "values_out_of_range": bad,
-            "missing_values": int(counts["missing"] or 0),
-            "ranges": str(VALUE_RANGES),
-        },
+        metadata={OUT_OF_RANGE: bad, MISSING_VALUES: measured.count(MISSING_VALUES), "ranges": str(VALUE_RANGES)},
     )
 
 
-def _every_zone_has_every_hour(rows: DataFrame, facts: MonthFacts) -> AuditResult:
+ZONE_HOURS = "hours_per_zone"
+
+
+def _hours_per_zone(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
+    per_zone = rows.groupBy("pulocationid").agg(F.countDistinct("pickup_hour").alias("hours")).collect()
+    return {ZONE_HOURS: {row["pulocationid"]: int(row["hours"]) for row in per_zone}}
+
+
+def _every_zone_has_every_hour(measured: Measured, facts: MonthFacts) -> AuditResult:
     hours = facts.month.hours
-    per_zone = rows.groupBy("pulocationid").agg(F.countDistinct("pickup_hour").alias("hours"))
-    summary = per_zone.agg(
-        F.count(F.lit(1)).alias("zones"),
-        F.sum((F.col("hours") != hours).cast("int")).alias("incomplete"),
-        F.min("hours").alias("fewest"),
-    ).first()
-    zones, incomplete = int(summary["zones"]), int(summary["incomplete"] or 0)
+    per_zone: Mapping[int, int] = measured.values[ZONE_HOURS]
+    zones = len(per_zone)
+    incomplete = sum(1 for count in per_zone.values() if count != hours)
     return AuditResult(
         passed=zones > 0 and incomplete == 0,
         metadata={
             "zones": zones,
             "zones_missing_hours": incomplete,
             "hours_in_month": hours,
-            "fewest_hours_for_a_zone": int(summary["fewest"] or 0),
+            "fewest_hours_for_a_zone": min(per_zone.values(), default=0),
         },
     )
 
 
 def no_null_keys(prefix: str, keys: list[str]) -> Audit:
     """Blocking: every row has each of ``keys``."""
-    return Audit(f"{prefix}_no_null_keys", f"Every row has a {' and a '.join(keys)}.", True, _null_keys(keys))
+    aggregates, judge = _null_keys(keys)
+    return Audit(f"{prefix}_no_null_keys", f"Every row has a {' and a '.join(keys)}.", True, judge, aggregates)
 
 
 def no_duplicate_keys(prefix: str, keys: list[str]) -> Audit:
     """Blocking: no two rows share ``keys``."""
-    return Audit(f"{prefix}_no_duplicate_keys", f"At most one row per {', '.join(keys)}.", True, _duplicate_keys(keys))
+    query, judge = _duplicate_keys(keys)
+    return Audit(f"{prefix}_no_duplicate_keys", f"At most one row per {', '.join(keys)}.", True, judge, query=query)
 
 
 def row_count_matches_source(prefix: str, description: str) -> Audit:
@@ -318,6 +396,7 @@ RAW_YELLOW_AUDITS = [
         f"{DUPLICATE_LIMIT:.0%} of the rows and the month is not published.",
         True,
         _duplicate_trips,
+        query=lambda rows, facts: {repeats_name(TRIP_RECORD): repeats(rows, TRIP_RECORD)},
     ),
     Audit(
         "raw_yellow_zones_like_recent_months",
@@ -325,6 +404,7 @@ RAW_YELLOW_AUDITS = [
         f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
         True,
         _zones_like_recent_months,
+        _zones_with_pickups,
     ),
     Audit(
         "raw_yellow_rows_like_recent_months",
@@ -339,24 +419,21 @@ RAW_YELLOW_AUDITS = [
         "outside (or an empty month) means the file is not this month's and it is not published.",
         True,
         _pickups_inside_month,
+        _outside_month,
     ),
-    Audit(
+    counted_warning(
         "raw_yellow_no_negative_fares",
         f"Fares and totals are not negative (refunds and voids make a few; warns above {NEGATIVE_FARE_TOLERANCE:.0%}).",
-        False,
-        counted_warning(
-            lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0), "negative_fares", NEGATIVE_FARE_TOLERANCE
-        ),
+        lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0),
+        "negative_fares",
+        NEGATIVE_FARE_TOLERANCE,
     ),
-    Audit(
+    counted_warning(
         "raw_yellow_pickups_before_dropoffs",
         f"No trip ends before it starts (warns above {OUTLIER_TOLERANCE:.1%} of trips).",
-        False,
-        counted_warning(
-            lambda: F.col("tpep_dropoff_datetime") < F.col("tpep_pickup_datetime"),
-            "dropoffs_before_pickups",
-            OUTLIER_TOLERANCE,
-        ),
+        lambda: F.col("tpep_dropoff_datetime") < F.col("tpep_pickup_datetime"),
+        "dropoffs_before_pickups",
+        OUTLIER_TOLERANCE,
     ),
 ]
 RAW_WEATHER_AUDITS = [
@@ -368,6 +445,7 @@ RAW_WEATHER_AUDITS = [
         "Precipitation and temperatures are physically possible; missing values are counted.",
         False,
         _weather_values_in_physical_range,
+        _weather_ranges,
     ),
 ]
 ACTUALS_AUDITS = [
@@ -378,5 +456,6 @@ ACTUALS_AUDITS = [
         "Each zone has one row for every hour of the month, and no hour outside it.",
         True,
         _every_zone_has_every_hour,
+        query=_hours_per_zone,
     ),
 ]

@@ -10,6 +10,7 @@ from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
 from pyiceberg.expressions import EqualTo
 
 from forecast_assets.assets.lakehouse_tables import eligible_zones
+from forecast_assets.assets.publishing import REUSED
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS
 from forecast_assets.definitions import build_definitions
@@ -105,7 +106,10 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
         assert metadata["dagster/column_schema"].value.columns
         summary = _table(name).current_snapshot().summary
         assert summary["dagster.partition"] == "2025-01-01"
-        assert summary["dagster.run-id"] == pipeline.first_runs["2025-01"].run_id
+        # The run that wrote the snapshot: the latest run, or the one it names when it found the month unchanged.
+        latest = pipeline.instance.get_latest_materialization_event(AssetKey(name.split(".")))
+        unchanged = metadata["publication"].value == "unchanged"
+        assert summary["dagster.run-id"] == (metadata["published_by_run"].value if unchanged else latest.run_id)
     raw = pipeline.latest_metadata("nyc_taxi.raw_yellow")
     digest = hashlib.sha256(sample_source.trip_path("2025-01").read_bytes()).hexdigest()
     assert raw["source_fingerprint"].value == f"sha256:{digest}"
@@ -125,7 +129,13 @@ def test_rematerializing_an_unchanged_month_writes_no_snapshot(pipeline):
         metadata = pipeline.latest_metadata(name)
         assert metadata["publication"].value == "unchanged", name
         assert metadata[SNAPSHOT_ID].value != 0
-    assert len(result.get_asset_check_evaluations()) == len(EVERY_AUDIT)  # the published month is audited again
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) == len(EVERY_AUDIT)
+    # Not audited again: each check reports the result its month was published with, and says so.
+    assert all(evaluation.metadata[REUSED].value is True for evaluation in evaluations)
+    row_count = next(e for e in evaluations if e.check_name == "raw_yellow_row_count_matches_source")
+    assert row_count.metadata["table_rows"].value == _raw_trips("2025-01").num_rows
+    assert "not audited again" in row_count.metadata["audited"].value
     files = pipeline.latest_metadata("taxi_trip_files")
     assert files["downloaded"].value is False  # unchanged at the source: not fetched again
 

@@ -9,7 +9,7 @@ they run on the published month.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from dagster import (
     AssetCheckResult,
@@ -34,7 +34,8 @@ from forecast_assets.assets.table_metadata import (
     table_metadata,
     table_schema,
 )
-from forecast_assets.audits import ERROR, Audit, MonthFacts
+from forecast_assets.audit_run import audit_month
+from forecast_assets.audits import ERROR, Audit, AuditResult, MonthFacts
 from forecast_assets.lakehouse.publication import (
     PublishedMonth,
     StagedMonth,
@@ -42,6 +43,8 @@ from forecast_assets.lakehouse.publication import (
     publish,
     published_month,
     published_snapshot,
+    record_audits,
+    recorded_audits,
     stage_month,
     staged_branches,
     staging_branch,
@@ -81,10 +84,13 @@ class MonthRows:
 
 
 WHOLE_TABLE = "whole table"
+# A check's metadata: true when its result is the one recorded when the unchanged month was published.
+REUSED = "reused_from_publication"
+STAGING_ONLY = ("staged_branch", "read_staged_with")  # the branch is dropped once the month is published
 
 
-def _blocked(audit: Audit, result: AssetCheckResult) -> bool:
-    return audit.blocking and not result.passed and result.severity == AssetCheckSeverity.ERROR
+def _blocked(audit: Audit, result: AuditResult) -> bool:
+    return audit.blocking and not result.passed and result.severity == ERROR
 
 
 def _partition(context: AssetExecutionContext) -> str:
@@ -99,27 +105,53 @@ def _label(month: MonthWrite) -> str:
 
 def _run_audits(
     context: AssetExecutionContext, rows: DataFrame, month: MonthWrite, audited: str, extra: dict | None = None
-) -> list[tuple[Audit, AssetCheckResult]]:
-    selected = {key.name: key for key in context.selected_asset_check_keys}
-    results = []
-    for audit in month.audits:
-        if audit.name not in selected:
-            continue
-        result = audit.evaluate(rows, month.facts)
-        results.append(
-            (
-                audit,
-                AssetCheckResult(
-                    asset_key=selected[audit.name].asset_key,
-                    check_name=audit.name,
-                    passed=result.passed,
-                    severity=AssetCheckSeverity.ERROR if result.severity == ERROR else AssetCheckSeverity.WARN,
-                    description=result.description,
-                    metadata={**result.metadata, "audited": audited, **(extra or {})},
-                ),
-            )
+) -> list[tuple[Audit, AuditResult]]:
+    """The selected audits judged on ``rows``, each result's metadata saying what was audited."""
+    selected = {key.name for key in context.selected_asset_check_keys}
+    audits = [audit for audit in month.audits if audit.name in selected]
+    return [
+        (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
+        for audit, result in audit_month(rows, audits, month.facts)
+    ]
+
+
+def _check_results(context: AssetExecutionContext, judged: list[tuple[Audit, AuditResult]]) -> list[AssetCheckResult]:
+    keys = {key.name: key for key in context.selected_asset_check_keys}
+    return [
+        AssetCheckResult(
+            asset_key=keys[audit.name].asset_key,
+            check_name=audit.name,
+            passed=result.passed,
+            severity=AssetCheckSeverity.ERROR if result.severity == ERROR else AssetCheckSeverity.WARN,
+            description=result.description,
+            metadata=dict(result.metadata),
         )
-    return results
+        for audit, result in judged
+    ]
+
+
+def _as_record(judged: list[tuple[Audit, AuditResult]]) -> dict[str, dict]:
+    return {audit.name: asdict(result) for audit, result in judged}
+
+
+def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | None, published: PublishedMonth):
+    """The selected audits' results the unchanged month was published with, marked as reused; None if any is
+    missing (the month was published before results were kept, or by other audits)."""
+    selected = {key.name for key in context.selected_asset_check_keys}
+    audits = [audit for audit in month.audits if audit.name in selected]
+    if record is None or any(audit.name not in record for audit in audits):
+        return None
+    by = published.properties.get("dagster.run-id", "")[:8]
+    judged = []
+    for audit in audits:
+        result = AuditResult(**record[audit.name])
+        kept = {k: v for k, v in result.metadata.items() if k not in STAGING_ONLY}
+        audited = (
+            f"at publication, the {kept.get('audited', 'month')} (run {by}); the month is unchanged since "
+            f"(snapshot {published.snapshot_id}), so it is not audited again"
+        )
+        judged.append((audit, replace(result, metadata={**kept, "audited": audited, REUSED: True})))
+    return judged
 
 
 def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator:
@@ -127,8 +159,7 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
     window = month.facts.window
     published = published_snapshot(spark.session, month.spec)
     rows = month_rows(spark.session, month.spec, window)
-    for _, result in _run_audits(context, rows, month, f"published snapshot {published}"):
-        yield result
+    yield from _check_results(context, _run_audits(context, rows, month, f"published snapshot {published}"))
 
 
 def write_audit_publish(
@@ -148,21 +179,22 @@ def write_audit_publish(
         built = month.build_rows()
         rows = built.rows
         staged = stage_month(session, spec, rows, window, staging_branch(window, context.run.run_id), properties)
-    audits = _run_audits(
+    judged = _run_audits(
         context,
         staged.rows(session),
         month,
         f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
     )
-    checks = [result for _, result in audits]
-    blocked = [audit.name for audit, result in audits if _blocked(audit, result)]
+    checks = _check_results(context, judged)
+    blocked = [audit.name for audit, result in judged if _blocked(audit, result)]
     if blocked:
         result, message = _held_back(context, spark, month, staged, published, blocked, checks)
         yield result
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
     write = publish(session, staged)
+    record_audits(session, spec, _partition(context), write.snapshot_id, _as_record(judged))
     for branch in staged_branches(session, spec, window):
         discard(session, spec, branch)
         context.log.info(f"Dropped {branch}, the staged month of an earlier run that failed its audit")
@@ -188,7 +220,11 @@ def _unchanged(
         "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
     )
     rows = month_rows(spark.session, spec, window)
-    checks = [result for _, result in _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")]
+    record = recorded_audits(spark.catalog.load(), spec, _partition(context), published.snapshot_id)
+    judged = _recorded(context, month, record, published)
+    if judged is None:
+        judged = _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")
+    checks = _check_results(context, judged)
     return MaterializeResult(
         metadata={
             TABLE_NAME: spec.identifier,

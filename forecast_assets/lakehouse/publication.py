@@ -11,11 +11,14 @@ commits first (see ``commits``), and a month is never applied twice.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from pyiceberg.catalog import Catalog
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import committed, committed_sql
@@ -29,6 +32,8 @@ MAIN_MOVED_ON = "another writer published to main since the branch was cut"
 STAGED_PREFIX = "audit_"
 # A cherry-picked snapshot carries no properties of its own; it names the snapshot it copies.
 CHERRY_PICK_SOURCE = "source-snapshot-id"
+# A table property per partition (``audits.2025-01-01``): the audit results the month was published with.
+AUDITS_PROPERTY_PREFIX = "audits."
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,9 @@ def stage_month(
     committed_sql(spark, spec.identifier, f"while cutting {branch}", cut)
     # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
     writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
+    # A month is one partition: each task writes its own rows' file, rather than every row being shuffled
+    # to one task that writes them all (Iceberg's default hash distribution); fan-out keeps any input safe.
+    writer = writer.option("distribution-mode", "none").option("fanout-enabled", "true")
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     # Each row lies in the month's one partition, so this swaps exactly that partition (an unpartitioned
@@ -201,3 +209,29 @@ def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow | 
     prefix = staging_branch(window, "")
     rows = spark.sql(f"SELECT name FROM {spec.identifier}.refs WHERE type = 'BRANCH'").collect()
     return sorted(row["name"] for row in rows if row["name"].startswith(prefix))
+
+
+def record_audits(spark: SparkSession, spec: TableSpec, partition_key: str, snapshot_id: int, results: Any) -> None:
+    """Keep ``results`` (JSON-able) as the audit record of the month ``snapshot_id`` published on ``main``.
+
+    Audits run after the staged snapshot is committed, so its summary cannot hold them; a table property keyed by
+    partition can, and names the snapshot it belongs to, so a later write of the month makes it stale.
+    """
+    record = json.dumps({"snapshot-id": snapshot_id, "results": results}, sort_keys=True)
+    literal = record.replace("\\", "\\\\").replace("'", "\\'")
+    key = f"{AUDITS_PROPERTY_PREFIX}{partition_key}"
+    statement = f"ALTER TABLE {spec.identifier} SET TBLPROPERTIES ('{key}' = '{literal}')"
+    committed_sql(spark, spec.identifier, f"while recording the audits of {partition_key}", statement)
+
+
+def recorded_audits(catalog: Catalog, spec: TableSpec, partition_key: str, snapshot_id: int) -> Any | None:
+    """The audit results the month was published with at ``snapshot_id``; None if none were kept for that snapshot.
+
+    Read through the catalog: Spark's SHOW TBLPROPERTIES hides any value mentioning a token or a password.
+    """
+    properties = catalog.load_table(spec.identifier).properties
+    key = f"{AUDITS_PROPERTY_PREFIX}{partition_key}"
+    if key not in properties:
+        return None
+    record = json.loads(properties[key])
+    return record["results"] if record.get("snapshot-id") == snapshot_id else None

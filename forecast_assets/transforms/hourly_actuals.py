@@ -8,13 +8,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
-def busiest_zones(trips_in_month: DataFrame, eligible_zones: list[int], top_n: int | None) -> DataFrame:
+def busiest_zones(counts: DataFrame, eligible_zones: list[int], top_n: int | None) -> DataFrame:
     """The ``top_n`` zones by rides (every zone with a ride when ``None``), ties broken by zone id so the choice
-    is repeatable."""
-    counted = trips_in_month.filter(F.col("pulocationid").isin(eligible_zones)).groupBy("pulocationid").count()
+    is repeatable; from the hourly ``counts``, so the trips are read once."""
+    rides = (
+        counts.filter(F.col("pulocationid").isin(eligible_zones))
+        .groupBy("pulocationid")
+        .agg(F.sum("total_rides").alias("rides"))
+    )
     if top_n is None:
-        return counted.select("pulocationid")
-    return counted.orderBy(F.desc("count"), F.asc("pulocationid")).limit(top_n).select("pulocationid")
+        return rides.select("pulocationid")
+    return rides.orderBy(F.desc("rides"), F.asc("pulocationid")).limit(top_n).select("pulocationid")
 
 
 def hourly_actuals(
@@ -37,7 +41,7 @@ def hourly_actuals(
         " AS pickup_hour",
         args={"start": month_start.isoformat(sep=" "), "end": month_end.isoformat(sep=" ")},
     )
-    grid = hours.crossJoin(F.broadcast(busiest_zones(in_month, eligible_zones, top_n)))
+    grid = hours.crossJoin(F.broadcast(busiest_zones(counts, eligible_zones, top_n)))
     return grid.join(counts, ["pickup_hour", "pulocationid"], "left").select(
         "pickup_hour",
         F.col("pulocationid").cast("int").alias("pulocationid"),
