@@ -1,12 +1,14 @@
-"""Time one month through the ingestion job, and what write-audit-publish costs over a straight write.
+"""One month through the ingestion job beside the floor under it, from the same run.
 
-    uv run python benchmarks/month_ingestion.py --trips 3000000
+    ./run python benchmarks/month_ingestion.py [--trips 3000000] [--repeat 3] [--merge]
 
-Prints the wall time of each asset step on a first run and on an unchanged re-run (a no-op), then
-rewrites the month's raw_yellow rows in the same Spark session, each way timed ``--repeat`` times:
-the baseline writing straight to ``main``, and write-audit-publish (write to a branch, publish);
-the audits, which both designs run, are timed on their own. ``--merge`` adds a row-level MERGE INTO
-keyed on a hash of every column as a second baseline.
+Writes a sample month and serves it from 127.0.0.1, starts Spark (timed on its own: a run pays it once,
+every step shares the session), then runs the job: a first run, an unchanged re-run (nothing written,
+no audit run again) and ``--repeat`` forced rewrites (every table written, audited and published
+again). Then DuckDB does the same work on the same staged files (``month_floor``), with its default of
+ordered writes and with parallel ones, and pyarrow counts the actuals alone; the published actuals are
+compared with DuckDB's cell by cell. Last, in the same Spark session, write-audit-publish against a
+straight write to ``main`` (``--merge`` adds a row-level MERGE).
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+TABLE_STEPS = {
+    "raw_yellow": "nyc_taxi__raw_yellow",
+    "raw_weather": "nyc_taxi__raw_weather",
+    "hourly_actuals": "nyc_taxi__yellow_rides_hourly_actuals",
+}
+FILE_STEPS = ("taxi_trip_files", "weather_files")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trips", type=int, default=3_000_000, help="trips per month in the sample source")
     parser.add_argument("--month", default="2025-01", help="month to ingest, YYYY-MM")
-    parser.add_argument("--repeat", type=int, default=3, help="times each write is timed")
+    parser.add_argument("--repeat", type=int, default=3, help="forced rewrites, floor runs and WAP writes timed")
     parser.add_argument("--merge", action="store_true", help="also time a row-level MERGE baseline")
     args = parser.parse_args()
     os.environ.setdefault("TAXI_STATE_DIR", tempfile.mkdtemp(prefix="taxi-bench-"))
@@ -34,44 +44,90 @@ def main() -> int:
     from forecast_assets.resources import SourceResource
     from taxi_core.settings import load_settings
     from taxi_core.tool_env import apply_tool_environment
-    from taxi_demo.sample_source import SampleSource
+    from taxi_demo.sample_source import SOURCE_FOLDERS, SampleSource
+    from tests.loopback import serve_folder
 
     settings = load_settings()
     apply_tool_environment(settings)
     started = time.perf_counter()
     source = SampleSource(settings.path("sample_source"), trips_per_month=args.trips)
     source.write_month(args.month)
-    print(
-        f"sample month {args.month}: {args.trips:,} trips requested, written in {time.perf_counter() - started:.1f} s"
-    )
+    written = time.perf_counter() - started
+    print(f"sample month {args.month}: {args.trips:,} trips requested, written in {written:.1f} s")
 
     resources = resources_for(settings)
-    resources["source"] = SourceResource(base_urls=source.base_urls, download_dir=resources["source"].download_dir)
-    job = build_definitions(settings, resources).resolve_job_def("monthly_ingestion")
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    with instance_for_test() as instance:
-        for label in ("first run", "unchanged re-run"):
-            started = time.perf_counter()
-            result = job.execute_in_process(partition_key=f"{args.month}-01", instance=instance, run_config=quiet)
-            total = time.perf_counter() - started
-            print(f"\n{label}: {total:.1f} s wall")
-            for name, seconds in step_seconds(instance, result.run_id):
-                print(f"  {name:70s} {seconds:7.2f} s")
-            for event in result.get_asset_materialization_events():
-                mat = event.event_specific_data.materialization
-                if "dagster/row_count" in mat.metadata:
-                    print(f"  rows {mat.asset_key.to_user_string():45s} {mat.metadata['dagster/row_count'].value:>10,}")
-
+    started = time.perf_counter()
     spark = resources["spark"].session
+    spark_start = time.perf_counter() - started
+    print(f"Spark start: {spark_start:.1f} s (once per run: the run's steps share the session)")
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    rewrite = {"ops": {step: {"config": {"rewrite_unchanged": True}} for step in TABLE_STEPS.values()}}
+    partition = f"{args.month}-01"
+    with serve_folder(source.root) as base_url, instance_for_test() as instance:
+        urls = {name: f"{base_url}/{folder}" for name, folder in SOURCE_FOLDERS.items()}
+        resources["source"] = SourceResource(base_urls=urls, download_dir=resources["source"].download_dir)
+        job = build_definitions(settings, resources).resolve_job_def("monthly_ingestion")
+
+        def run(label: str, config: dict) -> dict[str, float]:
+            began = time.perf_counter()
+            result = job.execute_in_process(partition_key=partition, instance=instance, run_config=config)
+            wall = time.perf_counter() - began
+            steps = step_seconds(instance, result.run_id)
+            print(f"\n{label}: {wall:.1f} s wall")
+            for name, seconds in steps.items():
+                print(f"  {name:45s} {seconds:7.2f} s")
+            return {"wall": wall, **steps}
+
+        first = run("first run", quiet)
+        unchanged = run("unchanged re-run (no write, no audit run again)", quiet)
+        rewrites = [run(f"forced rewrite {n + 1}/{args.repeat}", quiet | rewrite) for n in range(args.repeat)]
+    floor(settings, args.month, args.repeat, spark_start, first, unchanged, rewrites)
     rows = compare_wap_with_straight_write(spark, args.month, args.repeat)
     if args.merge:
         compare_with_merge(spark, rows, args.month)
     return 0
 
 
-def step_seconds(instance, run_id: str) -> list[tuple[str, float]]:
-    stats = instance.get_run_step_stats(run_id)
-    return [(s.step_key, (s.end_time or 0) - (s.start_time or 0)) for s in sorted(stats, key=lambda s: s.start_time)]
+def floor(settings, month: str, repeat: int, spark_start: float, first: dict, unchanged: dict, rewrites: list):
+    """DuckDB and pyarrow on the same staged files, and each of our figures beside theirs."""
+    from month_floor import duckdb_month, published_actuals, pyarrow_actuals, same_actuals, staged_files
+
+    files = staged_files(settings, month)
+    out = Path(tempfile.mkdtemp(prefix="floor-", dir=settings.path("tmp")))
+    runs = {
+        label: [duckdb_month(month, files, out / f"{label}-{n}", ordered=ordered) for n in range(repeat)]
+        for label, ordered in (("ordered", True), ("parallel", False))
+    }
+    difference = same_actuals(published_actuals(settings, month), runs["parallel"][0].actuals)
+    arrow = statistics.median(pyarrow_actuals(runs["parallel"][0].raw_trips, month)[0] for _ in range(repeat))
+
+    def median(step: str, label: str) -> float:
+        return statistics.median(run.seconds[step] for run in runs[label])
+
+    def ours(step: str) -> float:
+        return statistics.median(rewrite[TABLE_STEPS[step]] for rewrite in rewrites)
+
+    files_seconds = sum(first[step] for step in FILE_STEPS)
+    month_ours = files_seconds + sum(ours(step) for step in TABLE_STEPS)
+    print(f"\nthe published actuals against DuckDB's: {difference or 'identical, row for row and cell for cell'}")
+    print(f"\n{'median of ' + str(repeat):36s}{'ours':>9s}{'DuckDB':>9s}{'ratio':>8s}{'DuckDB':>9s}{'ratio':>8s}")
+    print(f"{'':36s}{'':>9s}{'ordered':>9s}{'':>8s}{'parallel':>9s}")
+    lines = [("whole month (files + 3 tables)", month_ours, "total")]
+    lines += [("  + Spark's start", month_ours + spark_start, "total")]
+    lines += [(f"  {step}", ours(step), step) for step in TABLE_STEPS]
+    for label, mine, step in lines:
+        ordered, parallel = median(step, "ordered"), median(step, "parallel")
+        print(f"{label:36s}{mine:8.2f}s{ordered:8.2f}s{mine / ordered:7.1f}x{parallel:8.2f}s{mine / parallel:7.1f}x")
+    print(f"{'  hourly_actuals against pyarrow':36s}{ours('hourly_actuals'):8.2f}s{arrow:8.2f}s"
+          f"{ours('hourly_actuals') / arrow:7.1f}x")  # fmt: skip
+    print("\nunchanged re-run, per asset (target: 5 s):")
+    for step, name in TABLE_STEPS.items():
+        print(f"  {step:34s}{unchanged[name]:8.2f}s")
+
+
+def step_seconds(instance, run_id: str) -> dict[str, float]:
+    stats = sorted(instance.get_run_step_stats(run_id), key=lambda s: s.start_time)
+    return {s.step_key: (s.end_time or 0) - (s.start_time or 0) for s in stats}
 
 
 def _timed(action) -> float:
@@ -81,6 +137,7 @@ def _timed(action) -> float:
 
 
 def compare_wap_with_straight_write(spark, month: str, repeat: int):
+    from forecast_assets.audit_run import audit_month
     from forecast_assets.audits import RAW_YELLOW_AUDITS, MonthFacts
     from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
@@ -100,8 +157,7 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
 
     def audits():
         facts = MonthFacts(window, expected_rows=count)
-        for audit in RAW_YELLOW_AUDITS:
-            audit.evaluate(spark.table(RAW_YELLOW.identifier).where(f"source_month = '{month}'"), facts)
+        audit_month(spark.table(RAW_YELLOW.identifier).where(f"source_month = '{month}'"), RAW_YELLOW_AUDITS, facts)
 
     timings = {"straight to main (baseline)": [], "write-audit-publish (ours)": [], "audits alone": []}
     for _ in range(repeat):
@@ -136,4 +192,5 @@ def compare_with_merge(spark, rows, month: str) -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(main())

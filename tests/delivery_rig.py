@@ -30,13 +30,14 @@ def golden_events() -> list[tuple[str, dict]]:
     ]
 
 
-def fill(folder: Path, copies: int = 1) -> list[dict]:
-    """Queue the golden events (``copies`` times, each copy under its own keys); returns them in order."""
+def fill(folder: Path, copies: int = 1, first: int | None = None) -> list[dict]:
+    """Queue the golden events (only the ``first`` few if given; ``copies`` times, each copy under its own keys);
+    returns them in order."""
     outbox = Outbox(folder / "outbox.sqlite")
     queued = []
     with outbox.batch("golden") as batch:
         for copy in range(copies):
-            for key, event in golden_events():
+            for key, event in golden_events()[:first]:
                 batch.add(f"{key}#{copy}" if copy else key, json.dumps(event))
                 queued.append(event)
     outbox.close()

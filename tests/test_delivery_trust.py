@@ -192,7 +192,7 @@ def test_an_event_the_target_fails_on_waits_with_its_run_while_other_runs_go_on(
 
 
 def test_a_slow_receiver_gets_each_event_once(folder):
-    queued = fill(folder)
+    queued = fill(folder, first=12)  # each is held 0.2 s
     with LineageServer(hold=0.2) as server:
         # The client gives up after 0.05 s; the bridge waits for an answer to what it has sent.
         result = one_pass(rig_bridge(folder, lite=False), http_client(server.url, timeout=0.05))

@@ -1,0 +1,353 @@
+"""The floor under the monthly ingestion: the job's work for one month, without Spark, Iceberg or Dagster.
+
+``duckdb_month`` verifies the staged files; normalises, audits and writes raw_yellow and raw_weather;
+then counts, audits and writes the hourly actuals. Each month is written as zstd Parquet to a staged
+path, audited there and moved into place only when no blocking audit fails (write-audit-publish).
+``pyarrow_actuals`` counts the actuals again with pyarrow alone; ``same_actuals`` compares two tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from forecast_assets.assets.lakehouse_tables import eligible_zones
+from forecast_assets.audits import (
+    DUPLICATE_LIMIT,
+    OUTSIDE_MONTH_LIMIT,
+    ROWS_AGAINST_RECENT,
+    TRIP_RECORD,
+    ZONE_COVERAGE_MIN,
+    MonthFacts,
+    usual_zones,
+)
+from forecast_assets.lakehouse.neighbours import NeighbourMonth
+from forecast_assets.source_specs import noaa_weather, yellow_trips
+from forecast_assets.sources.noaa_format import COLUMNS, DAY_COLUMNS, MISSING_VALUE, NYC_COUNTY_FIPS
+from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
+from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
+from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.months import MonthWindow
+from taxi_core.names import ACTUALS
+from taxi_core.settings import Settings
+
+# Spark's types of RAW_COLUMN_TYPES; Iceberg's timestamp is one with a zone, as the raw table's files hold it.
+DUCKDB_TYPES = {
+    "int": "INTEGER",
+    "bigint": "BIGINT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "timestamp": "TIMESTAMPTZ",
+}
+# As the Iceberg tables are written (TABLE_PROPERTIES): zstd at the codec's default level.
+PARQUET = "(FORMAT parquet, COMPRESSION zstd)"
+ACTUALS_KEYS = ("pickup_hour", "pulocationid")
+HOUR_MICROS = 3_600_000_000
+
+
+class HeldBack(RuntimeError):
+    """A month failed a blocking audit: the floor does not publish it, as the job would not."""
+
+
+@dataclass(frozen=True)
+class MonthFiles:
+    """The files the job's file assets staged for one month."""
+
+    trips: Path
+    weather: list[Path]
+
+
+@dataclass(frozen=True)
+class FloorRun:
+    seconds: dict[str, float]  # verify, raw_yellow, raw_weather, hourly_actuals, total
+    actuals: pa.Table  # pickup_hour, pulocationid, total_rides, in key order
+    raw_trips: Path  # the month's raw_yellow Parquet, for pyarrow_actuals
+
+
+def staged_files(settings: Settings, month: str) -> MonthFiles:
+    """Where a run of the job staged ``month`` (``YYYY-MM``), in a local staging folder."""
+    window, root = MonthWindow.from_partition_key(month), Path(settings.staging_location)
+    trips, weather = (
+        [root / s.staged_name(f) for f in s.files_for(window)] for s in (yellow_trips.SOURCE, noaa_weather.SOURCE)
+    )
+    return MonthFiles(trips=trips[0], weather=weather)
+
+
+def published_actuals(settings: Settings, month: str) -> pa.Table:
+    """The month of the published hourly actuals, as pyiceberg reads ``main``."""
+    table = open_catalog(CatalogConfig.from_settings(settings)).load_table(ACTUALS).scan().to_arrow()
+    return table.filter(pc.equal(pc.strftime(table["pickup_hour"], "%Y-%m"), month))
+
+
+def duckdb_month(
+    month: str,
+    files: MonthFiles,
+    out_dir: Path,
+    zones: Sequence[int] | None = None,
+    neighbours: Sequence[NeighbourMonth] = (),
+    threads: int | None = None,
+    ordered: bool = False,
+) -> FloorRun:
+    """The job's steps for ``month``; ``zones`` defaults to the job's eligible zones, ``neighbours`` to none
+    (the job's neighbours are the published months around this one: none in a fresh state folder).
+
+    ``ordered`` keeps DuckDB's default of writing rows in the order read, one writer at a time; off, row groups
+    are written in parallel (a table's rows have no order).
+    """
+    window = MonthWindow.from_partition_key(month)
+    con = duckdb.connect(config={"threads": threads} if threads else {})
+    con.execute("SET TimeZone = 'UTC'")  # the Spark session's zone; TIMESTAMPTZ literals and hours are read in it
+    con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    rows, fingerprint = _timed(seconds, "verify", lambda: _verify(files, month))
+    facts = MonthFacts(window, expected_rows=rows, neighbours=tuple(neighbours))
+    trips = _timed(seconds, "raw_yellow", lambda: _raw_yellow(con, files.trips, fingerprint, facts, out_dir))
+    _timed(seconds, "raw_weather", lambda: _raw_weather(con, files.weather, window, out_dir))
+    actuals = _timed(seconds, "hourly_actuals", lambda: _hourly_actuals(con, trips, window, zones, out_dir))
+    seconds["total"] = time.perf_counter() - started
+    con.close()
+    return FloorRun(seconds, pq.read_table(actuals).sort_by([(key, "ascending") for key in ACTUALS_KEYS]), trips)
+
+
+def _timed(seconds: dict[str, float], step: str, action: Callable):
+    started = time.perf_counter()
+    result = action()
+    seconds[step] = time.perf_counter() - started
+    return result
+
+
+def _verify(files: MonthFiles, month: str) -> tuple[int, str]:
+    """The file assets' checks and fingerprints: the trip file's rows, and its fingerprint for the raw rows."""
+    facts = verify_trip_file(files.trips, files.trips.as_uri())
+    for path in files.weather:
+        verify_weather_file(path, path.as_uri(), path.name.split("-", 1)[0], month)
+        _fingerprint(path)
+    return facts.rows, _fingerprint(files.trips)
+
+
+def _fingerprint(path: Path) -> str:
+    """The sha256 of the file's bytes, as the download computes it while the file arrives."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _publish(con, query: str, target: Path, blocked_by: Callable[[str], list[str]]) -> Path:
+    staged = target.with_name(f"_staged_{target.name}")
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    con.execute(f"COPY ({query}) TO '{staged}' {PARQUET}")
+    blocked = blocked_by(_parquet(staged))
+    if blocked:
+        msg = f"{target.parent} not published: {', '.join(blocked)} failed; the staged month is {staged}"
+        raise HeldBack(msg)
+    return staged.replace(target)
+
+
+def _parquet(path: Path) -> str:
+    return f"read_parquet('{path}', hive_partitioning = false)"  # the table's own columns, not the folders' names
+
+
+def _one_row(con, query: str) -> tuple:
+    return con.execute(query).fetchall()[0]
+
+
+def _raw_column(name: str, spark_type: str, published: dict[str, tuple[str, str]]) -> str:
+    if name not in published:
+        return f"NULL::{DUCKDB_TYPES[spark_type]} AS {name}"
+    original, file_type = published[name]
+    column = f'"{original}"'
+    if file_type == "TIMESTAMP_NS":  # as with_timestamps: Spark reads nanoseconds as a long, floor(ns / 1000.0)
+        column = f"make_timestamp(floor(epoch_ns({column}) / 1000)::BIGINT)"
+    elif spark_type in ("int", "bigint") and file_type.startswith(("FLOAT", "DOUBLE", "DECIMAL")):
+        column = f"trunc({column})"  # Spark's cast drops the fraction; DuckDB's would round it
+    return f"{column}::{DUCKDB_TYPES[spark_type]} AS {name}"
+
+
+def _raw_yellow(con, trips: Path, fingerprint: str, facts: MonthFacts, out_dir: Path) -> Path:
+    """normalize_trips(with_timestamps(file)): one schema for every year, and the source columns."""
+    source, window = _parquet(trips), facts.month
+    published = {name.lower(): (name, kind) for name, kind, *_ in con.execute(f"DESCRIBE FROM {source}").fetchall()}
+    columns = [_raw_column(name, spark_type, published) for name, spark_type in RAW_COLUMN_TYPES.items()]
+    columns += [f"'{window.month}' AS source_month", f"'{trips.name}' AS source_file"]
+    columns += [f"'{fingerprint}' AS source_fingerprint", f"TIMESTAMPTZ '{datetime.now(UTC)}' AS ingested_at"]
+    target = out_dir / "raw_yellow" / f"source_month={window.month}" / "data.parquet"
+    query = f"SELECT {', '.join(columns)} FROM {source}"
+    return _publish(con, query, target, lambda month: _raw_yellow_blocked(con, month, facts))
+
+
+def _raw_yellow_blocked(con, rows: str, facts: MonthFacts) -> list[str]:
+    """RAW_YELLOW_AUDITS that would hold the month back, from two passes over it: one for every count (the
+    warnings' too, as the job counts them) and the zones with pickups, one grouping for repeated trip records."""
+    pickup, window = "tpep_pickup_datetime", facts.month
+    start, end = f"TIMESTAMPTZ '{window.start}'", f"TIMESTAMPTZ '{window.end}'"
+    total, null_keys, outside, _, _, zones = _one_row(
+        con,
+        f"SELECT count(*), count(*) FILTER ({pickup} IS NULL OR pulocationid IS NULL), "
+        f"count(*) FILTER ({pickup} < {start} OR {pickup} >= {end}), "
+        f"count(*) FILTER (fare_amount < 0 OR total_amount < 0), count(*) FILTER (tpep_dropoff_datetime < {pickup}), "
+        f"list(DISTINCT pulocationid) FILTER (pulocationid IS NOT NULL) FROM {rows}",
+    )
+    repeats = f"SELECT count(*) AS n FROM {rows} GROUP BY {', '.join(TRIP_RECORD)}"
+    (extra_copies,) = _one_row(con, f"SELECT coalesce(sum(n - 1), 0) FROM ({repeats}) WHERE n > 1")
+    blocked = {
+        "raw_yellow_row_count_matches_source": total != facts.expected_rows,
+        "raw_yellow_no_null_keys": null_keys > 0,
+        "raw_yellow_no_duplicate_trips": (extra_copies / total if total else 0.0) > DUPLICATE_LIMIT,
+        "raw_yellow_pickups_inside_month": (outside / total if total else 1.0) > OUTSIDE_MONTH_LIMIT,
+    }
+    if usual := usual_zones(facts.neighbours):
+        covered = usual & set(zones or ())
+        blocked["raw_yellow_zones_like_recent_months"] = len(covered) / len(usual) < ZONE_COVERAGE_MIN
+    if facts.neighbours:
+        typical = statistics.median(n.rows for n in facts.neighbours)
+        ratio = total / typical if typical else float("inf")
+        blocked["raw_yellow_rows_like_recent_months"] = not ROWS_AGAINST_RECENT[0] <= ratio <= ROWS_AGAINST_RECENT[1]
+    return [name for name, failed in blocked.items() if failed]
+
+
+def _raw_weather(con, csv_files: list[Path], window: MonthWindow, out_dir: Path) -> Path:
+    """weather_long: NYC counties, one row per county, day and element; -999.99 is missing."""
+    names = ", ".join(f"'{c}'" for c in COLUMNS)
+    csv = f"read_csv({[str(p) for p in csv_files]}, header = false, delim = ',', all_varchar = true, names = [{names}])"
+    county, nyc = "lpad(trim(region_code), 5, '0')", ", ".join(f"'{c}'" for c in NYC_COUNTY_FIPS)
+    query = f"""
+        WITH nyc AS (SELECT {county} AS county_fips, trim(year)::INTEGER AS year, trim(month)::INTEGER AS month,
+                            lower(trim(element)) AS element, {", ".join(DAY_COLUMNS)}
+                     FROM {csv} WHERE {county} IN ({nyc})),
+             long AS (SELECT *, substr(day_column, 5, 2)::INTEGER AS day, trim(text)::DOUBLE AS value
+                      FROM nyc UNPIVOT INCLUDE NULLS (text FOR day_column IN ({", ".join(DAY_COLUMNS)})))
+        SELECT county_fips, make_date(year, month, day) AS date, element, nullif(value, {MISSING_VALUE}) AS value
+        FROM long WHERE day <= day(last_day(make_date(year, month, 1)))"""
+    expected = len(NYC_COUNTY_FIPS) * window.days * len(csv_files)
+    target = out_dir / "raw_weather" / f"date_month={window.month}" / "data.parquet"
+    return _publish(con, query, target, lambda month: _raw_weather_blocked(con, month, expected))
+
+
+def _raw_weather_blocked(con, rows: str, expected: int) -> list[str]:
+    """RAW_WEATHER_AUDITS' blocking ones in one query (the range audit only warns, as in the job)."""
+    keys = "county_fips, date, element"
+    total, null_keys, duplicate_keys = _one_row(
+        con,
+        "SELECT count(*), count(*) FILTER (county_fips IS NULL OR date IS NULL OR element IS NULL), "
+        f"(SELECT count(*) FROM (SELECT 1 FROM {rows} GROUP BY {keys} HAVING count(*) > 1)) FROM {rows}",
+    )
+    blocked = {
+        "raw_weather_row_count_matches_source": total != expected,
+        "raw_weather_no_null_keys": null_keys > 0,
+        "raw_weather_no_duplicate_keys": duplicate_keys > 0,
+    }
+    return [name for name, failed in blocked.items() if failed]
+
+
+def _hourly_actuals(con, raw_trips: Path, window: MonthWindow, zones, out_dir: Path) -> Path:
+    """hourly_actuals: every eligible zone with a ride in the month, every hour of it, zero without a ride."""
+    start, end = f"TIMESTAMPTZ '{window.start}'", f"TIMESTAMPTZ '{window.end}'"
+    eligible = ", ".join(map(str, zones or eligible_zones()))
+    query = f"""
+        WITH in_month AS (SELECT tpep_pickup_datetime AS pickup, pulocationid FROM {_parquet(raw_trips)}
+                          WHERE tpep_pickup_datetime >= {start} AND tpep_pickup_datetime < {end}),
+             counts AS (SELECT date_trunc('hour', pickup) AS pickup_hour, pulocationid, count(*) AS total_rides
+                        FROM in_month GROUP BY ALL),
+             zones AS (SELECT DISTINCT pulocationid FROM in_month WHERE pulocationid IN ({eligible})),
+             hours AS (SELECT unnest(generate_series({start}, {end} - INTERVAL 1 HOUR, INTERVAL 1 HOUR)) AS pickup_hour)
+        SELECT pickup_hour, pulocationid::INTEGER AS pulocationid, coalesce(total_rides, 0)::BIGINT AS total_rides
+        FROM hours CROSS JOIN zones LEFT JOIN counts USING (pickup_hour, pulocationid)"""
+    target = out_dir / "yellow_rides_hourly_actuals" / f"pickup_hour_month={window.month}" / "data.parquet"
+    return _publish(con, query, target, lambda month: _actuals_blocked(con, month, window.hours))
+
+
+def _actuals_blocked(con, rows: str, hours: int) -> list[str]:
+    """ACTUALS_AUDITS, all blocking, in one query of three passes over the (small) month."""
+    null_keys, duplicate_keys, zones, incomplete = _one_row(
+        con,
+        f"SELECT (SELECT count(*) FROM {rows} WHERE pickup_hour IS NULL OR pulocationid IS NULL), "
+        f"(SELECT count(*) FROM (SELECT 1 FROM {rows} GROUP BY pickup_hour, pulocationid HAVING count(*) > 1)), "
+        f"count(*), count(*) FILTER (hours != {hours}) "
+        f"FROM (SELECT count(DISTINCT pickup_hour) AS hours FROM {rows} GROUP BY pulocationid)",
+    )
+    blocked = {
+        "actuals_no_null_keys": null_keys > 0,
+        "actuals_no_duplicate_keys": duplicate_keys > 0,
+        "actuals_every_zone_has_every_hour": zones == 0 or incomplete > 0,
+    }
+    return [name for name, failed in blocked.items() if failed]
+
+
+def pyarrow_actuals(
+    raw_trips: Path | list[Path], month: str, zones: Sequence[int] | None = None
+) -> tuple[float, pa.Table]:
+    """The month's hourly actuals from raw_yellow Parquet files with pyarrow alone, and the seconds taken."""
+    started = time.perf_counter()
+    window = MonthWindow.from_partition_key(month)
+    trips = pq.read_table(raw_trips, columns=["tpep_pickup_datetime", "pulocationid"])
+    actuals = _with_every_hour(_rides_per_hour(trips, window), window, zones or eligible_zones())
+    return time.perf_counter() - started, actuals
+
+
+def _rides_per_hour(trips: pa.Table, window: MonthWindow) -> pa.Table:
+    """``hour`` (counted from the month's start), ``pulocationid``, ``count_all``: the pickups inside the month."""
+    micros = pc.cast(pc.cast(trips["tpep_pickup_datetime"], pa.timestamp("us", "UTC")), pa.int64())
+    start = _epoch_micros(window.start)
+    in_month = pc.and_(pc.greater_equal(micros, start), pc.less(micros, _epoch_micros(window.end)))
+    hour = pc.divide(pc.subtract(micros.filter(in_month), start), HOUR_MICROS)
+    rides = pa.table({"hour": hour, "pulocationid": trips["pulocationid"].filter(in_month)})
+    return rides.group_by(["hour", "pulocationid"]).aggregate([([], "count_all")])
+
+
+def _with_every_hour(counts: pa.Table, window: MonthWindow, zones: Sequence[int]) -> pa.Table:
+    present = pc.unique(counts["pulocationid"])
+    kept = np.sort(present.filter(pc.is_in(present, pa.array(zones, pa.int32()))).to_numpy())
+    grid = pa.table({"hour": np.repeat(np.arange(window.hours), len(kept)),
+                     "pulocationid": pa.array(np.tile(kept, window.hours), pa.int32())})  # fmt: skip
+    joined = grid.join(counts, ["hour", "pulocationid"], join_type="left outer")
+    pickup_hour = pc.add(pc.multiply(joined["hour"], HOUR_MICROS), _epoch_micros(window.start))
+    actuals = pa.table({
+        "pickup_hour": pc.cast(pickup_hour, pa.timestamp("us", "UTC")),
+        "pulocationid": joined["pulocationid"],
+        "total_rides": pc.fill_null(joined["count_all"], 0),
+    })  # fmt: skip
+    return actuals.sort_by([(key, "ascending") for key in ACTUALS_KEYS])
+
+
+def _epoch_micros(wall_clock: datetime) -> int:
+    return int(wall_clock.replace(tzinfo=UTC).timestamp()) * 1_000_000
+
+
+def same_actuals(ours: pa.Table, floor: pa.Table) -> str | None:
+    """None when both hold the same rows, cell for cell (storage order aside); else the first difference."""
+    if ours.column_names != floor.column_names:
+        return f"columns differ: {ours.column_names} against {floor.column_names}"
+    if ours.num_rows != floor.num_rows:
+        return f"{ours.num_rows} rows against {floor.num_rows}"
+    ours, floor = _in_key_order(ours), _in_key_order(floor)
+    for name in ours.column_names:
+        mine, theirs = ours[name], floor[name]
+        if mine.type != theirs.type:
+            return f"{name} is {mine.type} against {theirs.type}"
+        same = pc.or_(pc.fill_null(pc.equal(mine, theirs), False), pc.and_(pc.is_null(mine), pc.is_null(theirs)))
+        if not pc.all(same).as_py():
+            row = pc.index(same, False).as_py()
+            key = ", ".join(f"{k}={ours[k][row]}" for k in ACTUALS_KEYS)
+            return f"row {row} ({key}): {name} is {mine[row]} against {theirs[row]}"
+    return None
+
+
+def _in_key_order(actuals: pa.Table) -> pa.Table:
+    # "UTC" and "+00:00" name the same zone: pyiceberg and DuckDB label it differently.
+    columns = [pc.cast(c, pa.timestamp(c.type.unit, "UTC")) if pa.types.is_timestamp(c.type) and c.type.tz else c
+               for c in actuals.columns]  # fmt: skip
+    return pa.Table.from_arrays(columns, names=actuals.column_names).sort_by([(k, "ascending") for k in ACTUALS_KEYS])
