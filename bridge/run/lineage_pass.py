@@ -137,8 +137,25 @@ def _pass(
     deadline: float,
     renew: Callable[[], None],
 ) -> PassResult:
-    result = PassResult()
     sources = sources_for(bridge, instance, graph)
+    try:
+        return _read_and_deliver(bridge, instance, client, outbox, deadline, renew, sources)
+    finally:
+        for source in sources:
+            if isinstance(source, DagsterSource):
+                source.close()
+
+
+def _read_and_deliver(
+    bridge: LineageBridge,
+    instance: DagsterInstance,
+    client: OpenLineageClient | None,
+    outbox: Outbox,
+    deadline: float,
+    renew: Callable[[], None],
+    sources: list[Source],
+) -> PassResult:
+    result = PassResult()
     for source in sources:
         added, types = queue_source(outbox, source)
         result.queued[source.name] = added
