@@ -133,6 +133,7 @@ class LiteSink:
         self._position: int | None = None
         self._edges: _JobEdges | None = None
         self.aspects = 0
+        self.written: set[str] = set()  # the entities this pass wrote: their browse edges are rebuilt on close
 
     def position(self) -> int:
         if self._position is None:
@@ -178,6 +179,8 @@ class LiteSink:
             connection.isolation_level = None  # transactions are this sink's, not one per aspect
             # Lite commits after every aspect; inside a batch only the batch's COMMIT may.
             self.lite._commit = self.lite._rollback = lambda: None  # type: ignore[method-assign]
+            # Lite rebuilds its browse index from the whole graph on close: only what this pass wrote is.
+            self.lite.reindex = self._reindex_written  # type: ignore[method-assign]
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL)"
             )
@@ -185,7 +188,21 @@ class LiteSink:
             self.lite.sqlite_client.execute("BEGIN IMMEDIATE")
         return self.lite
 
+    def _reindex_written(self) -> None:
+        # Only a sink that wrote has Lite open, and DataHub is loaded by then.
+        from bridge.sinks.lite_write import reindex_written
+
+        if self.lite is not None and self.written:
+            connection = self.lite.sqlite_client
+            connection.execute("BEGIN IMMEDIATE")
+            reindex_written(self.lite, self.written)
+            connection.execute("COMMIT")
+            self.written.clear()
+
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
+        # DataHub loads only when there is something to write (as in _translated).
+        from bridge.sinks.lite_write import OnceSerialized
+
         mcps = _translated(event, self.naming)
         lite = self._open()
         connection = lite.sqlite_client
@@ -193,7 +210,8 @@ class LiteSink:
         try:
             for mcp in mcps:
                 if not self._older_than_held(connection, mcp):
-                    lite.write(self.edges.merged(mcp))
+                    lite.write(OnceSerialized.of(self.edges.merged(mcp)))
+                    self.written.add(str(mcp.entityUrn))
         except BaseException:
             connection.execute("ROLLBACK TO event")
             connection.execute("RELEASE event")
