@@ -56,8 +56,9 @@ def _translated(event: QueuedEvent, naming: Naming) -> list[MetadataChangePropos
     except Exception as err:  # any translation failure is this event's, and permanent
         msg = f"event {event.seq} cannot be translated to DataHub aspects ({type(err).__name__}: {err})"
         raise Unsendable(msg) from err
+    observed_at = SystemMetadataClass(lastObserved=observed)  # one for the event's aspects: serialized once
     for mcp in mcps:
-        mcp.systemMetadata = mcp.systemMetadata or SystemMetadataClass(lastObserved=observed)
+        mcp.systemMetadata = mcp.systemMetadata or observed_at
     return mcps
 
 

@@ -23,10 +23,16 @@ from datahub.emitter.aspect import ASPECT_MAP
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.lite.sqlite_lite import SqliteLite
+from datahub.metadata.schema_classes import SystemMetadataClass
 
 
 class OnceSerialized(MetadataChangeProposalWrapper):
-    """A proposal whose simplified object form serializes the aspect once (see the module's docstring)."""
+    """A proposal whose simplified object form serializes the aspect once (see the module's docstring).
+
+    The aspects of one event share one system metadata (the event's time): serialized once per event,
+    each proposal gets its own copy (Lite adds the aspect's version to it).
+    """
+
 
     @classmethod
     def of(cls, mcp: MetadataChangeProposalWrapper) -> OnceSerialized:
@@ -44,8 +50,20 @@ class OnceSerialized(MetadataChangeProposalWrapper):
             "aspect": {"json": pre_json_transform(self.aspect.to_obj())},
         }
         if self.systemMetadata is not None:
-            obj["systemMetadata"] = self.systemMetadata.to_obj()
+            obj["systemMetadata"] = json.loads(_serialized_system(self.systemMetadata))
         return obj
+
+
+_last_system: list[tuple[SystemMetadataClass, str]] = []  # the latest system metadata serialized, and its JSON
+
+
+def _serialized_system(system: SystemMetadataClass) -> str:
+    """The JSON of ``system``, serialized once while the same object comes again (the aspects of one event)."""
+    if _last_system and _last_system[0][0] is system:
+        return _last_system[0][1]
+    serialized = json.dumps(system.to_obj())
+    _last_system[:] = [(system, serialized)]
+    return serialized
 
 
 def reindex_written(lite: SqliteLite, urns: Iterable[str]) -> None:
