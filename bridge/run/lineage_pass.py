@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from dagster import DagsterInstance
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
-from openlineage.client.serde import Serde
 
 from bridge.config import LineageBridge
 from bridge.index.lineage_index import LineageIndex
@@ -31,6 +30,7 @@ from bridge.sinks.failures import redact
 from bridge.sinks.registry import build_sink
 from bridge.sources.dagster import AssetGraph, DagsterSource
 from bridge.sources.metaflow import MetaflowSource
+from bridge.translate.event_json import event_json
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def queue_source(outbox: Outbox, source: Source) -> tuple[int, Counter[str]]:
     types: Counter[str] = Counter()
     with outbox.batch(source.name) as batch:
         for key, event in events:
-            if batch.add(key, Serde.to_json(event)):
+            if batch.add(key, event_json(event)):
                 types[_event_type(event)] += 1
         batch.set_cursor(cursor)
     return batch.added, types

@@ -28,6 +28,8 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpTransport
 
+from bridge.translate.event_json import event_json
+
 FACETED = ("run", "job")
 
 
@@ -102,7 +104,7 @@ class _FileAppender:
     def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
-        self.handle.write((payload if payload is not None else Serde.to_json(event)) + "\n")
+        self.handle.write((payload if payload is not None else event_json(event)) + "\n")
         self.handle.flush()
 
     def close(self) -> None:
