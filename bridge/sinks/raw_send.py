@@ -28,8 +28,6 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpTransport
 
-from bridge.translate.event_json import event_json
-
 FACETED = ("run", "job")
 
 
@@ -104,7 +102,9 @@ class _FileAppender:
     def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
-        self.handle.write((payload if payload is not None else event_json(event)) + "\n")
+        # The queued JSON is the client's serialization, and so are the facets it adds: their union
+        # is what Serde writes (no null, enum or date left to turn), with sorted keys.
+        self.handle.write((payload if payload is not None else json.dumps(event, sort_keys=True)) + "\n")
         self.handle.flush()
 
     def close(self) -> None:
