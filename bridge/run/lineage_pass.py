@@ -23,6 +23,7 @@ from bridge.index.lineage_index import LineageIndex
 from bridge.outbox.health import HEALTHY, record_pass, verdict
 from bridge.outbox.lease import one_pass_at_a_time
 from bridge.outbox.queue import Outbox
+from bridge.run.idle import remember_configuration
 from bridge.run.reports import report_metaflow_outputs
 from bridge.sinks.contract import SinkContext, SinkDamaged
 from bridge.sinks.drain import DrainResult, drain
@@ -187,6 +188,7 @@ def _read_and_deliver(
     parents = (lambda key: dagster.parents(key)) if dagster else None  # the graph loads only to report a run
     result.reported = report_metaflow_outputs(instance, outbox, bridge, parents)
     record_pass(outbox, [sink.sink for sink in result.sinks.values()], result.problems)
+    remember_configuration(outbox, bridge, [sink.sink for sink in result.sinks.values()])
     return result
 
 

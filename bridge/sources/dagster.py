@@ -23,7 +23,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
-from bridge.sources.dagster_log import EventLog, event_log
+from bridge.sources.dagster_log import EventLog, SqliteEventLog, event_log
 from bridge.translate.dagster import Keyed, is_finished, run_ref, step_job, translate_run
 from bridge.translate.dagster_records import (
     READ_TYPES,
@@ -187,6 +187,8 @@ class DagsterSource:
     def read(self, cursor: dict[str, Any]) -> tuple[list[Keyed], dict[str, Any]]:
         """New events since ``cursor`` and the cursor after them."""
         cursor = {"run_starts": cursor.get("run_starts"), "open_runs": dict(cursor.get("open_runs", {}))}
+        if isinstance(self.log, SqliteEventLog):  # where an idle pass looks for anything new (bridge.run.idle)
+            cursor["event_log"] = str(self.log.index_path)
         starts = self.instance.fetch_run_status_changes(
             DagsterEventType.RUN_START, limit=self.batch, cursor=cursor["run_starts"], ascending=True
         )

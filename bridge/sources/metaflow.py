@@ -8,7 +8,6 @@ nothing more: an idle pass costs one directory listing, whatever the history.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from metaflow import Flow, Run, Task, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunEvent, RunState
 
+from bridge.sources.metaflow_folders import folder_digest
 from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
 from bridge.translate.events import JobRef
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
@@ -66,14 +66,16 @@ def _task_error(task: Task) -> str:
     return lines[-1] if lines else f"Metaflow task {task.pathspec} failed"
 
 
+def run_folder(flow_name: str) -> Path | None:
+    """The flow's folder in Metaflow's local metadata; ``None`` for a metadata service."""
+    provider, _, root = get_metadata().partition("@")
+    return Path(root) / ".metaflow" / flow_name if provider == "local" else None
+
+
 def run_folders(flow_name: str) -> str | None:
     """A digest of the flow's run folders in Metaflow's local metadata; ``None`` for a metadata service."""
-    provider, _, root = get_metadata().partition("@")
-    if provider != "local":
-        return None
-    folder = Path(root) / ".metaflow" / flow_name
-    names = sorted(entry.name for entry in folder.iterdir() if entry.is_dir()) if folder.is_dir() else []
-    return hashlib.sha1("\n".join(names).encode()).hexdigest()
+    folder = run_folder(flow_name)
+    return folder_digest(folder) if folder is not None else None
 
 
 def flow_runs(flow_name: str) -> list[Run]:
@@ -151,9 +153,10 @@ class MetaflowSource:
         return events, after
 
     def _read_flow(self, flow: str, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
-        folders = run_folders(flow)
+        folder = run_folder(flow)
+        folders = folder_digest(folder) if folder is not None else None
         if folders is not None and cursor.get("settled") == folders:
-            return [], cursor
+            return [], cursor | {"folder": str(folder)}  # where an idle pass looks for a new run (bridge.run.idle)
         finished = dict(cursor.get("finished", {}))
         watermark = cursor.get("watermark", 0.0)
         runs = flow_runs(flow)
@@ -173,4 +176,5 @@ class MetaflowSource:
         after = {"watermark": watermark, "finished": finished}
         if not unfinished and folders is not None:
             after["settled"] = folders  # every run is finished and translated: nothing changes until a new one
+            after["folder"] = str(folder)
         return events, after
