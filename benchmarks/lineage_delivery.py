@@ -313,7 +313,8 @@ def _expected_events(home: Path) -> int:
              "STEP_SUCCESS", "STEP_FAILURE")  # fmt: skip
     with sqlite3.connect(home / "history" / "event_log.db") as log:
         marks = ",".join("?" * len(kinds))
-        return log.execute(f"SELECT count(*) FROM event_logs WHERE dagster_event_type IN ({marks})", kinds).fetchone()[0]
+        query = f"SELECT count(*) FROM event_logs WHERE dagster_event_type IN ({marks})"
+        return log.execute(query, kinds).fetchone()[0]
 
 
 def against_dagster_openlineage(url: str, state: Path, runs: int, repeats: int, kept: Path | None = None) -> None:

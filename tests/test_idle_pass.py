@@ -14,7 +14,6 @@ import pytest
 from dagster import AssetKey, DagsterInstance, Definitions, asset, materialize
 from metaflow import Runner
 
-from bridge.cli import main as cli
 from bridge.config import DataHubTarget
 from bridge.run.idle import READ_TYPES, dagster_event_log, idle_pass
 from bridge.run.lineage_pass import run_pass

@@ -213,7 +213,9 @@ def _dagster_idle(cursor: dict[str, Any], bridge: LineageBridge) -> bool:
         for run_id, last_seen in cursor.get("open_runs", {}).items():
             query = f"SELECT 1 FROM event_logs WHERE id > ? AND dagster_event_type IN ({kinds})"
             if shards is None:
-                found = connection.execute(query + " AND run_id = ? LIMIT 1", (last_seen, *READ_TYPES, run_id))
+                found = connection.execute(
+                    query + " AND run_id = ? LIMIT 1", (last_seen, *READ_TYPES, run_id)
+                ).fetchall()
             else:
                 shard = shards / f"{run_id}.db"
                 if not shard.is_file():

@@ -33,7 +33,6 @@ class OnceSerialized(MetadataChangeProposalWrapper):
     each proposal gets its own copy (Lite adds the aspect's version to it).
     """
 
-
     @classmethod
     def of(cls, mcp: MetadataChangeProposalWrapper) -> OnceSerialized:
         return cls(**{field.name: getattr(mcp, field.name) for field in fields(mcp)})
@@ -73,6 +72,8 @@ def reindex_written(lite: SqliteLite, urns: Iterable[str]) -> None:
             "SELECT aspect_name, metadata FROM metadata_aspect_v2 WHERE urn = ? AND version = 0 ORDER BY aspect_name",
             (urn,),
         ).fetchall()
-        aspects = {name: ASPECT_MAP[name].from_obj(post_json_transform(json.loads(metadata))) for name, metadata in rows}
+        aspects = {
+            name: ASPECT_MAP[name].from_obj(post_json_transform(json.loads(metadata))) for name, metadata in rows
+        }
         if aspects:
             lite.global_post_update_hook(urn, aspects)

@@ -11,7 +11,6 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
 
 from dagster import Definitions, RepositoryDefinition
 

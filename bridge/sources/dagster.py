@@ -201,8 +201,8 @@ class DagsterSource:
         # Every run's records first, then their upstream versions: one lookup window per upstream asset.
         wanted = [run_id for run_id, _ in ordered]
         runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=wanted))} if wanted else {}
-        records = self.log.records_for_runs([run_id for run_id in wanted if run_id in runs], READ_TYPES)
-        fetched = {run_id: (runs[run_id], records[run_id]) if run_id in runs else None for run_id in wanted}
+        read = self.log.records_for_runs([run_id for run_id in wanted if run_id in runs], READ_TYPES)
+        fetched = {run_id: (runs[run_id], read[run_id]) if run_id in runs else None for run_id in wanted}
         for dagster_run_id, last_seen in ordered:
             run_and_records = fetched[dagster_run_id]
             if run_and_records is None:

@@ -67,7 +67,7 @@ def sqlite_files(instance: DagsterInstance) -> tuple[Path, Path | None] | None:
 
     storage = instance.event_log_storage
     if type(storage) is ConsolidatedSqliteEventLogStorage:
-        return Path(storage.get_db_path()), None
+        return Path(storage.get_db_path()), None  # type: ignore[no-untyped-call]  # Dagster leaves it unannotated
     if type(storage) is SqliteEventLogStorage:
         index = Path(storage.path_for_shard("index"))
         return index, index.parent
@@ -144,7 +144,7 @@ class SqliteEventLog:
                     f"SELECT id, run_id, event FROM event_logs WHERE run_id IN ({_marks(chunk)}) "
                     f"AND dagster_event_type IN ({_marks(types)}) ORDER BY id",
                     [*chunk, *types],
-                )
+                ).fetchall()
                 for storage_id, run_id, event in rows:
                     found[run_id].append(_record(storage_id, event))
             return found
