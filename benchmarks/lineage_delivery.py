@@ -21,6 +21,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -264,8 +265,10 @@ def _anchor(python: Path, home: Path, env: dict[str, str]) -> dict:
         text=True,
     )
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if "Error: " in line or "Exception: " in line]
-        return {"error": " ".join(lines[-1].split()) if lines else f"exit {done.returncode}"}
+        lines = done.stderr.splitlines()
+        raised = [n for n, line in enumerate(lines) if re.match(r"^[\w.]*(Error|Exception):", line)]
+        said = " ".join(" ".join(lines[raised[-1] :]).split()) if raised else f"exit {done.returncode}"
+        return {"error": said}
     return json.loads(done.stdout.splitlines()[-1])
 
 
