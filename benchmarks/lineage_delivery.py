@@ -188,6 +188,7 @@ def counting(self, event):
     return emit(self, event)
 client_module.OpenLineageClient.emit = counting
 with DagsterInstance.from_config(sys.argv[1]) as instance:
+    instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor
     cursor, ticks, started = None, 0, time.perf_counter()
     while True:
         context = build_sensor_context(instance=instance, cursor=cursor)
@@ -298,6 +299,7 @@ def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, flo
     graph = defs.resolve_asset_graph()
     delivered = 0
     with DagsterInstance.from_config(str(home)) as instance:
+        _ = instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor or watcher
         started = time.perf_counter()
         while True:
             result = run_pass(bridge, instance, graph, client)

@@ -141,12 +141,15 @@ class SqliteEventLog:
         if self.shards is None:
             for chunk in _chunks(list(run_ids), 500):
                 rows = self.index.execute(
-                    f"SELECT id, run_id, event FROM event_logs WHERE run_id IN ({_marks(chunk)}) "
+                    f"SELECT id, run_id, event, dagster_event_type FROM event_logs WHERE run_id IN ({_marks(chunk)}) "
                     f"AND dagster_event_type IN ({_marks(types)}) ORDER BY id",
                     [*chunk, *types],
                 ).fetchall()
-                for storage_id, run_id, event in rows:
-                    found[run_id].append(_record(storage_id, event))
+                for storage_id, run_id, event, kind in rows:
+                    # One file numbers runs' and assets' records alike: a run's materialization is also
+                    # an upstream version or a provenance pointer of a later run of the same pass.
+                    record = self._deserialized(storage_id, event) if kind == MATERIALIZATION else None
+                    found[run_id].append(record or _record(storage_id, event))
             return found
         for run_id in run_ids:
             shard = self.shards / f"{run_id}.db"

@@ -123,7 +123,22 @@ def _iso(moment: datetime) -> str:
     return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_FACETS: dict[DatasetRef, dict[str, DatasetFacet]] = {}  # a dataset seen the same way again: its facets built once
+KEEP_FACETS = 4096
+
+
 def dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
+    """The dataset facets of ``ref``; every event of a run names its inputs and outputs again, so a dataset seen
+    the same way shares the facets built the first time (they are never changed once built)."""
+    built = _FACETS.get(ref)
+    if built is None:
+        if len(_FACETS) >= KEEP_FACETS:
+            _FACETS.clear()
+        built = _FACETS[ref] = _dataset_facets(ref)
+    return dict(built)
+
+
+def _dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
     facets: dict[str, DatasetFacet] = {}
     if ref.name.catalog_name:
         facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
