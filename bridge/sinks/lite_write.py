@@ -10,6 +10,8 @@ Imported only by a pass that writes Lite (it loads DataHub's SDK).
   the whole history. Each write already adds its aspect's own edges; :func:`reindex_written` adds the
   entity-level ones (browse paths, platform and container) for the entities this pass wrote, as the
   full rebuild does for each.
+- Runs repeat the same aspects (a job's, a dataset's): an aspect written again the same way reuses the
+  JSON serialized the first time.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from datahub.emitter.aspect import ASPECT_MAP
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.lite.sqlite_lite import SqliteLite
-from datahub.metadata.schema_classes import SystemMetadataClass
+from datahub.metadata.schema_classes import (
+    ContainerClass,
+    DataPlatformInstanceClass,
+    SubTypesClass,
+    SystemMetadataClass,
+    _Aspect,
+)
 
 
 class OnceSerialized(MetadataChangeProposalWrapper):
@@ -46,11 +54,27 @@ class OnceSerialized(MetadataChangeProposalWrapper):
             "entityUrn": self.entityUrn,
             "changeType": self.changeType,
             "aspectName": self.aspectName,
-            "aspect": {"json": pre_json_transform(self.aspect.to_obj())},
+            "aspect": {"json": _aspect_json(self.aspect)},
         }
         if self.systemMetadata is not None:
             obj["systemMetadata"] = json.loads(_serialized_system(self.systemMetadata))
         return obj
+
+
+_ASPECTS: dict[str, Any] = {}  # an aspect's JSON by its representation: runs repeat a job's, a dataset's aspects
+KEEP_ASPECTS = 4096
+
+
+def _aspect_json(aspect: _Aspect) -> Any:
+    """The aspect's JSON as the SDK makes it; an aspect written again the same way (its representation names its
+    class and every value with its type) takes the JSON made the first time. Lite only reads it."""
+    key = repr(aspect)
+    found = _ASPECTS.get(key)
+    if found is None:
+        if len(_ASPECTS) >= KEEP_ASPECTS:
+            _ASPECTS.clear()
+        found = _ASPECTS[key] = pre_json_transform(aspect.to_obj())
+    return found
 
 
 _last_system: list[tuple[SystemMetadataClass, str]] = []  # the latest system metadata serialized, and its JSON
@@ -65,15 +89,24 @@ def _serialized_system(system: SystemMetadataClass) -> str:
     return serialized
 
 
+# What Lite's entity-level hook reads of an entity, by the aspect name it looks each up by.
+_BROWSE = [next(name for name, kind in ASPECT_MAP.items() if kind is wanted) for wanted in
+           (ContainerClass, SubTypesClass, DataPlatformInstanceClass)]  # fmt: skip
+
+
 def reindex_written(lite: SqliteLite, urns: Iterable[str]) -> None:
-    """The entity-level browse edges of the entities ``urns``, from every aspect Lite holds of each."""
+    """The entity-level browse edges of the entities ``urns``, from the aspects Lite's hook reads of each."""
+    marks = ",".join("?" * len(_BROWSE))
     for urn in sorted(urns):
-        rows = lite.sqlite_client.execute(
-            "SELECT aspect_name, metadata FROM metadata_aspect_v2 WHERE urn = ? AND version = 0 ORDER BY aspect_name",
-            (urn,),
+        connection = lite.sqlite_client
+        if not connection.execute("SELECT 1 FROM metadata_aspect_v2 WHERE urn = ? AND version = 0", (urn,)).fetchone():
+            continue
+        rows = connection.execute(
+            f"SELECT aspect_name, metadata FROM metadata_aspect_v2 WHERE urn = ? AND version = 0 "
+            f"AND aspect_name IN ({marks})",
+            (urn, *_BROWSE),
         ).fetchall()
         aspects = {
             name: ASPECT_MAP[name].from_obj(post_json_transform(json.loads(metadata))) for name, metadata in rows
         }
-        if aspects:
-            lite.global_post_update_hook(urn, aspects)
+        lite.global_post_update_hook(urn, aspects)
