@@ -228,19 +228,20 @@ class LiteSink:
         DataHub keeps the latest observation of an aspect; an earlier one written again would add a
         version row per replay and, for a run's properties, show its START over its COMPLETE.
         """
+        # SQLite reads the two numbers out of the JSON it holds: no document is parsed here.
         row = connection.execute(
-            "SELECT metadata, system_metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? "
-            "AND version = 0",
+            "SELECT json_extract(metadata, '$.timestampMillis'), json_extract(system_metadata, '$.lastObserved') "
+            "FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? AND version = 0",
             (mcp.entityUrn, mcp.aspectName),
         ).fetchone()
         if row is None:
             return False
         if mcp.aspect is not None and mcp.aspect.ASPECT_TYPE == "timeseries":
-            return bool(json.loads(row[0]).get("timestampMillis", 0) >= _timestamp_millis(mcp.aspect))
+            return bool((row[0] or 0) >= _timestamp_millis(mcp.aspect))
         observed = mcp.systemMetadata.lastObserved if mcp.systemMetadata is not None else None
         if observed is None:  # every translated aspect carries its event's time (see _translated)
             raise ValueError(f"Aspect {mcp.aspectName} of {mcp.entityUrn} carries no time it was observed")
-        return (json.loads(row[1]).get("lastObserved") or 0) > observed
+        return (row[1] or 0) > observed
 
     def advance(self, seq: int) -> None:
         self._position = seq

@@ -57,7 +57,7 @@ class OnceSerialized(MetadataChangeProposalWrapper):
             "aspect": {"json": _aspect_json(self.aspect)},
         }
         if self.systemMetadata is not None:
-            obj["systemMetadata"] = json.loads(_serialized_system(self.systemMetadata))
+            obj["systemMetadata"] = _serialized_system(self.systemMetadata)
         return obj
 
 
@@ -77,16 +77,19 @@ def _aspect_json(aspect: _Aspect) -> Any:
     return found
 
 
-_last_system: list[tuple[SystemMetadataClass, str]] = []  # the latest system metadata serialized, and its JSON
+_last_system: list[tuple[SystemMetadataClass, dict[str, Any]]] = []  # the latest system metadata serialized
 
 
-def _serialized_system(system: SystemMetadataClass) -> str:
-    """The JSON of ``system``, serialized once while the same object comes again (the aspects of one event)."""
-    if _last_system and _last_system[0][0] is system:
-        return _last_system[0][1]
-    serialized = json.dumps(system.to_obj())
-    _last_system[:] = [(system, serialized)]
-    return serialized
+def _serialized_system(system: SystemMetadataClass) -> dict[str, Any]:
+    """``system`` as an object, serialized once while the same object comes again (the aspects of one event); each
+    caller gets its own copy of it and of its properties, which Lite adds the aspect's version to."""
+    if not _last_system or _last_system[0][0] is not system:
+        _last_system[:] = [(system, system.to_obj())]
+    serialized = _last_system[0][1]
+    copied = dict(serialized)
+    if isinstance(serialized.get("properties"), dict):
+        copied["properties"] = dict(serialized["properties"])
+    return copied
 
 
 # What Lite's entity-level hook reads of an entity, by the aspect name it looks each up by.
