@@ -3,7 +3,8 @@
 ``Serde.to_json`` turns the typed event into dictionaries (``attr.asdict``), walks them again to drop
 nulls and turn enums, dates and UUIDs into strings, then dumps them with sorted keys. A pass queues
 every event it translates, so this does the same in one walk over the typed event: the same rules,
-the same bytes (a test holds it to ``Serde.to_json`` on every golden event).
+the same bytes (a test holds it to ``Serde.to_json`` on every golden event). The datasets and facets the
+translation shares between events are walked once.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ from enum import Enum
 from typing import Any
 
 import attr
-from openlineage.client.event_v2 import RunEvent
+from openlineage.client.event_v2 import InputDataset, OutputDataset, RunEvent
+from openlineage.client.facet_v2 import BaseFacet
 
 _NAMES: dict[type, tuple[str, ...]] = {}  # each attrs class's field names, looked up once
+SHARED = (InputDataset, OutputDataset, BaseFacet)  # what the translation shares between events
+_MADE: dict[int, tuple[Any, Any]] = {}  # by identity: the object (kept, so its identity is not reused), its plain form
+KEEP_MADE = 8192
 
 
 def _names(kind: type) -> tuple[str, ...]:
@@ -31,13 +36,31 @@ def _plain(value: Any) -> Any:
     """``remove_nulls_and_enums(attr.asdict(value))``: an attrs instance, dict, list or tuple as plain JSON values."""
     if value is None or isinstance(value, (str, int, float, bool)) and not isinstance(value, Enum):
         return value
+    if isinstance(value, SHARED):
+        # The translation builds a dataset or facet once for all the events that name it the same way
+        # (bridge.translate.events): its plain form is made once too, while it is remembered here.
+        known = _MADE.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        if len(_MADE) >= KEEP_MADE:
+            _MADE.clear()
+        made = _MADE[id(value)] = (value, _attrs_plain(value))
+        return made[1]
     if attr.has(type(value)):
-        plain = {}
-        for name in _names(type(value)):
-            item = _plain(getattr(value, name))
-            if item is not None:
-                plain[name] = item
-        return plain
+        return _attrs_plain(value)
+    return _other_plain(value)
+
+
+def _attrs_plain(value: Any) -> dict[str, Any]:
+    plain = {}
+    for name in _names(type(value)):
+        item = _plain(getattr(value, name))
+        if item is not None:
+            plain[name] = item
+    return plain
+
+
+def _other_plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {_plain(key): item for key, item in ((k, _plain(v)) for k, v in value.items()) if item is not None}
     if isinstance(value, (list, tuple, set, frozenset)):
