@@ -19,9 +19,17 @@ from bridge.run.idle import READ_TYPES, dagster_event_log, idle_pass
 from bridge.run.lineage_pass import run_pass
 from bridge.translate.dagster_records import READ_TYPES as DAGSTER_READ_TYPES
 from taxi_core.settings import PROJECT_ROOT
-from tests.reuse_project.shop import FLOW, definitions, shop_bridge
+from tests.reuse_project.shop import definitions, shop_bridge
 
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
+# The reuse example's flow under a name of its own: its runs stay out of the other tests' ScoreFlow history.
+FLOW_NAME = "IdleCheckFlow"
+
+
+def _flow_file(folder: Path) -> Path:
+    path = folder / "idlecheckflow.py"
+    path.write_text(FLOW_FILE.read_text().replace("ScoreFlow", FLOW_NAME))
+    return path
 TABLES = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
 CONSOLIDATED = """
 event_log_storage:
@@ -151,14 +159,14 @@ def test_a_changed_setting_or_target_runs_the_full_pass(tmp_path, monkeypatch, o
 @pytest.mark.integration
 def test_a_new_metaflow_run_is_new(tmp_path):
     home, defs, bridge = _shop(tmp_path, "sharded")
-    bridge = replace(bridge, flows=(FLOW,))
+    bridge = replace(bridge, flows=(FLOW_NAME,))
     with DagsterInstance.from_config(str(home)) as instance:
         assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=TABLES).success
         graph = defs.resolve_asset_graph()
         run_pass(bridge, instance, graph)
         assert idle_pass(bridge) is not None
         env = os.environ | {"SHOP_ROOT": str(tmp_path), "SHOP_TOTALS_VERSION": "v1"}
-        with Runner(str(FLOW_FILE), env=env, cwd=str(tmp_path), show_output=False) as runner:
+        with Runner(str(_flow_file(tmp_path)), env=env, cwd=str(tmp_path), show_output=False) as runner:
             assert runner.run().run.successful
         assert idle_pass(bridge) is None
         result = run_pass(bridge, instance, graph)

@@ -11,9 +11,17 @@ from bridge.outbox.queue import Outbox
 from bridge.run.lineage_pass import queue_source
 from bridge.sources import metaflow as metaflow_source
 from bridge.sources.metaflow import MetaflowSource
-from tests.reuse_project.shop import FLOW, naming
+from tests.reuse_project.shop import naming
 
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
+# The reuse example's flow under a name of its own: its runs stay out of the other tests' ScoreFlow history.
+FLOW_NAME = "RereadFlow"
+
+
+def _flow_file(folder: Path) -> Path:
+    path = folder / "rereadflow.py"
+    path.write_text(FLOW_FILE.read_text().replace("ScoreFlow", FLOW_NAME))
+    return path
 
 
 def test_an_event_already_queued_takes_no_sequence_number(tmp_path):
@@ -32,11 +40,11 @@ def test_an_event_already_queued_takes_no_sequence_number(tmp_path):
 def test_a_run_read_again_queues_nothing_and_reads_its_finished_tasks_once(tmp_path):
     env = os.environ | {"SHOP_ROOT": str(tmp_path), "SHOP_TOTALS_VERSION": "v1"}
     (tmp_path / "daily_totals.csv").write_text("day,total\n2026-01-01,7\n")
-    with Runner(str(FLOW_FILE), env=env, cwd=str(tmp_path), show_output=False) as runner:
+    with Runner(str(_flow_file(tmp_path)), env=env, cwd=str(tmp_path), show_output=False) as runner:
         run = runner.run().run
     assert run.successful
     outbox = Outbox(tmp_path / "outbox.sqlite")
-    source = MetaflowSource([FLOW], naming(tmp_path))
+    source = MetaflowSource([FLOW_NAME], naming(tmp_path))
     added, _ = queue_source(outbox, source)
     assert added > 0
     last = outbox.last_seq()
@@ -45,7 +53,7 @@ def test_a_run_read_again_queues_nothing_and_reads_its_finished_tasks_once(tmp_p
     for _ in range(5):  # as the watcher re-reads a run it has not yet seen finish
         with outbox.batch("metaflow") as batch:
             batch.set_cursor({})  # the run looks new again
-        again, _ = queue_source(outbox, MetaflowSource([FLOW], naming(tmp_path)))
+        again, _ = queue_source(outbox, MetaflowSource([FLOW_NAME], naming(tmp_path)))
         assert again == 0
     assert outbox.last_seq() == last
     with outbox.batch("probe") as batch:
