@@ -23,14 +23,12 @@ from bridge.config import LineageBridge
 from bridge.errors import BridgeError
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox.queue import Outbox, OutboxDamaged
-from bridge.run.idle import IdleAnswer, idle_pass
-from bridge.sinks.drain import DrainResult
 from bridge.sinks.failures import redact
-from bridge.sources.workspace import CodeLocationNotFound, find_location
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
+    from bridge.run.idle import IdleAnswer
     from bridge.sources.dagster import AssetGraph
 
 
@@ -60,6 +58,10 @@ def open_outbox(bridge: LineageBridge) -> Outbox:
 
 
 def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
+    # Only a pass reads the workspace and checks for anything new: the read commands load neither.
+    from bridge.run.idle import idle_pass
+    from bridge.sources.workspace import CodeLocationNotFound, find_location
+
     workspace = _workspace_file(bridge)
     try:
         find_location(workspace, bridge.code_location)
@@ -120,6 +122,8 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
 
 def _print_idle(idle: IdleAnswer) -> int:
     """What a pass prints when it found nothing new (:mod:`bridge.run.idle`); its exit code is lineage's health."""
+    from bridge.sinks.drain import DrainResult  # as the pass's own lines say what each sink did
+
     print(f"Lineage pass: 0 new events ({{}}) in {idle.seconds:.1f} s: nothing new in Dagster, Metaflow or the outbox")
     for sink in idle.status.sinks:
         print(f"  {sink.target}: " + DrainResult(sink.sink, sink.target, dead_letters=sink.parked).counts())
