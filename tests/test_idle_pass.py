@@ -30,6 +30,8 @@ def _flow_file(folder: Path) -> Path:
     path = folder / "idlecheckflow.py"
     path.write_text(FLOW_FILE.read_text().replace("ScoreFlow", FLOW_NAME))
     return path
+
+
 TABLES = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
 CONSOLIDATED = """
 event_log_storage:

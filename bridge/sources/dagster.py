@@ -76,6 +76,7 @@ class DagsterSource:
         default_location: str = "",
         launcher_kinds: tuple[str, ...] = (),
         batch: int = 200,
+        log: Callable[[DagsterInstance], EventLog] = event_log,
     ):
         """``default_location``: the code location of runs executed in-process, which carry no origin.
 
@@ -83,9 +84,11 @@ class DagsterSource:
         materializes them launched that run.
 
         ``graph`` may be a function: it is called when a run first needs translating, so a pass with
-        nothing new never loads the code location.
+        nothing new never loads the code location. ``log`` opens the instance's event log (by default
+        its SQLite files when it keeps them, else its APIs: :func:`bridge.sources.dagster_log.event_log`).
         """
         self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
+        self._log = log
         self.launcher_kinds = launcher_kinds
         self.default_location = default_location
         self.untranslated: list[int] = []
@@ -93,7 +96,7 @@ class DagsterSource:
     @cached_property
     def log(self) -> EventLog:
         """The instance's event log, read in bulk for this pass."""
-        return event_log(self.instance)
+        return self._log(self.instance)
 
     def close(self) -> None:
         if "log" in self.__dict__:
