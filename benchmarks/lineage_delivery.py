@@ -5,7 +5,7 @@ the same Dagster event log: from an empty outbox, passes until every event is de
 HTTP and into DataHub Lite, interleaved with the anchor's sensor to a file and to HTTP, medians of
 ``--repeat`` rounds; last, both on Dagster's default run-sharded SQLite storage.
 
-    ./run python benchmarks/lineage_delivery.py [--copies 30] [--runs 300] [--repeat 3] [--home DIR]
+    ./run python benchmarks/lineage_delivery.py [--copies 30] [--runs 600] [--repeat 3] [--home DIR]
                                                 [--skip-throughput] [--skip-sensor]
 
 ``--home`` keeps the Dagster instance with its ``--runs`` runs there (built once, read again next time).
@@ -410,7 +410,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--outbox", type=Path, default=ROOT / ".state" / "lineage" / "outbox.sqlite")
-    parser.add_argument("--runs", type=int, default=300, help="Dagster runs in the event log both sensors read")
+    parser.add_argument("--runs", type=int, default=600, help="Dagster runs in the event log both sensors read")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the end-to-end comparison (medians shown)")
     parser.add_argument("--skip-throughput", action="store_true", help="leave out outbox -> sink throughput")
     parser.add_argument("--home", type=Path, help="where to keep the Dagster instance of --runs runs, to read again")
