@@ -1,9 +1,14 @@
 """Lineage delivery throughput: the outbox to a file, to a loopback HTTP receiver and into DataHub Lite,
 against the way it was done before (one SQLite commit per event, the client's own retries, one Lite
-commit per aspect), from the same run; then a whole pass against dagster-openlineage 0.2.1's sensor on
-the same Dagster event log.
+commit per aspect), from the same run; then end to end against dagster-openlineage 0.2.1's sensor on
+the same Dagster event log: from an empty outbox, passes until every event is delivered, to a file, to
+HTTP and into DataHub Lite, interleaved with the anchor's sensor to a file and to HTTP, medians of
+``--repeat`` rounds; last, both on Dagster's default run-sharded SQLite storage.
 
-    ./run python benchmarks/lineage_delivery.py [--copies 30] [--runs 50] [--skip-sensor]
+    ./run python benchmarks/lineage_delivery.py [--copies 30] [--runs 600] [--repeat 3] [--home DIR]
+                                                [--skip-throughput] [--skip-sensor]
+
+``--home`` keeps the Dagster instance with its ``--runs`` runs there (built once, read again next time).
 
 The events are a demo's (the state folder's outbox, or the golden events), copied as later runs.
 The HTTP receiver runs in its own process. dagster-openlineage is installed into its own virtual
@@ -16,6 +21,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -182,6 +188,7 @@ def counting(self, event):
     return emit(self, event)
 client_module.OpenLineageClient.emit = counting
 with DagsterInstance.from_config(sys.argv[1]) as instance:
+    instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor
     cursor, ticks, started = None, 0, time.perf_counter()
     while True:
         context = build_sensor_context(instance=instance, cursor=cursor)
@@ -244,55 +251,169 @@ def shop_event_log(home: Path, runs: int):
     return defs
 
 
-def against_dagster_openlineage(url: str, state: Path, runs: int) -> None:
-    """Both sensors' work on one Dagster event log, delivered to the same receiver."""
+SHARDED = """
+telemetry:
+  enabled: false
+"""
+
+
+def _anchor(python: Path, home: Path, env: dict[str, str]) -> dict:
+    """dagster-openlineage 0.2.1's sensor, ticked until its cursor stops moving, in its own process."""
+    done = subprocess.run(
+        [str(python), "-c", SENSOR_SCRIPT, str(home)],
+        env={**os.environ, "DAGSTER_HOME": str(home), **env},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        lines = done.stderr.splitlines()
+        raised = [n for n, line in enumerate(lines) if re.match(r"^[\w.]*(Error|Exception):", line)]
+        said = " ".join(" ".join(lines[raised[-1] :]).split()) if raised else f"exit {done.returncode}"
+        return {"error": said}
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, float]:
+    """This bridge from an empty outbox until everything is delivered: passes in a row, as the watcher runs them."""
     from dagster import DagsterInstance
     from openlineage.client import OpenLineageClient
+    from openlineage.client.transport.file import FileConfig, FileTransport
     from openlineage.client.transport.http import HttpConfig, HttpTransport
 
-    from bridge.config import DataHubTarget
+    from bridge.config import DataHubTarget, SinkSpec
     from bridge.run.lineage_pass import run_pass
     from tests.reuse_project.shop import shop_bridge
 
+    folder.mkdir(parents=True)
+    if sink == "lite":
+        datahub, sinks, client = DataHubTarget("lite", lite_path=folder / "lite.sqlite"), (SinkSpec("datahub"),), None
+    else:
+        datahub, sinks = DataHubTarget("off"), (SinkSpec("openlineage"),)
+        transport = (
+            FileTransport(FileConfig(log_file_path=str(folder / "events.jsonl"), append=True))
+            if sink == "file"
+            else HttpTransport(HttpConfig(url=url))
+        )
+        client = OpenLineageClient(transport=transport)
+    bridge = replace(shop_bridge(home), lineage_dir=folder / "lineage", flows=(), datahub=datahub, sinks=sinks)
+    graph = defs.resolve_asset_graph()
+    delivered = 0
+    with DagsterInstance.from_config(str(home)) as instance:
+        _ = instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor or watcher
+        started = time.perf_counter()
+        while True:
+            result = run_pass(bridge, instance, graph, client)
+            (done,) = result.sinks.values()
+            assert not done.failing, done.waiting_on
+            delivered += done.sent
+            if not sum(result.queued.values()) and not done.pending:
+                break
+        seconds = time.perf_counter() - started
+    return delivered, seconds
+
+
+def _expected_events(home: Path) -> int:
+    """The run and step events in a consolidated event log: what a sensor of runs and steps should emit."""
+    kinds = ("PIPELINE_START", "PIPELINE_SUCCESS", "PIPELINE_FAILURE", "PIPELINE_CANCELED", "STEP_START",
+             "STEP_SUCCESS", "STEP_FAILURE")  # fmt: skip
+    with sqlite3.connect(home / "history" / "event_log.db") as log:
+        marks = ",".join("?" * len(kinds))
+        query = f"SELECT count(*) FROM event_logs WHERE dagster_event_type IN ({marks})"
+        return log.execute(query, kinds).fetchone()[0]
+
+
+def against_dagster_openlineage(url: str, state: Path, runs: int, repeats: int, kept: Path | None = None) -> None:
+    """End to end on one Dagster event log: this bridge to a file, HTTP and DataHub Lite, and the anchor's sensor
+    to a file and HTTP, interleaved, medians of ``repeats``; then both on Dagster's default run-sharded storage."""
+    import statistics
+
+    from dagster import DagsterInstance
+
+    from tests.reuse_project.shop import definitions
+
     python = sensor_venv(state)
     with tempfile.TemporaryDirectory() as scratch:
-        home = Path(scratch) / "home"
-        print(f"\nMaterializing the reuse example's two assets {runs} times into one Dagster event log ...")
-        defs = shop_event_log(home, runs)
-        theirs = subprocess.run(
-            [str(python), "-c", SENSOR_SCRIPT, str(home)],
-            env={**os.environ, "OPENLINEAGE_URL": url, "DAGSTER_HOME": str(home)},
-            capture_output=True,
-            text=True,
-        )
-        if theirs.returncode != 0:
-            print(f"dagster-openlineage 0.2.1 failed:\n{theirs.stderr[-2000:]}")
-            return
-        their = json.loads(theirs.stdout.splitlines()[-1])
-        bridge = replace(
-            shop_bridge(home), lineage_dir=Path(scratch) / "lineage", flows=(), datahub=DataHubTarget("off")
-        )
-        with DagsterInstance.from_config(str(home)) as instance:
-            client = OpenLineageClient(transport=HttpTransport(HttpConfig(url=url)))
-            started = time.perf_counter()
-            result = run_pass(bridge, instance, defs.resolve_asset_graph(), client)
-            seconds = time.perf_counter() - started
-    assert not result.sink("openlineage").failing, result.sink("openlineage").waiting_on
-    ours = result.sink("openlineage").sent / seconds
-    theirs_rate = their["events"] / their["seconds"]
-    print(f"The same Dagster event log ({runs} runs of 2 steps), to the same loopback receiver:")
-    print(f"  dagster-openlineage 0.2.1 sensor: {their['events']} events in {their['seconds']:.2f} s "
-          f"({their['ticks']} ticks of up to 1000 records) = {theirs_rate:,.0f} events/s")  # fmt: skip
-    print(f"  this bridge, one pass from an empty outbox (read, translate, queue, deliver): "
-          f"{result.sink('openlineage').sent} events in {seconds:.2f} s = {ours:,.0f} events/s")  # fmt: skip
-    print(f"  ratio: {ours / theirs_rate:.1f}x")
+        home = kept or Path(scratch) / "home"
+        if home.exists():
+            defs = definitions(home)
+            runs = len(DagsterInstance.from_config(str(home)).get_run_ids())
+            print(f"\nThe Dagster event log in {home}: {runs} runs")
+        else:
+            print(f"\nMaterializing the reuse example's two assets {runs} times into one Dagster event log ...")
+            defs = shop_event_log(home, runs)
+        expected = _expected_events(home)
+        anchor_env = {
+            "file": {"OPENLINEAGE__TRANSPORT__TYPE": "file", "OPENLINEAGE__TRANSPORT__APPEND": "true"},
+            "http": {"OPENLINEAGE_URL": url},
+        }
+        rates: dict[str, list[float]] = {}
+        counts: dict[str, set[int]] = {}
+        for round_ in range(repeats):
+            for sink in ("file", "http", "lite"):
+                folder = Path(scratch) / f"{sink}-{round_}"
+                if sink in anchor_env:
+                    env = dict(anchor_env[sink])
+                    if sink == "file":
+                        env["OPENLINEAGE__TRANSPORT__LOG_FILE_PATH"] = str(Path(scratch) / f"anchor-{round_}.jsonl")
+                    their = _anchor(python, home, env)
+                    if "error" in their:
+                        print(f"dagster-openlineage 0.2.1 failed: {their['error']}")
+                        return
+                    rates.setdefault(f"anchor {sink}", []).append(their["events"] / their["seconds"])
+                    counts.setdefault(f"anchor {sink}", set()).add(their["events"])
+                sent, seconds = _ours(home, defs, folder, sink, url)
+                rates.setdefault(f"ours {sink}", []).append(sent / seconds)
+                counts.setdefault(f"ours {sink}", set()).add(sent)
+            print(f"  round {round_ + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()))
+        median = {key: statistics.median(values) for key, values in rates.items()}
+        events = "/".join(str(n) for n in sorted(counts["ours file"]))
+        print(f"\nEnd to end from an empty outbox, {runs} Dagster runs of 2 steps ({events} events; the anchor "
+              f"{'/'.join(str(n) for n in sorted(counts['anchor file']))} of the {expected} run and step events "
+              f"it should emit), median of {repeats}:")  # fmt: skip
+        print(f"  {'sink':<42}{'this bridge':>14}{'dagster-openlineage 0.2.1':>28}{'ratio':>8}")
+        for sink, label, anchor in (
+            ("file", "file transport", "file"),
+            ("http", "HTTP, loopback receiver", "http"),
+            ("lite", "DataHub Lite (anchor: its HTTP figure)", "http"),
+        ):
+            ours, theirs = median[f"ours {sink}"], median[f"anchor {anchor}"]
+            print(f"  {label:<42}{ours:>12,.0f}/s{theirs:>26,.0f}/s{ours / theirs:>7.1f}x")
+        print("  (the anchor's events name no inputs, outputs, versions or checks; ours carry them)")
+        lost = expected - min(counts["anchor file"] | counts["anchor http"])
+        print(f"  the anchor emitted {expected - lost} of {expected} run and step events"
+              + (f": {lost} lost" if lost else ": none lost on this log"))  # fmt: skip
+        sharded(python, Path(scratch) / "sharded", url)
+
+
+def sharded(python: Path, home: Path, url: str, runs: int = 5) -> None:
+    """Dagster's default storage (an event log sharded by run): the anchor's sensor, then this bridge."""
+    from dagster import AssetKey, DagsterInstance, materialize
+
+    from tests.reuse_project.shop import definitions
+
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(SHARDED)
+    defs = definitions(home)
+    tables = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
+    with DagsterInstance.from_config(str(home)) as instance:
+        for _ in range(runs):
+            assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables).success
+    their = _anchor(python, home, {"OPENLINEAGE_URL": url})
+    sent, _ = _ours(home, defs, home / "ours", "http", url)
+    print(f"\nDagster's default run-sharded SQLite event log, {runs} runs ({runs * 6} run and step events):")
+    said = their.get("error") or f"{their['events']} events"
+    print(f"  dagster-openlineage 0.2.1: {said}")
+    print(f"  this bridge: {sent} events")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--outbox", type=Path, default=ROOT / ".state" / "lineage" / "outbox.sqlite")
-    parser.add_argument("--runs", type=int, default=50, help="Dagster runs in the event log both sensors read")
+    parser.add_argument("--runs", type=int, default=600, help="Dagster runs in the event log both sensors read")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the end-to-end comparison (medians shown)")
+    parser.add_argument("--skip-throughput", action="store_true", help="leave out outbox -> sink throughput")
+    parser.add_argument("--home", type=Path, help="where to keep the Dagster instance of --runs runs, to read again")
     parser.add_argument("--skip-sensor", action="store_true", help="leave out the dagster-openlineage comparison")
     args = parser.parse_args()
     ports = multiprocessing.Queue()
@@ -300,9 +421,10 @@ def main() -> int:
     receiver.start()
     url = f"http://127.0.0.1:{ports.get(timeout=30)}"
     try:
-        throughput(demo_events(args.outbox), args.copies, url)
+        if not args.skip_throughput:
+            throughput(demo_events(args.outbox), args.copies, url)
         if not args.skip_sensor:
-            against_dagster_openlineage(url, ROOT / ".state", args.runs)
+            against_dagster_openlineage(url, ROOT / ".state", args.runs, args.repeat, args.home)
     finally:
         receiver.terminate()
     return 0

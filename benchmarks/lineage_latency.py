@@ -235,6 +235,10 @@ def main() -> int:
         finally:
             watcher.terminate()
             receiver.terminate()
+        with sqlite3.connect(root / "lineage" / "outbox.sqlite") as outbox:
+            queued, numbered = outbox.execute("SELECT count(*), coalesce(max(seq), 0) FROM events").fetchone()
+    print(f"\nThe watcher re-read each run while it ran: the outbox holds {queued} events numbered up to {numbered} "
+          f"(the floor: one number per event, {queued})")  # fmt: skip
     print(f"\nEnd of a step to the lineage graph, watcher every {args.interval} s, {len(latencies)} steps "
           f"({args.rounds} rounds of 2 Dagster steps and 2 Metaflow tasks):")  # fmt: skip
     for label, column in (("OpenLineage receiver", 1), ("DataHub Lite", 2)):

@@ -8,7 +8,7 @@ jobs and datasets: a project after many months). For each it prints: building th
 scratch, and each question asked in-process, on the index and on the baseline (parse every queued
 event and rebuild the same answer, which is what the command did without an index). Last, the whole
 ``taxi-lineage show`` and ``taxi-lineage status`` commands in a fresh process, imports included, on
-the demo's own outbox, beside a bare Python start in the same run (the floor).
+the demo's own outbox, with an idle ``taxi-lineage pass``, beside a bare Python start in the same run (the floor).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main() -> int:
             print(f"{copies:>6} {queued:>7}  {question:<42} {index_ms:9.1f} {baseline}")
     if args.outbox.exists():
         print("\nin a fresh process, imports included (median of 3):")
-        for arguments in (["show", FORECAST], ["status"], None):
+        for arguments in (["pass"], ["show", FORECAST], ["model"], ["status"], ["dead-letters"], None):
             seconds = _command_seconds(args.outbox.resolve(), 3, arguments)
             said = f"taxi-lineage {' '.join(arguments)}" if arguments else "python -c pass (the floor)"
             print(f"  {said:<60} {seconds:.2f} s")

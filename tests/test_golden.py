@@ -15,6 +15,7 @@ from openlineage.client.serde import Serde
 from bridge.translate.dagster import translate_run
 from bridge.translate.dagster_records import DagsterRunRecords
 from bridge.translate.datahub import metadata_for
+from bridge.translate.event_json import event_json
 from bridge.translate.metaflow import FlowRunRecord, translate_flow_run
 from forecast_assets.lineage import naming as project_naming
 from taxi_core.settings import Settings
@@ -65,6 +66,20 @@ def test_events_translate_to_the_golden_datahub_aspects(record):
     events = json.loads((GOLDEN / "openlineage" / record.name).read_text())
     aspects = [mcp.to_obj() for entry in events for mcp in metadata_for(entry["event"], NAMING)]
     _check(GOLDEN / "datahub" / record.name, aspects)
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[path.stem for path in RECORDS])
+def test_events_are_queued_as_the_clients_serde_writes_them(record):
+    """The one-walk serialization the outbox uses writes the bytes the OpenLineage client's ``Serde.to_json`` does."""
+    text = record.read_text()
+    if record.name.startswith("dagster_"):
+        events = translate_run(DagsterRunRecords.from_json(text), NAMING)
+    else:
+        events = translate_flow_run(FlowRunRecord.from_json(text), NAMING)
+    for _, event in events:
+        assert event_json(event) == Serde.to_json(event)
+        as_dictionary = json.loads(Serde.to_json(event))
+        assert event_json(as_dictionary) == Serde.to_json(as_dictionary)
 
 
 def test_records_survive_a_round_trip_through_json():

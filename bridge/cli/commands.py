@@ -28,6 +28,7 @@ from bridge.sinks.failures import redact
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
+    from bridge.run.idle import IdleAnswer
     from bridge.sources.dagster import AssetGraph
 
 
@@ -57,13 +58,26 @@ def open_outbox(bridge: LineageBridge) -> Outbox:
 
 
 def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
-    # Dagster, Metaflow and the OpenLineage client load only for a pass: the read commands need none of them.
+    # Only a pass reads the workspace and checks for anything new: the read commands load neither.
+    from bridge.run.idle import idle_pass
+    from bridge.sources.workspace import CodeLocationNotFound, find_location
+
+    workspace = _workspace_file(bridge)
+    try:
+        find_location(workspace, bridge.code_location)
+    except CodeLocationNotFound as err:
+        raise UsageError(str(err)) from err
+    try:
+        idle = idle_pass(bridge)
+    except OutboxDamaged as err:
+        raise damaged_outbox(bridge, err) from err
+    if idle is not None:
+        return _print_idle(idle)
+    # Dagster, Metaflow and the OpenLineage client load only for a pass with something to do.
     from bridge.outbox.lease import PassRunning
     from bridge.run.lineage_pass import run_pass
     from bridge.sinks.openlineage import make_client
-    from bridge.sources.code_location import CodeLocationNotFound, find_location, load_asset_graph
-
-    workspace = _workspace_file(bridge)
+    from bridge.sources.code_location import load_asset_graph
 
     def graph() -> AssetGraph:
         try:
@@ -71,10 +85,6 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         except CodeLocationNotFound as err:
             raise UsageError(str(err)) from err
 
-    try:
-        find_location(workspace, bridge.code_location)
-    except CodeLocationNotFound as err:
-        raise UsageError(str(err)) from err
     client = make_client(bridge.events_file)
     try:
         with _instance(bridge) as instance:
@@ -108,6 +118,18 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         verdict = f"{VERDICTS[result.health]} (exit {result.health})"
         print(f"Lineage is not healthy: {verdict}; see `{bridge.repair_command} status`")
     return result.health
+
+
+def _print_idle(idle: IdleAnswer) -> int:
+    """What a pass prints when it found nothing new (:mod:`bridge.run.idle`); its exit code is lineage's health."""
+    from bridge.sinks.drain import DrainResult  # as the pass's own lines say what each sink did
+
+    print(f"Lineage pass: 0 new events ({{}}) in {idle.seconds:.1f} s: nothing new in Dagster, Metaflow or the outbox")
+    for sink in idle.status.sinks:
+        print(f"  {sink.target}: " + DrainResult(sink.sink, sink.target, dead_letters=sink.parked).counts())
+    if idle.status.code != HEALTHY:
+        print(f"Lineage is not healthy: {VERDICTS[idle.status.code]} (exit {idle.status.code})")
+    return idle.status.code
 
 
 def watch_lineage(

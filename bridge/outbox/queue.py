@@ -452,9 +452,16 @@ class Batch:
         self.connection, self.source, self.added = connection, source, 0
 
     def add(self, key: str, payload: str) -> bool:
-        """Queue an event; ``False`` when an event with this key is already queued."""
+        """Queue an event; ``False`` when an event with this key is already queued.
+
+        An event already queued takes no sequence number: ``INSERT OR IGNORE`` would draw one from the
+        ``AUTOINCREMENT`` counter for every ignored row, so a source that reads a running run again on every
+        pass would leave the sequence running far ahead of the events.
+        """
         inserted = self.connection.execute(
-            "INSERT OR IGNORE INTO events (event_key, payload) VALUES (?, ?)", (key, payload)
+            "INSERT INTO events (event_key, payload) SELECT ?, ? WHERE NOT EXISTS "
+            "(SELECT 1 FROM events WHERE event_key = ?)",
+            (key, payload, key),
         ).rowcount
         self.added += inserted
         return bool(inserted)

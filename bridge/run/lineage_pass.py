@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from dagster import DagsterInstance
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
-from openlineage.client.serde import Serde
 
 from bridge.config import LineageBridge
 from bridge.index.lineage_index import LineageIndex
 from bridge.outbox.health import HEALTHY, record_pass, verdict
 from bridge.outbox.lease import one_pass_at_a_time
 from bridge.outbox.queue import Outbox
+from bridge.run.idle import remember_configuration
 from bridge.run.reports import report_metaflow_outputs
 from bridge.sinks.contract import SinkContext, SinkDamaged
 from bridge.sinks.drain import DrainResult, drain
@@ -31,6 +31,7 @@ from bridge.sinks.failures import redact
 from bridge.sinks.registry import build_sink
 from bridge.sources.dagster import AssetGraph, DagsterSource
 from bridge.sources.metaflow import MetaflowSource
+from bridge.translate.event_json import event_json
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def queue_source(outbox: Outbox, source: Source) -> tuple[int, Counter[str]]:
     types: Counter[str] = Counter()
     with outbox.batch(source.name) as batch:
         for key, event in events:
-            if batch.add(key, Serde.to_json(event)):
+            if batch.add(key, event_json(event)):
                 types[_event_type(event)] += 1
         batch.set_cursor(cursor)
     return batch.added, types
@@ -137,8 +138,25 @@ def _pass(
     deadline: float,
     renew: Callable[[], None],
 ) -> PassResult:
-    result = PassResult()
     sources = sources_for(bridge, instance, graph)
+    try:
+        return _read_and_deliver(bridge, instance, client, outbox, deadline, renew, sources)
+    finally:
+        for source in sources:
+            if isinstance(source, DagsterSource):
+                source.close()
+
+
+def _read_and_deliver(
+    bridge: LineageBridge,
+    instance: DagsterInstance,
+    client: OpenLineageClient | None,
+    outbox: Outbox,
+    deadline: float,
+    renew: Callable[[], None],
+    sources: list[Source],
+) -> PassResult:
+    result = PassResult()
     for source in sources:
         added, types = queue_source(outbox, source)
         result.queued[source.name] = added
@@ -170,6 +188,7 @@ def _pass(
     parents = (lambda key: dagster.parents(key)) if dagster else None  # the graph loads only to report a run
     result.reported = report_metaflow_outputs(instance, outbox, bridge, parents)
     record_pass(outbox, [sink.sink for sink in result.sinks.values()], result.problems)
+    remember_configuration(outbox, bridge, [sink.sink for sink in result.sinks.values()])
     return result
 
 

@@ -36,12 +36,13 @@ from dagster._core.definitions.data_version import (
 
 from bridge.config import LineageBridge
 from bridge.outbox.queue import Outbox
+from bridge.run.idle import REPORTS_CURSOR
 from bridge.sources.metaflow import flow_runs, run_folders, run_record
 from bridge.translate.metaflow import FlowRunRecord
 
 log = logging.getLogger(__name__)
 
-CURSOR = "dagster-reports"
+CURSOR = REPORTS_CURSOR
 Parents = Callable[[AssetKey], list[AssetKey]]
 
 

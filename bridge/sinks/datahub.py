@@ -56,8 +56,9 @@ def _translated(event: QueuedEvent, naming: Naming) -> list[MetadataChangePropos
     except Exception as err:  # any translation failure is this event's, and permanent
         msg = f"event {event.seq} cannot be translated to DataHub aspects ({type(err).__name__}: {err})"
         raise Unsendable(msg) from err
+    observed_at = SystemMetadataClass(lastObserved=observed)  # one for the event's aspects: serialized once
     for mcp in mcps:
-        mcp.systemMetadata = mcp.systemMetadata or SystemMetadataClass(lastObserved=observed)
+        mcp.systemMetadata = mcp.systemMetadata or observed_at
     return mcps
 
 
@@ -133,6 +134,7 @@ class LiteSink:
         self._position: int | None = None
         self._edges: _JobEdges | None = None
         self.aspects = 0
+        self.written: set[str] = set()  # the entities this pass wrote: their browse edges are rebuilt on close
 
     def position(self) -> int:
         if self._position is None:
@@ -178,6 +180,8 @@ class LiteSink:
             connection.isolation_level = None  # transactions are this sink's, not one per aspect
             # Lite commits after every aspect; inside a batch only the batch's COMMIT may.
             self.lite._commit = self.lite._rollback = lambda: None  # type: ignore[method-assign]
+            # Lite rebuilds its browse index from the whole graph on close: only what this pass wrote is.
+            self.lite.reindex = self._reindex_written  # type: ignore[method-assign]
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL)"
             )
@@ -185,7 +189,21 @@ class LiteSink:
             self.lite.sqlite_client.execute("BEGIN IMMEDIATE")
         return self.lite
 
+    def _reindex_written(self) -> None:
+        # Only a sink that wrote has Lite open, and DataHub is loaded by then.
+        from bridge.sinks.lite_write import reindex_written
+
+        if self.lite is not None and self.written:
+            connection = self.lite.sqlite_client
+            connection.execute("BEGIN IMMEDIATE")
+            reindex_written(self.lite, self.written)
+            connection.execute("COMMIT")
+            self.written.clear()
+
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
+        # DataHub loads only when there is something to write (as in _translated).
+        from bridge.sinks.lite_write import OnceSerialized
+
         mcps = _translated(event, self.naming)
         lite = self._open()
         connection = lite.sqlite_client
@@ -193,7 +211,8 @@ class LiteSink:
         try:
             for mcp in mcps:
                 if not self._older_than_held(connection, mcp):
-                    lite.write(self.edges.merged(mcp))
+                    lite.write(OnceSerialized.of(self.edges.merged(mcp)))
+                    self.written.add(str(mcp.entityUrn))
         except BaseException:
             connection.execute("ROLLBACK TO event")
             connection.execute("RELEASE event")
@@ -209,19 +228,20 @@ class LiteSink:
         DataHub keeps the latest observation of an aspect; an earlier one written again would add a
         version row per replay and, for a run's properties, show its START over its COMPLETE.
         """
+        # SQLite reads the two numbers out of the JSON it holds: no document is parsed here.
         row = connection.execute(
-            "SELECT metadata, system_metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? "
-            "AND version = 0",
+            "SELECT json_extract(metadata, '$.timestampMillis'), json_extract(system_metadata, '$.lastObserved') "
+            "FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ? AND version = 0",
             (mcp.entityUrn, mcp.aspectName),
         ).fetchone()
         if row is None:
             return False
         if mcp.aspect is not None and mcp.aspect.ASPECT_TYPE == "timeseries":
-            return bool(json.loads(row[0]).get("timestampMillis", 0) >= _timestamp_millis(mcp.aspect))
+            return bool((row[0] or 0) >= _timestamp_millis(mcp.aspect))
         observed = mcp.systemMetadata.lastObserved if mcp.systemMetadata is not None else None
         if observed is None:  # every translated aspect carries its event's time (see _translated)
             raise ValueError(f"Aspect {mcp.aspectName} of {mcp.entityUrn} carries no time it was observed")
-        return (json.loads(row[1]).get("lastObserved") or 0) > observed
+        return (row[1] or 0) > observed
 
     def advance(self, seq: int) -> None:
         self._position = seq

@@ -26,6 +26,7 @@ from openlineage.client.transport.http import HttpTransport, TokenProvider
 from openlineage.client.transport.transport import Transport
 from requests.adapters import HTTPAdapter
 from requests.exceptions import ReadTimeout
+from requests.utils import get_netrc_auth
 from urllib3.util import Retry
 
 from bridge.config import SinkSpec
@@ -142,9 +143,11 @@ class OpenLineageSink:
         self._raw_decided = False  # on the first event: see bridge.sinks.raw_send
         self.http = list(_http_transports(client.transport))
         self.configured = [(transport.timeout, dict(transport.config.custom_headers)) for transport in self.http]
+        self.verify = [transport.verify for transport in self.http]
         for transport in self.http:
             transport.config.adapter = HTTPAdapter(max_retries=Retry(0, read=False))
-            transport.session = None  # a new session, mounted with the adapter above on first use
+            transport.session = None  # a new session, mounted with the adapter above
+            _read_environment_once(transport)
 
     def position(self) -> int:
         return self.outbox.sink_offset(self.name)
@@ -198,9 +201,28 @@ class OpenLineageSink:
             self._ledger = None
         if self._raw:
             self._raw.close()
-        for transport, (timeout, headers) in zip(self.http, self.configured, strict=True):
-            transport.timeout, transport.config.custom_headers = timeout, headers
+        for transport, (timeout, headers), verify in zip(self.http, self.configured, self.verify, strict=True):
+            transport.timeout, transport.config.custom_headers, transport.verify = timeout, headers, verify
             transport.close()
+
+
+def _read_environment_once(transport: HttpTransport) -> None:
+    """What requests reads from the environment for every request, read once for the pass's session.
+
+    With ``trust_env`` a session looks up the proxies for the URL (``*_PROXY``, ``NO_PROXY``), the CA bundle
+    (``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) and ``.netrc`` credentials on every request: a walk over the
+    whole environment each time, about a third of sending an event to a local target. The URL is the
+    transport's, the same for every event, so the answers are too: they are set on the session and the
+    transport, as requests would have applied them.
+    """
+    session = transport.session
+    url = urljoin(transport.url, transport.endpoint)
+    found = session.merge_environment_settings(url, {}, None, transport.verify, None)
+    session.proxies = found["proxies"]
+    transport.verify = found["verify"]
+    if session.auth is None:
+        session.auth = get_netrc_auth(url)
+    session.trust_env = False
 
 
 def idempotency_key(event_key: str) -> str:

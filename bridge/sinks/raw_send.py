@@ -13,20 +13,35 @@ later event is its queued JSON plus those facets, handed to the transport itself
   certificate, proxies and redirects all apply exactly as they do to ``client.emit``;
 - a local file transport's file, appended to as the file transport does, kept open for the pass.
 
+To a plain ``http://`` target (no proxy, client certificate or ``.netrc`` credentials in play, as the
+sink's session found its environment), the transport's request itself (its body and headers, made by
+the transport: credentials, custom headers, compression) is written on a connection kept open for the
+pass, with the session's own default headers: the request a target gets is the one ``requests`` would
+send, without the per-request work of ``requests`` (about half of a loopback delivery). A failed
+answer raises the error ``requests`` would; a connection that cannot be opened, and a redirect, go
+through the transport's own ``emit``, which then raises or follows as it always does.
+
 An event that already has one of those facets (the client would merge them), any other transport,
 and any other configuration go through ``client.emit``.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 from typing import Any, Protocol, TextIO
+from urllib.parse import urljoin, urlsplit
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpTransport
+from requests import Response
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
+from requests.structures import CaseInsensitiveDict
+from requests.utils import requote_uri
 
 FACETED = ("run", "job")
 
@@ -49,9 +64,9 @@ def raw_sender(client: OpenLineageClient, typed: RunEvent, payload: str) -> RawS
         path = str(transport.config.log_file_path)
         if not transport.config.append or "://" in path or transport.config.debug_mode:
             return None
-        send: _FileAppender | _TransportEmit = _FileAppender(path)
+        send: _FileAppender | _TransportEmit | _DirectHttp = _FileAppender(path)
     elif type(transport) is HttpTransport:
-        send = _TransportEmit(transport)
+        send = _DirectHttp(transport) if _DirectHttp.usable(transport) else _TransportEmit(transport)
     else:
         return None
     enriched = client.update_event_tags_facets(client.add_environment_facets(typed))
@@ -73,7 +88,7 @@ def _added_facets(original: dict[str, Any], enriched: dict[str, Any]) -> dict[st
 class _Enriched:
     """Adds the client's facets to each event, then sends it."""
 
-    def __init__(self, send: _FileAppender | _TransportEmit, added: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, send: _FileAppender | _TransportEmit | _DirectHttp, added: dict[str, dict[str, Any]]) -> None:
         self.send, self.added = send, added
 
     def __call__(self, payload: str, event: dict[str, Any]) -> bool:
@@ -102,7 +117,9 @@ class _FileAppender:
     def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
         if self.handle is None:
             self.handle = open(self.path, "a")  # noqa: SIM115 -- kept open for the pass, closed by close()
-        self.handle.write((payload if payload is not None else Serde.to_json(event)) + "\n")
+        # The queued JSON is the client's serialization, and so are the facets it adds: their union
+        # is what Serde writes (no null, enum or date left to turn), with sorted keys.
+        self.handle.write((payload if payload is not None else json.dumps(event, sort_keys=True)) + "\n")
         self.handle.flush()
 
     def close(self) -> None:
@@ -122,3 +139,94 @@ class _TransportEmit:
 
     def close(self) -> None:
         """The transport's session is the sink's to close."""
+
+
+class _DirectHttp:
+    """The HTTP transport's request on a connection kept open for the pass (see the module's docstring)."""
+
+    def __init__(self, transport: HttpTransport) -> None:
+        self.transport = transport
+        self.emit = _TransportEmit(transport)
+        self.url = urljoin(transport.url, transport.endpoint)
+        parts = urlsplit(self.url)
+        self.host, self.port = parts.hostname or "", parts.port or 80
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.connection: http.client.HTTPConnection | None = None
+        self.redirected = False
+
+    @staticmethod
+    def usable(transport: HttpTransport) -> bool:
+        """A plain ``http://`` URL whose requests nothing else changes: no proxy, certificate or other credentials."""
+        session = transport.session
+        url = urljoin(transport.url, transport.endpoint)
+        parts = urlsplit(url)
+        return (
+            parts.scheme == "http"
+            and not parts.username
+            and not session.trust_env  # the sink read the environment once (bridge.sinks.openlineage)
+            and not session.proxies
+            and session.auth is None
+            and transport.cert is None
+            and requote_uri(url) == url
+        )
+
+    def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
+        if self.redirected:
+            self.emit(payload, event)
+            return
+        # As for the file: the queued JSON and the client's facets are its serialization already.
+        text = payload if payload is not None else json.dumps(event, sort_keys=True)
+        body, headers = self.transport._prepare_request(text)  # the transport's own body and headers
+        headers = {**self.transport.session.headers, **headers}  # requests puts its session's defaults first
+        data = body.encode() if isinstance(body, str) else body
+        timeout: Any = self.transport.timeout  # the sink sets (connect, answer), as requests takes it
+        connect, answer = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        for attempt in (1, 2):
+            if self.connection is None:
+                connection = http.client.HTTPConnection(self.host, self.port, timeout=connect)
+                connection.set_debuglevel(0)  # as the transport's emit makes sure: headers may hold credentials
+                try:
+                    connection.connect()
+                except OSError:
+                    connection.close()
+                    self.emit(payload, event)  # it cannot connect either, and raises what requests raises
+                    return
+                self.connection, reused = connection, False
+            else:
+                reused = True
+            if self.connection.sock is not None:
+                self.connection.sock.settimeout(answer)
+            try:
+                self.connection.request("POST", self.path, data, headers)
+                answered = self.connection.getresponse()
+                content = answered.read()
+            except TimeoutError as err:
+                self._drop()
+                msg = f"no answer from {self.url} within {answer} s"
+                raise ReadTimeout(msg) from err
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as err:
+                self._drop()
+                if reused and attempt == 1:
+                    continue  # the target had closed the kept-open connection: once more on a new one
+                raise RequestsConnectionError(err) from err
+            if answered.will_close:
+                self._drop()
+            break
+        if 300 <= answered.status < 400:
+            self.redirected = True  # requests follows redirects: from now on, it sends
+            self.emit(payload, event)
+            return
+        if answered.status >= 400:
+            response = Response()
+            response.status_code, response.reason, response.url = answered.status, answered.reason, self.url
+            response.headers = CaseInsensitiveDict(answered.getheaders())
+            response._content = content
+            response.raise_for_status()
+
+    def _drop(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def close(self) -> None:
+        self._drop()

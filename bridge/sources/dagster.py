@@ -1,13 +1,13 @@
 """Read a Dagster instance's event log, run by run, into plain records, then translate them.
 
 Runs are found in storage-id order through the public instance APIs (``fetch_run_status_changes``)
-and read with ``get_records_for_run``; the upstream versions each step saw are looked up here, so
-the translation (:mod:`bridge.translate.dagster`) never touches the instance.
+and their records read in bulk (:mod:`bridge.sources.dagster_log`); the upstream versions each step
+saw are looked up here, so the translation (:mod:`bridge.translate.dagster`) never touches the instance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
 from time import time
@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from dagster import (
     AssetKey,
-    AssetRecordsFilter,
     DagsterEventType,
     DagsterInstance,
     DagsterRun,
@@ -24,6 +23,7 @@ from dagster import (
     TimeWindowPartitionsDefinition,
 )
 
+from bridge.sources.dagster_log import EventLog, SqliteEventLog, event_log
 from bridge.translate.dagster import Keyed, is_finished, run_ref, step_job, translate_run
 from bridge.translate.dagster_records import (
     READ_TYPES,
@@ -39,9 +39,6 @@ from bridge.translate.events import JobRef
 from bridge.translate.naming import Naming
 
 Parents = Callable[[AssetKey], list[AssetKey]]
-# An upstream asset's newest materializations (of some partitions): when fetched, the records, whether that is all.
-Window = tuple[float, Sequence[EventLogRecord], bool]
-UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass
 
 
 class AssetGraph(Protocol):
@@ -79,6 +76,7 @@ class DagsterSource:
         default_location: str = "",
         launcher_kinds: tuple[str, ...] = (),
         batch: int = 200,
+        log: Callable[[DagsterInstance], EventLog] = event_log,
     ):
         """``default_location``: the code location of runs executed in-process, which carry no origin.
 
@@ -86,13 +84,24 @@ class DagsterSource:
         materializes them launched that run.
 
         ``graph`` may be a function: it is called when a run first needs translating, so a pass with
-        nothing new never loads the code location.
+        nothing new never loads the code location. ``log`` opens the instance's event log (by default
+        its SQLite files when it keeps them, else its APIs: :func:`bridge.sources.dagster_log.event_log`).
         """
         self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
+        self._log = log
         self.launcher_kinds = launcher_kinds
-        self._windows: dict[tuple[AssetKey, tuple[str, ...] | None], Window] = {}
         self.default_location = default_location
         self.untranslated: list[int] = []
+
+    @cached_property
+    def log(self) -> EventLog:
+        """The instance's event log, read in bulk for this pass."""
+        return self._log(self.instance)
+
+    def close(self) -> None:
+        if "log" in self.__dict__:
+            self.log.close()
+            del self.__dict__["log"]
 
     @cached_property
     def graph(self) -> AssetGraph:
@@ -113,7 +122,7 @@ class DagsterSource:
         run = run or self.instance.get_run_by_id(dagster_run_id)
         if run is None:
             return None
-        return run, list(self.instance.get_records_for_run(dagster_run_id, of_type=READ_TYPES).records)
+        return run, self.log.records_for_runs([dagster_run_id], READ_TYPES)[dagster_run_id]
 
     def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list[EventLogRecord]) -> DagsterRunRecords:
         partition = run.tags.get("dagster/partition")
@@ -144,10 +153,7 @@ class DagsterSource:
                     wanted.setdefault(parent, set()).add(pointer)
         found: dict[int, EventLogRecord] = {}
         for parent, pointers in wanted.items():
-            result = self.instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=parent, storage_ids=sorted(pointers)), limit=len(pointers)
-            )
-            found |= {record.storage_id: record for record in result.records}
+            found |= {record.storage_id: record for record in self.log.materializations(parent, pointers)}
         return found
 
     def _launched(self, key: AssetKey) -> bool:
@@ -161,38 +167,11 @@ class DagsterSource:
             latest = None
             # The same partition first (a month's table reads that month's files), then any.
             for partitions in ([partition], None) if partition else (None,):
-                latest = self._latest_before(parent, partitions, before)
+                latest = self.log.latest_before(parent, partitions, before)
                 if latest is not None:
                     break
             found.append(Upstream(parent, latest))
         return found
-
-    def _latest_before(self, parent: AssetKey, partitions: list[str] | None, before: float) -> EventLogRecord | None:
-        """The newest materialization of ``parent`` (in ``partitions``) stored before the time ``before``.
-
-        Answered from one window of the parent's newest materializations per pass, fetched after every
-        record this pass reads was read (so nothing stored before any of them can be missing from it);
-        a moment older than the window asks the instance.
-        """
-        key = (parent, tuple(partitions) if partitions else None)
-        window = self._windows.get(key)
-        if window is None or before > window[0]:
-            fetched_at = time()
-            result = self.instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=parent, asset_partitions=partitions), limit=UPSTREAM_WINDOW
-            )
-            window = self._windows[key] = (fetched_at, result.records, len(result.records) < UPSTREAM_WINDOW)
-        fetched_at, records, whole_history = window
-        if before <= fetched_at:
-            for record in records:  # newest first
-                if record.timestamp < before:
-                    return record
-            if whole_history:
-                return None
-        result = self.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=parent, asset_partitions=partitions, before_timestamp=before), limit=1
-        )
-        return result.records[0] if result.records else None
 
     def _nominal_window(self, records: list[EventLogRecord], partition: str | None) -> tuple[datetime, datetime] | None:
         if not partition:
@@ -211,6 +190,8 @@ class DagsterSource:
     def read(self, cursor: dict[str, Any]) -> tuple[list[Keyed], dict[str, Any]]:
         """New events since ``cursor`` and the cursor after them."""
         cursor = {"run_starts": cursor.get("run_starts"), "open_runs": dict(cursor.get("open_runs", {}))}
+        if isinstance(self.log, SqliteEventLog):  # where an idle pass looks for anything new (bridge.run.idle)
+            cursor["event_log"] = str(self.log.index_path)
         starts = self.instance.fetch_run_status_changes(
             DagsterEventType.RUN_START, limit=self.batch, cursor=cursor["run_starts"], ascending=True
         )
@@ -223,7 +204,8 @@ class DagsterSource:
         # Every run's records first, then their upstream versions: one lookup window per upstream asset.
         wanted = [run_id for run_id, _ in ordered]
         runs = {run.run_id: run for run in self.instance.get_runs(RunsFilter(run_ids=wanted))} if wanted else {}
-        fetched = {run_id: self._fetch(run_id, runs[run_id]) if run_id in runs else None for run_id, _ in ordered}
+        read = self.log.records_for_runs([run_id for run_id in wanted if run_id in runs], READ_TYPES)
+        fetched = {run_id: (runs[run_id], read[run_id]) if run_id in runs else None for run_id in wanted}
         for dagster_run_id, last_seen in ordered:
             run_and_records = fetched[dagster_run_id]
             if run_and_records is None:
@@ -246,7 +228,7 @@ class DagsterSource:
         if run is None:
             return None
         kinds = {DagsterEventType.RUN_START, DagsterEventType.STEP_START}
-        records = list(self.instance.get_records_for_run(dagster_run_id, of_type=kinds).records)
+        records = self.log.records_for_runs([dagster_run_id], kinds)[dagster_run_id]
         if not any(event_type(record) == DagsterEventType.RUN_START for record in records):
             return None
         location = code_location(run, self.default_location)

@@ -8,7 +8,6 @@ nothing more: an idle pass costs one directory listing, whatever the history.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from metaflow import Flow, Run, Task, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunEvent, RunState
 
+from bridge.sources.metaflow_folders import folder_digest
 from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
 from bridge.translate.events import JobRef
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
@@ -51,14 +51,6 @@ def task_state(task: Task) -> RunState:
     return RunState.RUNNING
 
 
-def run_state(run: Run) -> RunState:
-    if run.successful:
-        return RunState.COMPLETE
-    if any(task_state(task) == RunState.FAIL for step in run for task in step):
-        return RunState.FAIL
-    return RunState.RUNNING
-
-
 def _task_error(task: Task) -> str:
     """The exception's last line (its type and message), from the task's record of it."""
     text = str(task.exception or "") or (task.stderr or "")
@@ -66,14 +58,16 @@ def _task_error(task: Task) -> str:
     return lines[-1] if lines else f"Metaflow task {task.pathspec} failed"
 
 
+def run_folder(flow_name: str) -> Path | None:
+    """The flow's folder in Metaflow's local metadata; ``None`` for a metadata service."""
+    provider, _, root = get_metadata().partition("@")
+    return Path(root) / ".metaflow" / flow_name if provider == "local" else None
+
+
 def run_folders(flow_name: str) -> str | None:
     """A digest of the flow's run folders in Metaflow's local metadata; ``None`` for a metadata service."""
-    provider, _, root = get_metadata().partition("@")
-    if provider != "local":
-        return None
-    folder = Path(root) / ".metaflow" / flow_name
-    names = sorted(entry.name for entry in folder.iterdir() if entry.is_dir()) if folder.is_dir() else []
-    return hashlib.sha1("\n".join(names).encode()).hexdigest()
+    folder = run_folder(flow_name)
+    return folder_digest(folder) if folder is not None else None
 
 
 def flow_runs(flow_name: str) -> list[Run]:
@@ -88,32 +82,69 @@ def flow_runs(flow_name: str) -> list[Run]:
         return []
 
 
+# What a finished task recorded never changes: read from Metaflow once per process (the watcher's passes
+# re-read a running flow's tasks every half second), by task pathspec; the oldest forgotten past the limit.
+_COMPLETED: dict[str, TaskRecord] = {}
+_STARTS: dict[str, tuple[Any, dict[str, Any]]] = {}  # a run's start task: the Dagster parent and the step graph
+KEEP_COMPLETED = 20_000
+
+
+def _remember(cache: dict[str, Any], key: str, value: Any) -> None:
+    cache[key] = value
+    while len(cache) > KEEP_COMPLETED:
+        del cache[next(iter(cache))]
+
+
+def _task_record(step: str, task: Task) -> TaskRecord:
+    """One task as the translator needs it; a completed one from what an earlier pass of this process read."""
+    known = _COMPLETED.get(task.pathspec)
+    if known is not None:
+        return known
+    state = task_state(task)
+    record = TaskRecord(
+        pathspec=task.pathspec,
+        step=step,
+        created_at=_utc(task.created_at),
+        finished_at=_utc(task.finished_at) if task.finished_at else None,
+        state=state.value,
+        error=_task_error(task) if state == RunState.FAIL else None,
+        io=_artifact(task, LINEAGE_IO, {}) if state == RunState.COMPLETE else {},
+    )
+    if state == RunState.COMPLETE:  # a failed attempt may be retried: only a completed task is final
+        _remember(_COMPLETED, task.pathspec, record)
+    return record
+
+
+def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any]]:
+    """What the start task recorded: the Dagster run and step that launched the run, and the flow's step graph."""
+    known = _STARTS.get(start.pathspec)
+    if known is not None:
+        return known
+    found = (_artifact(start, LINEAGE_PARENT), _artifact(start, LINEAGE_STEP_GRAPH, {}))
+    if task_state(start) == RunState.COMPLETE:
+        _remember(_STARTS, start.pathspec, found)
+    return found
+
+
+def _state_of(run: Run, tasks: list[TaskRecord]) -> RunState:
+    """COMPLETE, FAIL (a task failed an attempt) or RUNNING, from the run's tasks as just read."""
+    if run.successful:
+        return RunState.COMPLETE
+    return RunState.FAIL if any(task.state == RunState.FAIL.value for task in tasks) else RunState.RUNNING
+
+
 def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
     """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
     start = run["start"].task if "start" in [step.id for step in run] else None
-    parent = _artifact(start, LINEAGE_PARENT) if start else None
-    tasks = []
-    for step in run:
-        for task in step:
-            state = task_state(task)
-            tasks.append(
-                TaskRecord(
-                    pathspec=task.pathspec,
-                    step=step.id,
-                    created_at=_utc(task.created_at),
-                    finished_at=_utc(task.finished_at) if task.finished_at else None,
-                    state=state.value,
-                    error=_task_error(task) if state == RunState.FAIL else None,
-                    io=_artifact(task, LINEAGE_IO, {}) if state == RunState.COMPLETE else {},
-                )
-            )
+    parent, step_graph = _start_artifacts(start) if start else (None, {})
+    tasks = [_task_record(step.id, task) for step in run for task in step]
     return FlowRunRecord(
         flow=run.pathspec.split("/")[0],
         pathspec=run.pathspec,
         created_at=_utc(run.created_at),
         finished_at=_utc(run.finished_at) if run.finished_at else None,
-        state=run_state(run).value,
-        step_graph=_artifact(start, LINEAGE_STEP_GRAPH, {}) if start else {},
+        state=_state_of(run, tasks).value,
+        step_graph=step_graph,
         tasks=sorted(tasks, key=lambda task: (task.created_at, task.pathspec)),  # the client lists the newest first
         root=dagster_run(parent["run_id"]) if parent else None,
         dagster_run_id=parent["run_id"] if parent else None,
@@ -151,13 +182,15 @@ class MetaflowSource:
         return events, after
 
     def _read_flow(self, flow: str, cursor: dict[str, Any]) -> tuple[list[tuple[str, RunEvent]], dict[str, Any]]:
-        folders = run_folders(flow)
+        folder = run_folder(flow)
+        folders = folder_digest(folder) if folder is not None else None
         if folders is not None and cursor.get("settled") == folders:
-            return [], cursor
+            return [], cursor | {"folder": str(folder)}  # where an idle pass looks for a new run (bridge.run.idle)
         finished = dict(cursor.get("finished", {}))
         watermark = cursor.get("watermark", 0.0)
         runs = flow_runs(flow)
         events: list[tuple[str, RunEvent]] = []
+        unfinished: list[float] = []  # only runs read here can be: every other one is known to have finished
         for run in runs:
             created = _utc(run.created_at).timestamp()
             if created < watermark or run.id in finished:
@@ -166,11 +199,13 @@ class MetaflowSource:
             events += translate_flow_run(record, self.naming)
             if record.state != RunState.RUNNING.value:
                 finished[run.id] = created
-        unfinished = [_utc(r.created_at).timestamp() for r in runs if run_state(r) == RunState.RUNNING]
+            else:
+                unfinished.append(created)
         newest_done = sorted(finished.values())[-KEEP_FINISHED:]
         watermark = min(unfinished) if unfinished else (newest_done[0] if newest_done else watermark)
         finished = {run: created for run, created in finished.items() if created >= watermark}
         after = {"watermark": watermark, "finished": finished}
         if not unfinished and folders is not None:
             after["settled"] = folders  # every run is finished and translated: nothing changes until a new one
+            after["folder"] = str(folder)
         return events, after

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from dagster import (
@@ -40,7 +41,6 @@ from bridge.translate.dagster_records import (
     planned_by_step,
     planned_checks_by_step,
     provenance_pointers,
-    step_as_of,
     step_key,
 )
 from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
@@ -124,18 +124,28 @@ class _Run:
     def __post_init__(self) -> None:
         self.planned = planned_by_step(self.records.records)
         self.planned_checks = planned_checks_by_step(self.records.records)
+        # The run's records by step and type, in order: every event of the run looks some of them up.
+        self.by_step: dict[tuple[str | None, DagsterEventType], list[EventLogRecord]] = {}
+        for record in self.records.records:
+            self.by_step.setdefault((step_key(record), event_type(record)), []).append(record)
+        self._step_jobs: dict[str, JobRef] = {}
 
-    @property
+    @cached_property
     def started_at(self) -> datetime:
-        starts = [r for r in self.records.records if event_type(r) == DagsterEventType.RUN_START]
+        starts = self.step_records(None, DagsterEventType.RUN_START)
         return _time(starts[0] if starts else self.records.records[0])
 
-    @property
+    @cached_property
     def job(self) -> JobRef:
         r = self.records
         return run_job(self.naming.job_namespace, r.run_id, r.job_name, r.location, self.started_at)
 
     def step_job(self, step: str) -> JobRef:
+        if step not in self._step_jobs:
+            self._step_jobs[step] = self._step_job(step)
+        return self._step_jobs[step]
+
+    def _step_job(self, step: str) -> JobRef:
         starts = self.step_records(step, DagsterEventType.STEP_START)
         started = _time(starts[-1]) if starts else self.started_at
         identity = (SOURCE, self.records.run_id, step, str(len(starts)))
@@ -157,8 +167,13 @@ class _Run:
         planned = self.planned.get(step, [])
         return bool(planned) and all(key in self.records.launched for key in planned)
 
-    def step_records(self, step: str, of_type: DagsterEventType) -> list[EventLogRecord]:
-        return [r for r in self.records.records if step_key(r) == step and event_type(r) == of_type]
+    def step_records(self, step: str | None, of_type: DagsterEventType) -> list[EventLogRecord]:
+        return self.by_step.get((step, of_type), [])
+
+    def step_as_of(self, step: str, default: int) -> int:
+        """The moment a step's inputs are read at: its last attempt's start (as :func:`step_as_of`)."""
+        starts = self.step_records(step, DagsterEventType.STEP_START)
+        return starts[-1].storage_id if starts else default
 
     def ref(
         self,
@@ -330,7 +345,7 @@ def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
 
 
 def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) -> EventSpec:
-    moment = step_as_of(run.records.records, step, record.storage_id)
+    moment = run.step_as_of(step, record.storage_id)
     planned = [] if run.launches(step) else run.planned.get(step, [])
     inputs = [ref for key in planned for ref in run.upstream(key, moment, state != RunState.START)]
     outputs = run.materialized(planned, step) if state == RunState.COMPLETE else [run.ref(k) for k in planned]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from uuid import UUID
 
 import attr
@@ -123,7 +124,22 @@ def _iso(moment: datetime) -> str:
     return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_FACETS: dict[DatasetRef, dict[str, DatasetFacet]] = {}  # a dataset seen the same way again: its facets built once
+KEEP_FACETS = 4096
+
+
 def dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
+    """The dataset facets of ``ref``; every event of a run names its inputs and outputs again, so a dataset seen
+    the same way shares the facets built the first time (they are never changed once built)."""
+    built = _FACETS.get(ref)
+    if built is None:
+        if len(_FACETS) >= KEEP_FACETS:
+            _FACETS.clear()
+        built = _FACETS[ref] = _dataset_facets(ref)
+    return dict(built)
+
+
+def _dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
     facets: dict[str, DatasetFacet] = {}
     if ref.name.catalog_name:
         facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
@@ -193,6 +209,9 @@ def _output_facets(ref: DatasetRef) -> dict[str, OutputDatasetFacet]:
     }
 
 
+# The client's facets validate themselves as they are built (a URL parse per field, a UUID, a date): those
+# every event of a run repeats (its parent, its job's type, its partition's time) are built once per process.
+@lru_cache(maxsize=4096)
 def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFacet:
     root = root or parent
     return parent_run.ParentRunFacet(
@@ -203,6 +222,32 @@ def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFa
             run=parent_run.RootRun(runId=str(root.run_id)),
             job=parent_run.RootJob(namespace=root.namespace, name=root.name),
         ),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _input(ref: DatasetRef) -> InputDataset:
+    return InputDataset(namespace=ref.name.namespace, name=ref.name.name, facets=dataset_facets(ref))
+
+
+@lru_cache(maxsize=4096)
+def _output(ref: DatasetRef) -> OutputDataset:
+    return OutputDataset(
+        namespace=ref.name.namespace, name=ref.name.name, facets=dataset_facets(ref), outputFacets=_output_facets(ref)
+    )
+
+
+@lru_cache(maxsize=256)
+def _job_type_facet(integration: str, job_type: str) -> job_type_job.JobTypeJobFacet:
+    return job_type_job.JobTypeJobFacet(
+        producer=PRODUCER, processingType="BATCH", integration=integration, jobType=job_type
+    )
+
+
+@lru_cache(maxsize=4096)
+def _nominal_time_facet(start: datetime, end: datetime | None) -> nominal_time_run.NominalTimeRunFacet:
+    return nominal_time_run.NominalTimeRunFacet(
+        producer=PRODUCER, nominalStartTime=_iso(start), nominalEndTime=_iso(end) if end else None
     )
 
 
@@ -220,11 +265,7 @@ def run_event(spec: EventSpec) -> RunEvent:
             producer=PRODUCER, message=spec.error, programmingLanguage="python"
         )
     if spec.nominal_start:
-        run_facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
-            producer=PRODUCER,
-            nominalStartTime=_iso(spec.nominal_start),
-            nominalEndTime=_iso(spec.nominal_end) if spec.nominal_end else None,
-        )
+        run_facets["nominalTime"] = _nominal_time_facet(spec.nominal_start, spec.nominal_end)
     if spec.upstream_jobs:
         run_facets["jobDependencies"] = job_dependencies_run.JobDependenciesRunFacet(
             producer=PRODUCER,
@@ -245,24 +286,13 @@ def run_event(spec: EventSpec) -> RunEvent:
             metrics=dict(spec.model.metrics),
             params=dict(spec.model.params),
         )
-    job_facets: dict[str, JobFacet] = {
-        "jobType": job_type_job.JobTypeJobFacet(
-            producer=PRODUCER, processingType="BATCH", integration=spec.integration, jobType=spec.job_type
-        )
-    }
+    job_facets: dict[str, JobFacet] = {"jobType": _job_type_facet(spec.integration, spec.job_type)}
     return RunEvent(
         eventType=spec.state,
         eventTime=_iso(spec.time),
         run=Run(runId=str(spec.job.run_id), facets=run_facets),
         job=Job(namespace=spec.job.namespace, name=spec.job.name, facets=job_facets),
-        inputs=[
-            InputDataset(namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d)) for d in spec.inputs
-        ],
-        outputs=[
-            OutputDataset(
-                namespace=d.name.namespace, name=d.name.name, facets=dataset_facets(d), outputFacets=_output_facets(d)
-            )
-            for d in spec.outputs
-        ],
+        inputs=[_input(d) for d in spec.inputs],
+        outputs=[_output(d) for d in spec.outputs],
         producer=PRODUCER,
     )
