@@ -78,8 +78,8 @@ def test_concurrent_passes_deliver_each_event_once_and_keep_lite_consistent(fold
 
 
 def test_a_second_pass_that_will_not_wait_says_another_is_running(folder):
-    fill(folder)
-    with LineageServer(hold=0.05) as server:
+    fill(folder, first=10)
+    with LineageServer(hold=0.2) as server:  # the first pass takes 2 s: the second starts well within it
         first = start_pass(folder, server.url)
         assert server.wait_for(1)
         second = one_pass_skipped(folder, server.url)

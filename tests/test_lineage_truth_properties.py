@@ -92,6 +92,12 @@ DEFINITIONS = Definitions(
 )
 GRAPH = DEFINITIONS.resolve_asset_graph()
 
+# Thirty histories of up to six runs each: the runs' stdout is not captured to files, nor logged to the console.
+NO_CAPTURED_LOGS = {
+    "compute_logs": {"module": "dagster._core.storage.noop_compute_log_manager", "class": "NoOpComputeLogManager"}
+}
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
 # A history: (job, month) steps. A table rebuilt alone needs its month's file staged first.
 STEPS = st.tuples(st.sampled_from(["ingestion", "file_only", "table_only"]), st.sampled_from(MONTHS))
 
@@ -117,19 +123,24 @@ def _version(dataset: dict) -> str | None:
 
 
 # Hypothesis keeps its examples in the state folder, like every other tool: the checkout gains no folder.
+# Twelve histories each way (an asset that declares what it read, and one that does not), as two tests that
+# parallel workers can share.
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "undeclared"])
 @settings(
-    max_examples=30,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     database=DirectoryBasedExampleDatabase(PROJECT_ROOT / ".state" / "hypothesis"),
 )
-@given(history=st.lists(STEPS, min_size=2, max_size=6).map(_possible), declare=st.booleans())
+@given(history=st.lists(STEPS, min_size=2, max_size=6).map(_possible))
 def test_every_table_version_names_the_file_version_it_read(history, declare):
     global WORLD
     WORLD = World(declare)
-    with instance_for_test() as instance:
+    with instance_for_test(overrides=NO_CAPTURED_LOGS) as instance:
         for job, month in history:
-            result = DEFINITIONS.resolve_job_def(job).execute_in_process(instance=instance, partition_key=month)
+            result = DEFINITIONS.resolve_job_def(job).execute_in_process(
+                instance=instance, partition_key=month, run_config=QUIET
+            )
             assert result.success
         events = _events(instance)
     table_name = NAMING.asset(TABLE.path).name
