@@ -148,8 +148,8 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
     rows = rows.localCheckpoint()  # read once, so every write starts from the same in-memory rows
     count = rows.count()
 
-    def straight():
-        rows.writeTo(RAW_YELLOW.identifier).overwritePartitions()
+    def straight():  # written as the staged month is, by the tasks that read it
+        rows.writeTo(RAW_YELLOW.identifier).option("distribution-mode", "none").overwritePartitions()
 
     def write_audit_publish():
         staged = stage_month(spark, RAW_YELLOW, rows, window, staging_branch(window, "benchmark"), {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
@@ -71,12 +72,22 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     empty snapshot of its own that no other branch shares, and of two first months staged at once
     only one could then be published.
     """
+    if _has_main(spark, spec):  # the usual case, answered by one query
+        return
     catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     catalog_statement(spark, spec.ddl())
-    main = spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'")
-    if not main.take(1):
+    if not _has_main(spark, spec):
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
         committed_sql(spark, spec.identifier, "while creating main", create_main)
+
+
+def _has_main(spark: SparkSession, spec: TableSpec) -> bool:
+    try:
+        return bool(spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'").take(1))
+    except AnalysisException as error:
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(error) or "SCHEMA_NOT_FOUND" in str(error):
+            return False
+        raise
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> DataFrame:
