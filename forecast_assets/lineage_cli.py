@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from taxi_core.settings import SettingsError, load_settings
@@ -20,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     from forecast_assets.instance import dagster_home
     from forecast_assets.lineage import TITLE, taxi_bridge
 
-    dagster_home(settings)  # the instance's dagster.yaml, for a pass
+    # The instance's dagster.yaml, for a pass; it names its folders by DAGSTER_HOME, which `./run` exports.
+    os.environ.setdefault("DAGSTER_HOME", str(dagster_home(settings)))
     return cli.main(sys.argv[1:] if argv is None else argv, taxi_bridge(settings), prog="taxi-lineage", title=TITLE)
 
 
