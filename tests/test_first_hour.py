@@ -9,6 +9,7 @@ import base64
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,16 @@ def _open(page, url: str) -> None:
     page.wait_for_load_state("networkidle")
 
 
+def _finished(instance, run_id: str, seconds: float = 60):
+    """The run once Dagster has stored its end (success, failure or cancellation)."""
+    from dagster._core.storage.dagster_run import FINISHED_STATUSES
+
+    deadline = time.monotonic() + seconds
+    while (run := instance.get_run_by_id(run_id)).status not in FINISHED_STATUSES and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling the run's stored status, the condition waited for
+    return run
+
+
 def _instance(fresh_copy: Path, monkeypatch):
     from dagster import DagsterInstance
 
@@ -184,8 +195,9 @@ def test_a_month_launched_from_the_launch_dialog_succeeds(fresh_copy, dagster_ui
         assert run.tags.get("dagster/partition") == "2025-01-01"
     _open(page, f"{url}/runs/{run.run_id}")
     expect(page.get_by_text("Success").first).to_be_visible(timeout=LAUNCHED_RUN_SECONDS * 1000)
+    # The page can show a step's success a moment before the run's own end is stored.
     with _instance(fresh_copy, monkeypatch) as instance:
-        assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.SUCCESS
+        assert _finished(instance, run.run_id).status == DagsterRunStatus.SUCCESS
 
 
 def test_the_lineage_sensor_tick_log_says_what_lineage_did(dagster_ui):
