@@ -4,21 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import DagsterInstance, materialize
 
 from bridge.sources.dagster import DagsterSource
 from bridge.sources.dagster_log import InstanceEventLog, SqliteEventLog, event_log
 from bridge.translate.event_json import event_json
-from tests.reuse_project.shop import definitions, naming
-
-TABLES = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
-CONSOLIDATED = """
-event_log_storage:
-  module: dagster._core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config:
-    base_dir: {home}/history
-"""
+from tests.reuse_project.shop import CONSOLIDATED, TABLES, definitions, naming
 
 
 def _events(source: DagsterSource) -> list[tuple[str, dict]]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance, Definitions, asset, materialize
+from dagster import DagsterInstance, Definitions, asset, materialize
 from metaflow import Runner
 
 from bridge.config import DataHubTarget
@@ -19,7 +19,7 @@ from bridge.run.idle import READ_TYPES, dagster_event_log, idle_pass
 from bridge.run.lineage_pass import run_pass
 from bridge.translate.dagster_records import READ_TYPES as DAGSTER_READ_TYPES
 from taxi_core.settings import PROJECT_ROOT
-from tests.reuse_project.shop import definitions, shop_bridge
+from tests.reuse_project.shop import CONSOLIDATED, TABLES, definitions, shop_bridge
 
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
 # The reuse example's flow under a name of its own: its runs stay out of the other tests' ScoreFlow history.
@@ -32,14 +32,6 @@ def _flow_file(folder: Path) -> Path:
     return path
 
 
-TABLES = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
-CONSOLIDATED = """
-event_log_storage:
-  module: dagster._core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config:
-    base_dir: {home}/history
-"""
 # A pass from a new process, as from the shell; it prints the heavy modules it loaded.
 PASS = """
 import sys

@@ -4,7 +4,7 @@ import csv
 import hashlib
 from pathlib import Path
 
-from dagster import AssetExecutionContext, AssetSpec, DataVersion, Definitions, MaterializeResult, asset
+from dagster import AssetExecutionContext, AssetKey, AssetSpec, DataVersion, Definitions, MaterializeResult, asset
 
 from bridge.config import DataHubTarget, LineageBridge
 from bridge.run.sensor import lineage_sensor
@@ -62,3 +62,15 @@ def definitions(root: Path) -> Definitions:
 
 def _version(rows) -> DataVersion:
     return DataVersion(hashlib.sha256(repr(sorted(rows)).encode()).hexdigest()[:12])
+
+
+# The shop's two tables, and the instance setting that keeps its event log in one SQLite file (the tests
+# compare it with Dagster's default, a file per run).
+TABLES = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
+CONSOLIDATED = """
+event_log_storage:
+  module: dagster._core.storage.event_log
+  class: ConsolidatedSqliteEventLogStorage
+  config:
+    base_dir: {home}/history
+"""
