@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 # The state folder must be chosen before any project module reads it.
+_INHERITED_STATE = os.environ.get("TAXI_STATE_DIR")
 _STATE = Path(tempfile.mkdtemp(prefix="taxi-tests-"))
 os.environ["TAXI_STATE_DIR"] = str(_STATE)
 # As `./run demo` sets it: the sample source below writes the true rates there, the flow's noise floor.
@@ -17,8 +18,13 @@ os.environ["TAXI_TRUE_RATES"] = str(_STATE / "sample_source" / "truth")
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 
 from taxi_core.settings import Settings, load_settings  # noqa: E402
-from taxi_core.tool_env import apply_tool_environment  # noqa: E402
+from taxi_core.tool_env import apply_tool_environment, tool_environment  # noqa: E402
 
+# An xdist worker inherits its controller's environment, and with it the tool folders (Metaflow's store, its
+# cards) the controller put in its own state folder: each process keeps to its own.
+for _key in tool_environment(load_settings()):
+    if _INHERITED_STATE and os.environ.get(_key, "").startswith(_INHERITED_STATE):
+        del os.environ[_key]
 # As every entry point does: the tools read their configuration when first imported.
 apply_tool_environment(load_settings())
 
