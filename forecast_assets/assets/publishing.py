@@ -220,7 +220,7 @@ def _unchanged(
         "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
     )
     rows = month_rows(spark.session, spec, window)
-    record = recorded_audits(spark.catalog.load(), spec, _partition(context), published.snapshot_id)
+    record = recorded_audits(spark.session, spec, _partition(context), published.snapshot_id)
     judged = _recorded(context, month, record, published)
     if judged is None:
         judged = _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")

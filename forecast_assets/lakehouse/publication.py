@@ -18,10 +18,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyiceberg.catalog import Catalog
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import committed, committed_sql
+from forecast_assets.lakehouse.table_state import Snapshot, TableState, table_state
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
 from taxi_core.months import MonthWindow
 
@@ -94,40 +94,40 @@ def staging_branch(window: MonthWindow | None, run_id: str) -> str:
     return f"{STAGED_PREFIX}{slice_name}_{run}"
 
 
-def _snapshots(spark: SparkSession, spec: TableSpec) -> dict[int, tuple[int | None, dict[str, str]]]:
-    rows = spark.sql(f"SELECT snapshot_id, parent_id, summary FROM {spec.identifier}.snapshots").collect()
-    return {row["snapshot_id"]: (row["parent_id"], dict(row["summary"] or {})) for row in rows}
-
-
-def _branch_head(spark: SparkSession, spec: TableSpec, branch: str) -> int | None:
-    row = spark.sql(f"SELECT snapshot_id FROM {spec.identifier}.refs WHERE name = '{branch}'").first()
-    return None if row is None else int(row["snapshot_id"])
+def _state(spark: SparkSession, spec: TableSpec) -> TableState:
+    state = table_state(spark, spec.identifier)
+    if state is None:
+        msg = f"{spec.identifier} does not exist: it is created when its first month is written"
+        raise RuntimeError(msg)
+    return state
 
 
 def published_snapshot(spark: SparkSession, spec: TableSpec) -> int | None:
     ensure_table(spark, spec)
-    return _branch_head(spark, spec, "main")
+    return _state(spark, spec).ref("main")
 
 
-def _main_history(spark: SparkSession, spec: TableSpec) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
+def _main_history(state: TableState) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
     """``main``'s snapshots, newest first: id, own summary, and the properties of what it wrote.
 
     A cherry-picked snapshot's properties are those of the snapshot it copies.
     """
-    snapshot_id = _branch_head(spark, spec, "main")
-    snapshots = _snapshots(spark, spec)  # read after the head, so it holds the head
-    while snapshot_id is not None and snapshot_id in snapshots:
-        parent_id, summary = snapshots[snapshot_id]
-        source = summary.get(CHERRY_PICK_SOURCE)
-        properties = snapshots[int(source)][1] if source and int(source) in snapshots else summary
-        yield snapshot_id, summary, properties
-        snapshot_id = parent_id
+    snapshot = _snapshot_or_none(state, state.ref("main"))
+    while snapshot is not None:
+        source_id = snapshot.summary.get(CHERRY_PICK_SOURCE)
+        source = state.snapshot(int(source_id)) if source_id else None
+        yield snapshot.snapshot_id, snapshot.summary, (source or snapshot).summary
+        snapshot = _snapshot_or_none(state, snapshot.parent_id)
+
+
+def _snapshot_or_none(state: TableState, snapshot_id: int | None) -> Snapshot | None:
+    return None if snapshot_id is None else state.snapshot(snapshot_id)
 
 
 def published_month(spark: SparkSession, spec: TableSpec, partition_key: str) -> PublishedMonth | None:
     """Walk ``main``'s ancestry back to the snapshot that last wrote the partition."""
     ensure_table(spark, spec)
-    for snapshot_id, _, properties in _main_history(spark, spec):
+    for snapshot_id, _, properties in _main_history(_state(spark, spec)):
         if properties.get(PARTITION_PROPERTY) == partition_key:
             return PublishedMonth(snapshot_id, properties)
     return None
@@ -156,9 +156,9 @@ def stage_month(
     # Each row lies in the month's one partition, so this swaps exactly that partition (an unpartitioned
     # table is swapped whole), and writing it again after Iceberg's own retries ran out does the same.
     committed(spec.identifier, f"while writing {branch}", writer.overwritePartitions)
-    head = _branch_head(spark, spec, branch)
-    summary = _snapshots(spark, spec)[head][1]
-    return StagedMonth(spec, window, branch, WriteResult.from_summary(head, summary))
+    state = _state(spark, spec)
+    head = state.snapshot(state.ref(branch))
+    return StagedMonth(spec, window, branch, WriteResult.from_summary(head.snapshot_id, head.summary))
 
 
 def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
@@ -166,7 +166,7 @@ def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
     table = staged.spec.identifier
     published = committed(table, f"while publishing {staged.branch}", lambda: _make_current(spark, staged))
     discard(spark, staged.spec, staged.branch)
-    summary = _snapshots(spark, staged.spec)[published][1]
+    summary = _state(spark, staged.spec).snapshot(published).summary
     write = staged.write
     return WriteResult(published, write.rows_written, write.rows_replaced, int(summary.get("total-records", 0)))
 
@@ -193,7 +193,7 @@ def _make_current(spark: SparkSession, staged: StagedMonth) -> int:
 
 def _published_as(spark: SparkSession, spec: TableSpec, staged_snapshot_id: int) -> int | None:
     """The ``main`` snapshot that published ``staged_snapshot_id``: itself, or its cherry-picked copy."""
-    for snapshot_id, summary, _ in _main_history(spark, spec):
+    for snapshot_id, summary, _ in _main_history(_state(spark, spec)):
         if staged_snapshot_id in (snapshot_id, int(summary.get(CHERRY_PICK_SOURCE, 0))):
             return snapshot_id
     return None
@@ -206,9 +206,7 @@ def discard(spark: SparkSession, spec: TableSpec, branch: str) -> None:
 
 def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> list[str]:
     """Branches kept from earlier audits of the month that failed."""
-    prefix = staging_branch(window, "")
-    rows = spark.sql(f"SELECT name FROM {spec.identifier}.refs WHERE type = 'BRANCH'").collect()
-    return sorted(row["name"] for row in rows if row["name"].startswith(prefix))
+    return _state(spark, spec).branches(prefix=staging_branch(window, ""))
 
 
 def record_audits(spark: SparkSession, spec: TableSpec, partition_key: str, snapshot_id: int, results: Any) -> None:
@@ -224,14 +222,10 @@ def record_audits(spark: SparkSession, spec: TableSpec, partition_key: str, snap
     committed_sql(spark, spec.identifier, f"while recording the audits of {partition_key}", statement)
 
 
-def recorded_audits(catalog: Catalog, spec: TableSpec, partition_key: str, snapshot_id: int) -> Any | None:
-    """The audit results the month was published with at ``snapshot_id``; None if none were kept for that snapshot.
-
-    Read through the catalog: Spark's SHOW TBLPROPERTIES hides any value mentioning a token or a password.
-    """
-    properties = catalog.load_table(spec.identifier).properties
-    key = f"{AUDITS_PROPERTY_PREFIX}{partition_key}"
-    if key not in properties:
+def recorded_audits(spark: SparkSession, spec: TableSpec, partition_key: str, snapshot_id: int) -> Any | None:
+    """The audit results the month was published with at ``snapshot_id``; None if none were kept for that snapshot."""
+    kept = _state(spark, spec).property(f"{AUDITS_PROPERTY_PREFIX}{partition_key}")
+    if kept is None:
         return None
-    record = json.loads(properties[key])
+    record = json.loads(kept)
     return record["results"] if record.get("snapshot-id") == snapshot_id else None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
+from forecast_assets.lakehouse.table_state import table_state
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
 
@@ -82,12 +82,8 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
 
 
 def _has_main(spark: SparkSession, spec: TableSpec) -> bool:
-    try:
-        return bool(spark.sql(f"SELECT 1 FROM {spec.identifier}.refs WHERE name = 'main'").take(1))
-    except AnalysisException as error:
-        if "TABLE_OR_VIEW_NOT_FOUND" in str(error) or "SCHEMA_NOT_FOUND" in str(error):
-            return False
-        raise
+    state = table_state(spark, spec.identifier)
+    return state is not None and state.ref("main") is not None
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> DataFrame:

@@ -1,0 +1,70 @@
+"""An Iceberg table's refs, snapshots and properties as Spark's catalog holds them now.
+
+Read from the table object Spark's catalog loads (a catalog lookup and one metadata file: a few
+milliseconds), not by querying the ``refs`` and ``snapshots`` metadata tables, each of which is a
+Spark job of 30-50 ms; write-audit-publish asks a dozen times per month. Values cross from the JVM
+in small answers: a py4j answer over about 8 KB waits some 40 ms on the socket, so a snapshot is
+fetched as its own JSON, never the table's whole metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    parent_id: int | None
+    summary: dict[str, str]  # the snapshot's summary, as the ``snapshots`` metadata table shows it
+
+
+class TableState:
+    """One load of a table: what its metadata said at that moment."""
+
+    def __init__(self, spark: SparkSession, table: Any) -> None:
+        self._jvm = spark._jvm
+        self._table = table
+
+    def ref(self, name: str) -> int | None:
+        """The snapshot the branch or tag ``name`` points at; None if there is no such ref."""
+        ref = self._table.refs().get(name)
+        return None if ref is None else int(ref.snapshotId())
+
+    def branches(self, prefix: str = "") -> list[str]:
+        """The table's branches whose names start with ``prefix``, sorted."""
+        refs = self._table.refs()
+        names = str(self._jvm.java.lang.String.join("\n", refs.keySet())).split("\n")
+        return sorted(name for name in names if name.startswith(prefix) and refs.get(name).isBranch())
+
+    def snapshot(self, snapshot_id: int) -> Snapshot | None:
+        found = self._table.snapshot(snapshot_id)
+        if found is None:
+            return None
+        data = json.loads(self._jvm.org.apache.iceberg.SnapshotParser.toJson(found))
+        summary = {key: value for key, value in data.get("summary", {}).items() if key != "operation"}
+        return Snapshot(int(data["snapshot-id"]), data.get("parent-snapshot-id"), summary)
+
+    def property(self, key: str) -> str | None:
+        """A table property, as written: Spark's ``SHOW TBLPROPERTIES`` hides any value mentioning a token."""
+        value = self._table.properties().get(key)
+        return None if value is None else str(value)
+
+
+def table_state(spark: SparkSession, identifier: str) -> TableState | None:
+    """The table ``identifier`` as the session's catalog loads it now; None if it does not exist."""
+    jvm = spark._jvm
+    try:
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, identifier)
+    except AnalysisException as error:
+        if any(reason in str(error) for reason in NOT_FOUND):
+            return None
+        raise
+    return TableState(spark, table)
