@@ -57,11 +57,15 @@ def _baseline(outbox_path: Path) -> Callable[[], dict]:
 
 
 def _scale_rows(events: list[dict], scale: int, repeat: int) -> list[tuple]:
+    with tempfile.TemporaryDirectory(prefix="lineage-bench-") as folder:
+        return _timed_queries(Path(folder), events, scale, repeat)
+
+
+def _timed_queries(folder: Path, events: list[dict], scale: int, repeat: int) -> list[tuple]:
     from bridge.index import queries
     from bridge.index.lineage_index import LineageIndex
     from bridge.outbox.queue import Outbox
 
-    folder = Path(tempfile.mkdtemp(prefix="lineage-bench-"))
     outbox_path = fill(folder, events, scale)
     queued = len(events) * scale
     started = time.perf_counter()

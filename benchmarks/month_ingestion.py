@@ -36,8 +36,14 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="forced rewrites, floor runs and WAP writes timed")
     parser.add_argument("--merge", action="store_true", help="also time a row-level MERGE baseline")
     args = parser.parse_args()
-    os.environ.setdefault("TAXI_STATE_DIR", tempfile.mkdtemp(prefix="taxi-bench-"))
+    if os.environ.get("TAXI_STATE_DIR"):
+        return measure(args)
+    with tempfile.TemporaryDirectory(prefix="taxi-bench-") as state:  # a month's tables are a few GB: not left behind
+        os.environ["TAXI_STATE_DIR"] = state
+        return measure(args)
 
+
+def measure(args: argparse.Namespace) -> int:
     from dagster import instance_for_test
 
     from forecast_assets.definitions import build_definitions, resources_for
