@@ -1,31 +1,62 @@
 """Audit a month's rows: one aggregate pass for every audit, each audit's own query if it has one, then the judges.
 
 Ten audits asking ten questions of three million rows would read them ten times; here the simple questions
-(counts, nulls, shares, the zones seen) are answered together in one pass.
+(counts, nulls, shares, the zones seen) are answered together in one pass. That pass is one column, so it can
+also be observed while the rows are written (Spark's ``observe``), and the written rows need not be read for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.audits import ROWS, Audit, AuditResult, Measured, MonthFacts
 
 
-def measure(rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts) -> Measured:
-    aggregates = {ROWS: F.count(F.lit(1))}
-    for audit in audits:
-        aggregates |= audit.aggregates(facts)
-    values = rows.agg(*(column.alias(name) for name, column in aggregates.items())).first().asDict()
+@dataclass(frozen=True)
+class AggregatePass:
+    """Every audit's aggregates as one JSON text column, and the values read back from it."""
+
+    aggregates: Mapping[str, Column]
+
+    @classmethod
+    def of(cls, audits: Sequence[Audit], facts: MonthFacts) -> AggregatePass:
+        aggregates = {ROWS: F.count(F.lit(1))}
+        for audit in audits:
+            aggregates |= audit.aggregates(facts)
+        return cls(aggregates)
+
+    def column(self) -> Column:
+        # JSON carries the counts and the zone sets as Python values, where an observed Spark array would come
+        # back as a Java object.
+        return F.to_json(F.struct(*(column.alias(name) for name, column in self.aggregates.items())))
+
+    def values(self, measured_json: str) -> dict[str, Any]:
+        found = json.loads(measured_json)
+        return {name: found.get(name) for name in self.aggregates}  # a null (a sum of no rows) is left out of JSON
+
+    def run(self, rows: DataFrame) -> dict[str, Any]:
+        return self.values(rows.agg(self.column()).first()[0])
+
+
+def measure(rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: str | None = None) -> Measured:
+    """``observed``: the aggregate pass's column as observed while ``rows`` were written; read again if None."""
+    aggregate_pass = AggregatePass.of(audits, facts)
+    values = aggregate_pass.run(rows) if observed is None else aggregate_pass.values(observed)
     for audit in audits:
         if audit.query is not None:
             values |= audit.query(rows, facts)
     return Measured(values)
 
 
-def audit_month(rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts) -> list[tuple[Audit, AuditResult]]:
+def audit_month(
+    rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: str | None = None
+) -> list[tuple[Audit, AuditResult]]:
     """Each of ``audits`` judged on ``rows``, in the order given."""
-    measured = measure(rows, audits, facts)
+    measured = measure(rows, audits, facts, observed)
     return [(audit, audit.judge(measured, facts)) for audit in audits]

@@ -34,7 +34,7 @@ from forecast_assets.assets.table_metadata import (
     table_metadata,
     table_schema,
 )
-from forecast_assets.audit_run import audit_month
+from forecast_assets.audit_run import AggregatePass, audit_month
 from forecast_assets.audits import ERROR, Audit, AuditResult, MonthFacts
 from forecast_assets.lakehouse.publication import (
     PublishedMonth,
@@ -103,15 +103,24 @@ def _label(month: MonthWrite) -> str:
     return window.month if window else "(whole table)"
 
 
-def _run_audits(
-    context: AssetExecutionContext, rows: DataFrame, month: MonthWrite, audited: str, extra: dict | None = None
-) -> list[tuple[Audit, AuditResult]]:
-    """The selected audits judged on ``rows``, each result's metadata saying what was audited."""
+def _selected_audits(context: AssetExecutionContext, month: MonthWrite) -> list[Audit]:
     selected = {key.name for key in context.selected_asset_check_keys}
-    audits = [audit for audit in month.audits if audit.name in selected]
+    return [audit for audit in month.audits if audit.name in selected]
+
+
+def _run_audits(
+    context: AssetExecutionContext,
+    rows: DataFrame,
+    month: MonthWrite,
+    audited: str,
+    extra: dict | None = None,
+    observed: str | None = None,
+) -> list[tuple[Audit, AuditResult]]:
+    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, their
+    aggregate pass as observed while the rows were written."""
     return [
         (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
-        for audit, result in audit_month(rows, audits, month.facts)
+        for audit, result in audit_month(rows, _selected_audits(context, month), month.facts, observed)
     ]
 
 
@@ -137,8 +146,7 @@ def _as_record(judged: list[tuple[Audit, AuditResult]]) -> dict[str, dict]:
 def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | None, published: PublishedMonth):
     """The selected audits' results the unchanged month was published with, marked as reused; None if any is
     missing (the month was published before results were kept, or by other audits)."""
-    selected = {key.name for key in context.selected_asset_check_keys}
-    audits = [audit for audit in month.audits if audit.name in selected]
+    audits = _selected_audits(context, month)
     if record is None or any(audit.name not in record for audit in audits):
         return None
     by = published.properties.get("dagster.run-id", "")[:8]
@@ -175,16 +183,20 @@ def write_audit_publish(
         return
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
     what = f"Writing {spec.identifier} {_label(month)} to a staging branch (Spark reads and transforms the source)"
+    # The audits' aggregate pass is computed while the month is written, so the staged rows are not read for it.
+    aggregate_pass = AggregatePass.of(_selected_audits(context, month), month.facts).column()
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
         rows = built.rows
-        staged = stage_month(session, spec, rows, window, staging_branch(window, context.run.run_id), properties)
+        branch = staging_branch(window, context.run.run_id)
+        staged = stage_month(session, spec, rows, window, branch, properties, observe=aggregate_pass)
     judged = _run_audits(
         context,
         staged.rows(session),
         month,
         f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
+        observed=staged.observed,
     )
     checks = _check_results(context, judged)
     blocked = [audit.name for audit, result in judged if _blocked(audit, result)]

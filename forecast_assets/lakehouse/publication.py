@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from forecast_assets.lakehouse.commits import committed, committed_sql
 from forecast_assets.lakehouse.table_state import Snapshot, TableState, table_state
@@ -34,6 +34,7 @@ STAGED_PREFIX = "audit_"
 CHERRY_PICK_SOURCE = "source-snapshot-id"
 # A table property per partition (``audits.2025-01-01``): the audit results the month was published with.
 AUDITS_PROPERTY_PREFIX = "audits."
+OBSERVED = "observed"
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,14 @@ class PublishedMonth:
 
 @dataclass(frozen=True)
 class StagedMonth:
-    """A month written to ``branch`` and not yet published."""
+    """A month written to ``branch`` and not yet published; ``observed``, the value of the column ``stage_month``
+    was asked to observe, computed over the rows as they were written."""
 
     spec: TableSpec
     window: MonthWindow | None
     branch: str
     write: WriteResult
+    observed: Any = None
 
     @property
     def location(self) -> str:
@@ -140,25 +143,36 @@ def stage_month(
     window: MonthWindow | None,
     branch: str,
     properties: Mapping[str, str],
+    observe: Column | None = None,
 ) -> StagedMonth:
     """Replace the month (the whole table for ``window`` None) on a fresh branch cut from ``main``; ``main`` does
-    not change."""
+    not change. ``observe``, an aggregate column, is computed over the rows while they are written."""
     ensure_table(spark, spec)
     cut = f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"
     committed_sql(spark, spec.identifier, f"while cutting {branch}", cut)
-    # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
-    writer = rows.select(*spec.columns).writeTo(f"{spec.identifier}.branch_{branch}")
-    # A month is one partition: each task writes its own rows' file, rather than every row being shuffled
-    # to one task that writes them all (Iceberg's default hash distribution); fan-out keeps any input safe.
-    writer = writer.option("distribution-mode", "none").option("fanout-enabled", "true")
-    for key, value in properties.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    # Each row lies in the month's one partition, so this swaps exactly that partition (an unpartitioned
-    # table is swapped whole), and writing it again after Iceberg's own retries ran out does the same.
-    committed(spec.identifier, f"while writing {branch}", writer.overwritePartitions)
+
+    def write() -> Observation | None:
+        observation = None if observe is None else Observation()
+        written = rows.select(*spec.columns)
+        if observation is not None:
+            written = written.observe(observation, observe.alias(OBSERVED))
+        # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
+        writer = written.writeTo(f"{spec.identifier}.branch_{branch}")
+        # A month is one partition: each task writes its own rows' file, rather than every row being shuffled
+        # to one task that writes them all (Iceberg's default hash distribution); fan-out keeps any input safe.
+        writer = writer.option("distribution-mode", "none").option("fanout-enabled", "true")
+        for key, value in properties.items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        # Each row lies in the month's one partition, so this swaps exactly that partition (an unpartitioned
+        # table is swapped whole), and writing it again after Iceberg's own retries ran out does the same.
+        writer.overwritePartitions()
+        return observation
+
+    observation = committed(spec.identifier, f"while writing {branch}", write)
     state = _state(spark, spec)
     head = state.snapshot(state.ref(branch))
-    return StagedMonth(spec, window, branch, WriteResult.from_summary(head.snapshot_id, head.summary))
+    observed = None if observation is None else observation.get[OBSERVED]
+    return StagedMonth(spec, window, branch, WriteResult.from_summary(head.snapshot_id, head.summary), observed)
 
 
 def publish(spark: SparkSession, staged: StagedMonth) -> WriteResult:
