@@ -44,10 +44,11 @@ class AggregatePass:
         return self.values(rows.agg(self.column()).first()[0])
 
 
-def measure(rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: str | None = None) -> Measured:
-    """``observed``: the aggregate pass's column as observed while ``rows`` were written; read again if None."""
-    aggregate_pass = AggregatePass.of(audits, facts)
-    values = aggregate_pass.run(rows) if observed is None else aggregate_pass.values(observed)
+def measure(
+    rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: Mapping[str, Any] | None = None
+) -> Measured:
+    """``observed``: the aggregate pass's values as observed while ``rows`` were written; run on ``rows`` if None."""
+    values = dict(observed) if observed is not None else AggregatePass.of(audits, facts).run(rows)
     for audit in audits:
         if audit.query is not None:
             values |= audit.query(rows, facts)
@@ -55,7 +56,7 @@ def measure(rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observe
 
 
 def audit_month(
-    rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: str | None = None
+    rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: Mapping[str, Any] | None = None
 ) -> list[tuple[Audit, AuditResult]]:
     """Each of ``audits`` judged on ``rows``, in the order given."""
     measured = measure(rows, audits, facts, observed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from dagster import (
     AssetCheckResult,
@@ -114,10 +115,10 @@ def _run_audits(
     month: MonthWrite,
     audited: str,
     extra: dict | None = None,
-    observed: str | None = None,
+    observed: Mapping[str, Any] | None = None,
 ) -> list[tuple[Audit, AuditResult]]:
-    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, their
-    aggregate pass as observed while the rows were written."""
+    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, the
+    values of their aggregate pass as observed while the rows were written."""
     return [
         (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
         for audit, result in audit_month(rows, _selected_audits(context, month), month.facts, observed)
@@ -184,19 +185,19 @@ def write_audit_publish(
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
     what = f"Writing {spec.identifier} {_label(month)} to a staging branch (Spark reads and transforms the source)"
     # The audits' aggregate pass is computed while the month is written, so the staged rows are not read for it.
-    aggregate_pass = AggregatePass.of(_selected_audits(context, month), month.facts).column()
+    aggregate_pass = AggregatePass.of(_selected_audits(context, month), month.facts)
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
         rows = built.rows
         branch = staging_branch(window, context.run.run_id)
-        staged = stage_month(session, spec, rows, window, branch, properties, observe=aggregate_pass)
+        staged = stage_month(session, spec, rows, window, branch, properties, observe=aggregate_pass.column())
     judged = _run_audits(
         context,
         staged.rows(session),
         month,
         f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
-        observed=staged.observed,
+        observed=aggregate_pass.values(staged.observed),
     )
     checks = _check_results(context, judged)
     blocked = [audit.name for audit, result in judged if _blocked(audit, result)]
