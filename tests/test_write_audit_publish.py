@@ -30,13 +30,19 @@ RAW_YELLOW, ACTUALS = "nyc_taxi.raw_yellow", "nyc_taxi.yellow_rides_hourly_actua
 
 
 @pytest.fixture
-def variant(pipeline, sample_source, sample_server, tmp_path):
+def restored(pipeline, sample_server):
+    """After the test, the sample month is staged and published again from the sample server, so the next test
+    (in any module) starts from the good data, fetched last from its usual address."""
+    yield
+    assert pipeline.run(PARTITION, sample_server).success
+
+
+@pytest.fixture
+def variant(restored, sample_source, tmp_path):
     """A copy of the sample source whose 2025-01 files the test rewrites; the sample month is restored after."""
     root = tmp_path / "source"
     shutil.copytree(sample_source.root, root)
-    yield root
-    # Stage and publish the sample month again, so the next test starts from the good data.
-    assert pipeline.run(PARTITION, sample_server).success
+    return root
 
 
 def _trip_file(root: Path, month: str = MONTH) -> Path:
@@ -268,7 +274,9 @@ FAST_RETRIES = {"download_attempts": 3, "first_retry_wait_seconds": 0.05, "read_
 
 
 @pytest.mark.parametrize(("plan", "arrives"), [([RESET, GOOD], True), ([CUT_CHUNKED], False)], ids=["reset", "cut"])
-def test_network_faults_are_retried_then_refused_with_no_table_changed(pipeline, sample_source, plan, arrives):
+def test_network_faults_are_retried_then_refused_with_no_table_changed(
+    pipeline, sample_source, restored, plan, arrives
+):
     before = published_snapshots()
     name = trip_file_name(MONTH)
     body = sample_source.trip_path(MONTH).read_bytes()
