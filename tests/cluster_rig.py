@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from subprocess import PIPE
 
-from taxi_core.settings import PROJECT_ROOT, Settings, load_settings
+from taxi_core.settings import Settings, load_settings
 from taxi_demo.local_cluster.services import free_port
 
 # The test process's own state and tool settings (conftest) must not leak into the profile's commands.
@@ -41,30 +38,6 @@ def profile_environment(home: Path) -> dict[str, str]:
 
 def settings_in(env: dict[str, str]) -> Settings:
     return load_settings(environ=env)
-
-
-# How long a command that got the same Ctrl-C as the tests is given to stop the servers it started.
-STOP_SECONDS = 60
-
-
-def run_to_the_end(command: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    """``subprocess.run(command, capture_output=True)``, except on Ctrl-C: the command got the same SIGINT
-    and stops the servers it started (in sessions of their own); it is waited for, not killed at once as
-    ``subprocess.run`` would (which left them running), then the interrupt goes on."""
-    process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, stdout=PIPE, stderr=PIPE, text=True)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except KeyboardInterrupt:
-        try:
-            process.communicate(timeout=STOP_SECONDS)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            process.kill()
-        raise
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGINT)  # stop as Ctrl-C would: its servers with it
-        process.communicate(timeout=STOP_SECONDS)
-        raise
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
 
 
 def taxi_command(*args: str) -> list[str]:

@@ -39,6 +39,49 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_STATE, ignore_errors=True)
 
 
+def _in_xdist_worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The modules that read the background lane's runs go last, in the lane's order (:mod:`tests.background`)."""
+    from tests.background import lane_order
+    from tests.end_to_end import RUNS
+
+    if _in_xdist_worker():  # a worker cannot know which tests it will be given: each run is done when asked
+        return
+    order = lane_order(RUNS, items)
+    items.sort(key=lambda item: order[item.path])  # stable: every other order is kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def end_to_end(request, tmp_path_factory):
+    """The background lane (:mod:`tests.background`), working from the first test on through the whole-pipeline
+    runs the collected tests need; stopped (the run in flight interrupted) when the session ends."""
+    from tests.background import Lane, needed_by
+    from tests.end_to_end import RUNS
+
+    lane = Lane(RUNS, tmp_path_factory.mktemp)
+    if not _in_xdist_worker():
+        lane.start(needed_by(RUNS, request.session.items))
+    request.config.stash[_LANE] = lane
+    yield lane
+    lane.stop()
+
+
+_LANE = pytest.StashKey["Lane"]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from tests.background import report
+
+    lane = config.stash.get(_LANE, None)
+    if lane is not None and lane.seconds:
+        terminalreporter.section("whole-pipeline runs (tests/end_to_end.py)")
+        for line in report(lane):
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def state_dir() -> Path:
     return _STATE

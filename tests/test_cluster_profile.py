@@ -32,14 +32,12 @@ from taxi_demo.local_cluster import profile
 from taxi_demo.local_cluster.services import port_is_free
 from tests.cluster_rig import (
     OWN_PREFIXES,
-    cluster_home,
     processes_mentioning,
-    profile_environment,
-    run_to_the_end,
     settings_in,
     taxi_command,
 )
 from tests.conftest import TEST_MONTHS, TEST_TRIPS_PER_MONTH
+from tests.end_to_end import ClusterDemo
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
@@ -55,27 +53,28 @@ RUN_LINE = re.compile(r"^Run \S+ \((?P<label>[^)]+)\): (?P<state>\w+)$", re.MULT
 
 
 @pytest.fixture(scope="module")
-def home():
-    path = cluster_home()
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def cluster_run(end_to_end):
+    """`taxi demo --profile cluster` on the test months, at the embedded tests' scale, in the module's state folder
+    (run in the background lane: :mod:`tests.end_to_end`)."""
+    outcome: ClusterDemo = end_to_end.outcome("cluster-demo")
+    print(f"\ncluster demo: exit {outcome.done.returncode} in {outcome.seconds:.0f} s")
+    yield outcome
+    shutil.rmtree(outcome.home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def env(home) -> dict[str, str]:
-    return profile_environment(home)
+def home(cluster_run) -> Path:
+    return cluster_run.home
 
 
 @pytest.fixture(scope="module")
-def cluster_demo(env):
-    """`taxi demo --profile cluster` on the test months, at the embedded tests' scale."""
-    command = taxi_command(
-        "demo", "--profile", "cluster", "--months", *TEST_MONTHS, "--scale", str(TEST_TRIPS_PER_MONTH)
-    )
-    started = time.monotonic()
-    done = run_to_the_end(command, env, timeout=1800)
-    print(f"\ncluster demo: exit {done.returncode} in {time.monotonic() - started:.0f} s")
-    return done
+def env(cluster_run) -> dict[str, str]:
+    return cluster_run.env
+
+
+@pytest.fixture(scope="module")
+def cluster_demo(cluster_run) -> subprocess.CompletedProcess:
+    return cluster_run.done
 
 
 @pytest.fixture

@@ -7,80 +7,43 @@ from __future__ import annotations
 
 import base64
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from taxi_core.settings import PROJECT_ROOT
+from tests.end_to_end import FreshCopyDemo, git
 
 pytestmark = pytest.mark.integration
 
-CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ALLOWED_OUTSIDE_STATE = {"!! .state/", "!! .venv/", "!! .env"}
-TIMEOUT_SECONDS = 1800
 # A month of taxi files staged by a run dagster dev launches; the sensor ticks every 30 s.
 LAUNCHED_RUN_SECONDS = 600
 TICK_SECONDS = 120
 
 
-def readme_command(number: int) -> str:
-    command = subprocess.run(
-        ["bash", str(PROJECT_ROOT / ".ci" / "readme_command"), str(number)], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert command, f"README.md has no set-up command number {number}"
-    return command
-
-
-def in_login_shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``command`` as a user types it into a brand-new login shell: no inherited environment."""
-    environment = {"HOME": str(Path.home()), "LANG": "C.UTF-8", "CI": "true", "PATH": CLEAN_PATH}
-    return subprocess.run(
-        [
-            "env",
-            "-i",
-            *(f"{key}={value}" for key, value in environment.items()),
-            "bash",
-            "-lc",
-            f"cd {cwd} && {command}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-    )
-
-
-def git(*args: str, cwd: Path) -> str:
-    identity = ["-c", "user.name=test", "-c", "user.email=test@127.0.0.1"]
-    return subprocess.run(["git", *identity, *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+@pytest.fixture(scope="module")
+def fresh_copy_demo(end_to_end) -> FreshCopyDemo:
+    """The README's pipeline command in a clean login shell on a fresh copy (run in the background lane)."""
+    outcome: FreshCopyDemo = end_to_end.outcome("readme-demo")
+    return outcome
 
 
 @pytest.fixture(scope="module")
-def fresh_copy(tmp_path_factory) -> Path:
-    """The project's files as a fresh clone has them (this tree's changes included), under git."""
-    copy = tmp_path_factory.mktemp("clone") / "taxi"
-    files = git("ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=PROJECT_ROOT).split("\0")
-    for name in filter(None, files):
-        source = PROJECT_ROOT / name
-        if source.is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name)
-    git("init", "-q", cwd=copy)
-    git("add", "-A", cwd=copy)
-    git("commit", "-q", "-m", "fresh clone", cwd=copy)
-    return copy
+def fresh_copy(fresh_copy_demo) -> Path:
+    return fresh_copy_demo.copy
 
 
 @pytest.fixture(scope="module")
-def demo(fresh_copy) -> subprocess.CompletedProcess:
-    return in_login_shell(readme_command(1), fresh_copy)
+def demo(fresh_copy_demo) -> subprocess.CompletedProcess:
+    return fresh_copy_demo.demo
 
 
 @pytest.fixture(scope="module")
-def flow_by_hand(fresh_copy, demo) -> subprocess.CompletedProcess:
-    return in_login_shell("./run python flows/train.py run", fresh_copy)
+def flow_by_hand(end_to_end, demo) -> subprocess.CompletedProcess:
+    outcome: subprocess.CompletedProcess = end_to_end.outcome("flow-by-hand")
+    return outcome
 
 
 def test_the_readme_pipeline_command_runs_everything(demo):

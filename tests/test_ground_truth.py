@@ -7,28 +7,23 @@ artifacts) apart from the lineage's claims; the oracle (``tests/truth/oracle.py`
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from taxi_core.settings import PROJECT_ROOT
 from tests.truth.oracle import ACTUALS, FORECAST, RAW_WEATHER, RAW_YELLOW, ZONES, expected_inputs, table, verdicts
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def record(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("truth")
-    out, state = folder / "record.json", folder / "state"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
-    command = [sys.executable, "-m", "tests.truth.scenario", str(out), str(state)]
-    finished = subprocess.run(command, cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True)
-    assert finished.returncode == 0, finished.stderr[-4000:]
-    return json.loads(out.read_text())
+def truth_record(end_to_end) -> dict:
+    """The scenario's record (run in the background lane: :mod:`tests.end_to_end`)."""
+    outcome: dict = end_to_end.outcome("truth-record")
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def record(truth_record) -> dict:
+    return truth_record
 
 
 def test_the_scenario_made_the_history_it_claims(record):

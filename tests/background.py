@@ -1,0 +1,176 @@
+"""Whole-pipeline runs a session needs, started in a background lane as the session begins.
+
+A few fixtures each run the whole pipeline in processes of their own, for minutes (:mod:`tests.end_to_end`).
+In line, the session waits for each in turn while a core stands idle. Instead, when the collected tests
+need them, they run one after another in one background lane from the first test on, while the tests
+that need none of them run; the modules that read them go last, in the lane's order (:func:`lane_order`).
+
+A fixture asks the lane for a run's outcome: it waits for a queued run, and runs one that was not
+queued (in an xdist worker, which cannot know what it will be given) in line, as before. Ctrl-C, or
+the session's end, stops the lane: the run in flight gets SIGINT, as from the terminal, so it stops
+the servers it started, and nothing queued after it starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+from typing import Any
+
+# How long a run that got Ctrl-C is given to stop the servers it started.
+STOP_SECONDS = 60
+WAKE_SECONDS = 0.5
+
+
+class LaneStopped(Exception):
+    """The session ended (Ctrl-C, or a failure) before the lane got to this run."""
+
+
+@dataclass(frozen=True)
+class EndToEndRun:
+    name: str
+    fixture: str  # the fixture that gives its outcome: a test using it, directly or not, needs the run
+    work: Callable[[Lane], Any]  # its whole work, running its commands through the lane (Lane.run)
+
+
+class Lane:
+    def __init__(self, runs: Sequence[EndToEndRun], scratch: Callable[[str], Path]) -> None:
+        """``scratch(name)``: a new folder for a run's files (pytest's ``tmp_path_factory.mktemp``)."""
+        self.runs = {run.name: run for run in runs}
+        self.scratch = scratch
+        self.outcomes: dict[str, Future[Any]] = {}
+        self.stopping = threading.Event()
+        self.process: subprocess.Popen[str] | None = None
+        self.thread: threading.Thread | None = None
+        self.seconds: dict[str, float] = {}  # how long each run took
+        self.waited: dict[str, float] = {}  # how long the session waited for each
+
+    def start(self, names: Sequence[str]) -> None:
+        """Queue the runs ``names`` and start working through them in the background."""
+        for name in names:
+            self.outcomes[name] = Future()
+        if names:
+            self.thread = threading.Thread(target=self._work_through, args=(list(names),), daemon=True)
+            self.thread.start()
+
+    def outcome(self, name: str) -> Any:
+        """What run ``name`` gave: waited for when queued, else done now, in line."""
+        asked = time.monotonic()
+        if name not in self.outcomes:
+            self.outcomes[name] = Future()
+            self._do(name)
+        future = self.outcomes[name]
+        try:
+            while True:
+                # Waited for in steps: Ctrl-C may land on the lane's thread, and only a waking main thread raises it.
+                try:
+                    return future.result(timeout=WAKE_SECONDS)
+                except TimeoutError:
+                    if future.done():  # the run's own
+                        raise
+        finally:
+            self.waited.setdefault(name, time.monotonic() - asked)
+
+    def run(self, command: Sequence[str], timeout: float, **popen: Any) -> subprocess.CompletedProcess[str]:
+        """``subprocess.run(command, capture_output=True, text=True)`` that :meth:`stop` (or Ctrl-C) can interrupt:
+        the command gets SIGINT and is given time to stop what it started, rather than being killed at once."""
+        if self.stopping.is_set():
+            raise LaneStopped(" ".join(command))
+        # A group of its own: SIGINT reaches every process it started, as Ctrl-C in a terminal would.
+        process = subprocess.Popen(command, stdout=PIPE, stderr=PIPE, text=True, process_group=0, **popen)
+        self.process = process
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            _interrupt(process)
+            raise
+        finally:
+            self.process = None
+        return subprocess.CompletedProcess(list(command), process.returncode, out, err)
+
+    def stop(self) -> None:
+        """Interrupt the run in flight and start nothing more."""
+        self.stopping.set()
+        if self.thread is None or not self.thread.is_alive():
+            return
+        # The lane's own thread reads the command's output: here it is only signalled, and waited for.
+        _signal(self.process, signal.SIGINT)
+        _join(self.thread, STOP_SECONDS)
+        if self.thread.is_alive():
+            _signal(self.process, signal.SIGKILL)
+            _join(self.thread, STOP_SECONDS)
+
+    def _work_through(self, names: list[str]) -> None:
+        for name in names:
+            self._do(name)
+
+    def _do(self, name: str) -> None:
+        future = self.outcomes[name]
+        if self.stopping.is_set():
+            future.set_exception(LaneStopped(name))
+            return
+        started = time.monotonic()
+        try:
+            outcome = self.runs[name].work(self)
+            self.seconds[name] = time.monotonic() - started
+            future.set_result(outcome)
+        except BaseException as err:  # the fixture that asks for it raises it
+            future.set_exception(err)
+            if isinstance(err, KeyboardInterrupt):
+                raise
+
+
+def _interrupt(process: subprocess.Popen[str]) -> None:
+    """SIGINT to the command's group, time to stop what it started, then SIGKILL."""
+    _signal(process, signal.SIGINT)
+    try:
+        process.communicate(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        _signal(process, signal.SIGKILL)
+        process.communicate()
+
+
+def _join(thread: threading.Thread, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(WAKE_SECONDS)  # in steps, as in Lane.outcome: a second Ctrl-C still reaches the session
+
+
+def _signal(process: subprocess.Popen[str] | None, number: int) -> None:
+    if process is not None:
+        with contextlib.suppress(ProcessLookupError):  # it has ended
+            os.killpg(process.pid, number)
+
+
+def report(lane: Lane) -> list[str]:
+    """A line per run the lane did: how long it took and how long the session waited for it."""
+    return [
+        f"{name}: {seconds:.0f} s, waited for {lane.waited.get(name, 0.0):.0f} s"
+        for name, seconds in lane.seconds.items()
+    ]
+
+
+def needed_by(runs: Sequence[EndToEndRun], items: Iterable[Any]) -> list[str]:
+    """The names of the ``runs`` the test ``items`` need, in the lane's order."""
+    wanted = {run.name for item in items for run in runs if run.fixture in item.fixturenames}
+    return [run.name for run in runs if run.name in wanted]
+
+
+def lane_order(runs: Sequence[EndToEndRun], items: Sequence[Any]) -> dict[Path, int]:
+    """Each test module's place: first the modules that need none of the ``runs`` (-1), then by the last run each
+    needs, so a module reads its runs once the lane has done them and the lane is never waited for early."""
+    names = [run.name for run in runs]
+    order: dict[Path, int] = {}
+    for item in items:
+        place = max((names.index(name) for name in needed_by(runs, [item])), default=-1)
+        order[item.path] = max(order.get(item.path, -1), place)
+    return order

@@ -1,0 +1,116 @@
+"""The session's whole-pipeline runs, each in processes of its own (the lane that runs them: :mod:`tests.background`).
+
+- the README's pipeline command, typed into a clean login shell on a fresh copy of the project, then the
+  flow by hand there (:mod:`tests.test_first_hour`);
+- the ground-truth scenario, which records what really happened (:mod:`tests.test_ground_truth`);
+- the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from taxi_core.settings import PROJECT_ROOT
+from tests.background import EndToEndRun, Lane
+from tests.cluster_rig import cluster_home, profile_environment, taxi_command
+from tests.conftest import TEST_MONTHS, TEST_TRIPS_PER_MONTH
+
+CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LOGIN_SHELL_SECONDS = 1800
+SCENARIO_SECONDS = 1800
+CLUSTER_DEMO_SECONDS = 1800
+
+
+def readme_command(number: int) -> str:
+    command = subprocess.run(
+        ["bash", str(PROJECT_ROOT / ".ci" / "readme_command"), str(number)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert command, f"README.md has no set-up command number {number}"
+    return command
+
+
+def in_login_shell(lane: Lane, command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` as a user types it into a brand-new login shell: no inherited environment."""
+    environment = {"HOME": str(Path.home()), "LANG": "C.UTF-8", "CI": "true", "PATH": CLEAN_PATH}
+    shell = ["env", "-i", *(f"{key}={value}" for key, value in environment.items()), "bash", "-lc"]
+    return lane.run([*shell, f"cd {cwd} && {command}"], timeout=LOGIN_SHELL_SECONDS)
+
+
+def git(*args: str, cwd: Path) -> str:
+    identity = ["-c", "user.name=test", "-c", "user.email=test@127.0.0.1"]
+    return subprocess.run(["git", *identity, *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+@dataclass(frozen=True)
+class FreshCopyDemo:
+    copy: Path  # the project's files as a fresh clone has them (this tree's changes included), under git
+    demo: subprocess.CompletedProcess[str]  # the README's pipeline command, run there in a clean login shell
+
+
+def readme_demo(lane: Lane) -> FreshCopyDemo:
+    copy = lane.scratch("clone") / "taxi"
+    files = git("ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=PROJECT_ROOT).split("\0")
+    for name in filter(None, files):
+        source = PROJECT_ROOT / name
+        if source.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    git("init", "-q", cwd=copy)
+    git("add", "-A", cwd=copy)
+    git("commit", "-q", "-m", "fresh copy", cwd=copy)
+    return FreshCopyDemo(copy, in_login_shell(lane, readme_command(1), copy))
+
+
+def flow_by_hand(lane: Lane) -> subprocess.CompletedProcess[str]:
+    """The training flow run by hand in the fresh copy, after its demo."""
+    copy = lane.outcome("readme-demo").copy
+    return in_login_shell(lane, "./run python flows/train.py run", copy)
+
+
+def truth_record(lane: Lane) -> dict[str, Any]:
+    """The ground-truth scenario's record (:mod:`tests.truth.scenario`), run in a state folder of its own."""
+    folder = lane.scratch("truth")
+    out, state = folder / "record.json", folder / "state"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
+    command = [sys.executable, "-m", "tests.truth.scenario", str(out), str(state)]
+    finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    record: dict[str, Any] = json.loads(out.read_text())
+    return record
+
+
+@dataclass(frozen=True)
+class ClusterDemo:
+    home: Path  # the profile's state folder (PostgreSQL can reach it when the tests run as root)
+    env: dict[str, str]  # the environment of a command run in it, on free ports
+    done: subprocess.CompletedProcess[str]
+    seconds: float
+
+
+def cluster_demo(lane: Lane) -> ClusterDemo:
+    """`taxi demo --profile cluster` on the test months, at the embedded tests' scale."""
+    home = cluster_home()
+    env = profile_environment(home)
+    command = taxi_command(
+        "demo", "--profile", "cluster", "--months", *TEST_MONTHS, "--scale", str(TEST_TRIPS_PER_MONTH)
+    )
+    started = time.monotonic()
+    done = lane.run(command, timeout=CLUSTER_DEMO_SECONDS, env=env, cwd=PROJECT_ROOT)
+    return ClusterDemo(home, env, done, time.monotonic() - started)
+
+
+# The lane's order: the cluster's module has the most left to do once its run is done.
+RUNS = (
+    EndToEndRun("cluster-demo", fixture="cluster_run", work=cluster_demo),
+    EndToEndRun("readme-demo", fixture="fresh_copy_demo", work=readme_demo),
+    EndToEndRun("flow-by-hand", fixture="flow_by_hand", work=flow_by_hand),
+    EndToEndRun("truth-record", fixture="truth_record", work=truth_record),
+)
