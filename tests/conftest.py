@@ -30,9 +30,7 @@ apply_tool_environment(load_settings())
 
 from tests.loopback import serve_folder  # noqa: E402
 from tests.pipeline import Pipeline  # noqa: E402
-
-TEST_MONTHS = ["2024-12", "2025-01"]
-TEST_TRIPS_PER_MONTH = 20_000
+from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH  # noqa: E402
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -21,7 +21,7 @@ from typing import Any
 from taxi_core.settings import PROJECT_ROOT
 from tests.background import EndToEndRun, Lane
 from tests.cluster_rig import cluster_home, profile_environment, taxi_command
-from tests.conftest import TEST_MONTHS, TEST_TRIPS_PER_MONTH
+from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH
 
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOGIN_SHELL_SECONDS = 1800

@@ -36,8 +36,8 @@ from tests.cluster_rig import (
     settings_in,
     taxi_command,
 )
-from tests.conftest import TEST_MONTHS, TEST_TRIPS_PER_MONTH
 from tests.end_to_end import ClusterDemo
+from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 

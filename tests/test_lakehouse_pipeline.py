@@ -18,9 +18,9 @@ from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.names import TOP_ZONES
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
-from tests.conftest import TEST_MONTHS
 from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
 from tests.loopback import serve_folder
+from tests.sample_months import TEST_MONTHS
 
 EVERY_AUDIT = [*RAW_YELLOW_AUDITS, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
 

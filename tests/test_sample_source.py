@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from forecast_assets.sources.noaa_format import ELEMENTS, MISSING_VALUE, NYC_COUNTY_FIPS, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema
 from taxi_demo.sample_source import WEATHER_DIR, SampleSource
-from tests.conftest import TEST_TRIPS_PER_MONTH
+from tests.sample_months import TEST_TRIPS_PER_MONTH
 
 
 def _digest(path):
