@@ -52,6 +52,9 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: order[item.path])  # stable: every other order is kept
 
 
+_LANE = pytest.StashKey["Lane"]()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def end_to_end(request, tmp_path_factory):
     """The background lane (:mod:`tests.background`), working from the first test on through the whole-pipeline
@@ -65,9 +68,6 @@ def end_to_end(request, tmp_path_factory):
     request.config.stash[_LANE] = lane
     yield lane
     lane.stop()
-
-
-_LANE = pytest.StashKey["Lane"]()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

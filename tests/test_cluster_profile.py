@@ -57,7 +57,6 @@ def cluster_run(end_to_end):
     """`taxi demo --profile cluster` on the test months, at the embedded tests' scale, in the module's state folder
     (run in the background lane: :mod:`tests.end_to_end`)."""
     outcome: ClusterDemo = end_to_end.outcome("cluster-demo")
-    print(f"\ncluster demo: exit {outcome.done.returncode} in {outcome.seconds:.0f} s")
     yield outcome
     shutil.rmtree(outcome.home, ignore_errors=True)
 
