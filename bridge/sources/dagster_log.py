@@ -28,8 +28,8 @@ from dagster import (
     DagsterInstance,
     EventLogEntry,
     EventLogRecord,
-    deserialize_value,
 )
+from dagster_shared.serdes import deserialize_values
 
 UPSTREAM_WINDOW = 200  # an upstream asset's newest materializations fetched at once, per pass (through the APIs)
 MATERIALIZATION = DagsterEventType.ASSET_MATERIALIZATION.value
@@ -74,8 +74,11 @@ def sqlite_files(instance: DagsterInstance) -> tuple[Path, Path | None] | None:
     return None
 
 
-def _record(storage_id: int, event: str) -> EventLogRecord:
-    return EventLogRecord(storage_id=storage_id, event_log_entry=deserialize_value(event, EventLogEntry))
+def _records(rows: Sequence[tuple[int, str]]) -> list[EventLogRecord]:
+    """Rows of storage ids and events as Dagster's records, deserialized together (Dagster enters its
+    deserialization context once for them all, not once per event)."""
+    entries = deserialize_values([event for _, event in rows], EventLogEntry)
+    return [EventLogRecord(storage_id=row[0], event_log_entry=entry) for row, entry in zip(rows, entries, strict=True)]
 
 
 def _marks(values: Sized) -> str:
@@ -145,11 +148,15 @@ class SqliteEventLog:
                     f"AND dagster_event_type IN ({_marks(types)}) ORDER BY id",
                     [*chunk, *types],
                 ).fetchall()
-                for storage_id, run_id, event, kind in rows:
-                    # One file numbers runs' and assets' records alike: a run's materialization is also
-                    # an upstream version or a provenance pointer of a later run of the same pass.
-                    record = self._deserialized(storage_id, event) if kind == MATERIALIZATION else None
-                    found[run_id].append(record or _record(storage_id, event))
+                # One file numbers runs' and assets' records alike: a run's materialization is also
+                # an upstream version or a provenance pointer of a later run of the same pass.
+                unread = [(storage_id, event) for storage_id, _, event, _ in rows if storage_id not in self._records]
+                made = {record.storage_id: record for record in _records(unread)}
+                for storage_id, run_id, _, kind in rows:
+                    record = self._records.get(storage_id) or made[storage_id]
+                    if kind == MATERIALIZATION:
+                        self._records[storage_id] = record
+                    found[run_id].append(record)
             return found
         for run_id in run_ids:
             shard = self.shards / f"{run_id}.db"
@@ -162,7 +169,7 @@ class SqliteEventLog:
                 ).fetchall()
             finally:
                 connection.close()
-            found[run_id] = [_record(storage_id, event) for storage_id, event in rows]
+            found[run_id] = _records(rows)
         return found
 
     def _wiped_at(self, asset: AssetKey) -> float | None:
@@ -194,7 +201,7 @@ class SqliteEventLog:
     def _deserialized(self, storage_id: int, event: str) -> EventLogRecord:
         record = self._records.get(storage_id)
         if record is None:
-            record = self._records[storage_id] = _record(storage_id, event)
+            record = self._records[storage_id] = _records([(storage_id, event)])[0]
         return record
 
     def materializations(self, asset: AssetKey, storage_ids: set[int]) -> list[EventLogRecord]:
@@ -205,7 +212,9 @@ class SqliteEventLog:
             [*ids, asset.to_string(), MATERIALIZATION],
         ).fetchall()
         wiped_at = self._wiped_at(asset)
-        records = [self._deserialized(storage_id, event) for storage_id, event in rows]
+        made = {r.storage_id: r for r in _records([row for row in rows if row[0] not in self._records])}
+        self._records |= made
+        records = [self._records[storage_id] for storage_id, _ in rows]
         return [r for r in records if wiped_at is None or r.timestamp > wiped_at]
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ READ_TYPES = {
 
 
 Data = TypeVar("Data")
+_EVENT_TYPES = {kind.value: kind for kind in DagsterEventType}
 
 
 def dagster_event(record: EventLogRecord) -> DagsterEvent:
@@ -58,7 +59,8 @@ def event_data(record: EventLogRecord, of_type: type[Data]) -> Data:
 
 
 def event_type(record: EventLogRecord) -> DagsterEventType:
-    return dagster_event(record).event_type
+    # ``DagsterEvent.event_type`` builds the enum member from its value on every call; a translation asks often.
+    return _EVENT_TYPES[dagster_event(record).event_type_value]
 
 
 def step_key(record: EventLogRecord) -> str | None:
