@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
@@ -167,18 +167,22 @@ def _duplicate_keys(keys: list[str], severity: Severity = ERROR) -> tuple[Query,
 def repeats(rows: DataFrame, keys: Sequence[str]) -> Repeats:
     """How many ``keys`` values repeat, and on how many rows.
 
-    A 64-bit hash of the keys finds the candidates: the rows are partitioned and sorted by it (one number per
-    row crosses the shuffle rather than every key, and a sort beats a hash aggregation where nearly every key
-    is distinct). Only the rows whose hash repeats, true repeats and the rare collision, are then grouped by
-    the keys themselves, so the answer is exact; with no repeated hash (a clean month) that second pass is
-    not run at all.
+    A 64-bit hash of the keys finds the candidates: one number per row comes back to the driver as Arrow (8
+    bytes a row: 27 MB for a month of 3.4M trips) and numpy sorts it there, which takes half the time of
+    Spark shuffling and sorting the same numbers across its tasks. Only the rows whose hash repeats, true
+    repeats and the rare collision, are then grouped by the keys themselves in Spark, so the answer is exact;
+    with no repeated hash (a clean month) that second pass is not run at all.
     """
+    import numpy as np  # here: a source's declaration imports this module and needs neither
+    import pandas as pd
+
     with_hash = rows.select(*keys, F.xxhash64(*keys).alias(KEY_HASH))
-    rows_per_hash = F.count(F.lit(1)).over(Window.partitionBy(KEY_HASH))
-    repeated_hashes = with_hash.select(KEY_HASH, rows_per_hash.alias("rows_per_hash")).where("rows_per_hash > 1")
-    if repeated_hashes.count() == 0:  # one job over every partition; isEmpty() would scan them a few at a time
+    hashes = np.sort(with_hash.select(KEY_HASH).toPandas()[KEY_HASH].to_numpy())
+    repeated_hashes = np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
+    if repeated_hashes.size == 0:
         return Repeats(0, 0)
-    candidates = with_hash.join(F.broadcast(repeated_hashes.select(KEY_HASH)), KEY_HASH, "left_semi")
+    wanted = rows.sparkSession.createDataFrame(pd.DataFrame({KEY_HASH: repeated_hashes}))
+    candidates = with_hash.join(wanted, KEY_HASH, "left_semi")
     repeated = candidates.groupBy(*keys).count().where("count > 1")
     found = repeated.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
     return Repeats(int(found["keys"]), int(found["rows"] or 0))

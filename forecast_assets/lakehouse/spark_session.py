@@ -22,6 +22,8 @@ BASE_SPARK_CONF = {
     # Files written by pandas hold TIMESTAMP(NANOS), which Spark refuses to read otherwise; they
     # arrive as epoch nanoseconds and the trip reader turns them into timestamps.
     "spark.sql.legacy.parquet.nanosAsLong": "true",
+    # Rows brought to the driver (an audit's key hashes) and back come as Arrow batches, not pickled rows.
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
 
