@@ -57,6 +57,7 @@ def resources_for(settings: Settings) -> dict:
             executor_memory=settings.spark_executor_memory,
             cores_max=settings.spark_cores_max,
             jars=settings.spark_jars,
+            class_archive=settings.spark_class_archive,
         ),
         "staging": StagingResource(
             location=settings.staging_location,

@@ -11,6 +11,7 @@ from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
 
+from forecast_assets.lakehouse.class_archive import ClassArchive
 from forecast_assets.lakehouse.commits import open_catalog_once
 from forecast_assets.lakehouse.spark_progress import reporting_while
 from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
@@ -53,6 +54,7 @@ class SparkResource(ConfigurableResource):
     executor_memory: str = "1g"
     cores_max: int | None = None
     jars: str = ""
+    class_archive: bool = True  # start the driver JVM from an archive of Spark's classes (class_archive.py)
     extra_config: dict[str, str] = {}
     _session: Any = PrivateAttr(default=None)
 
@@ -87,8 +89,16 @@ class SparkResource(ConfigurableResource):
         last = timing.read_text().strip() if timing.exists() else ""
         usual = f"it took {last} s last time" if last else "it takes 10-70 s, longer on a busy machine"
         started = time.monotonic()
+        config = self.spark_config()
+        archive = ClassArchive.for_spark(Path(self.state_dir) / "tmp" / "spark-classes") if self.class_archive else None
+        options = archive.java_options() if archive else ""
+        if options:
+            config["spark.driver.extraJavaOptions"] = f"{config.get('spark.driver.extraJavaOptions', '')} {options}"
         with reporting_while(log.info, f"Starting Spark ({self.master}; {usual})"):
-            session = spark_session_from_config(self.spark_config())
+            session = spark_session_from_config(config)
+            if archive and "ArchiveClassesAtExit" in options:
+                archive.recording_by(session._jvm.java.lang.ProcessHandle.current().pid())
+                log.info("Spark's classes are being recorded: later runs start from them, a few seconds sooner")
             session.sparkContext.setLogLevel("ERROR")
             open_catalog_once(session)
         timing.parent.mkdir(parents=True, exist_ok=True)

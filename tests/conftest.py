@@ -16,6 +16,9 @@ os.environ["TAXI_STATE_DIR"] = str(_STATE)
 # As `./run demo` sets it: the sample source below writes the true rates there, the flow's noise floor.
 os.environ["TAXI_TRUE_RATES"] = str(_STATE / "sample_source" / "truth")
 os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
+# Each session's state folder is new, so a class archive would be recorded (a slower JVM) and never used: the
+# archive's own tests, and the README's commands run in a clean login shell, use it.
+os.environ.setdefault("TAXI_SPARK_CLASS_ARCHIVE", "false")
 
 from taxi_core.settings import Settings, load_settings  # noqa: E402
 from taxi_core.tool_env import apply_tool_environment, tool_environment  # noqa: E402

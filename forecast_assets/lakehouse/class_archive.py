@@ -1,0 +1,142 @@
+"""Start Spark's driver JVM from an archive of the classes it loaded before (Java's dynamic class-data sharing).
+
+Every run starts a JVM that loads and verifies Spark's classes, some 5 s on a 2-core machine; from an
+archive of them it starts in about 3 s. The first JVM of a Java and a Spark records the classes it
+loads and writes the archive when it exits (``-XX:ArchiveClassesAtExit``), which makes that one run a
+few seconds slower. One JVM records at a time: a lock file names the recording process. A later start
+moves the recording into place once that process has exited, and only after a throwaway JVM has
+started from it. A JVM handed an archive that was cut short (its writer killed) crashes at start, so
+no archive is used unchecked. Archives are kept in one folder of the state folder, one per Java and Spark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+
+log = logging.getLogger(__name__)
+
+# The JVM says nothing about the archive: a mismatched one (another class path) is skipped silently.
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+SUFFIX = ".jsa"
+
+
+def java_executable() -> Path | None:
+    """The ``java`` Spark's launcher runs: ``JAVA_HOME``'s, else the first on the ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """The class archive of one Java and one Spark, in ``folder``."""
+
+    folder: Path
+    java: Path
+    key: str
+
+    @classmethod
+    def for_spark(cls, folder: Path) -> ClassArchive | None:
+        """The archive of the Java that will run Spark and of this PySpark; None without a ``java`` to run."""
+        java = java_executable()
+        if java is None:
+            return None
+        stat = java.stat()
+        key = hashlib.sha256(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark.__version__}".encode()).hexdigest()
+        return cls(folder, java, f"spark-{pyspark.__version__}-{key[:12]}")
+
+    @property
+    def archive(self) -> Path:
+        return self.folder / f"{self.key}{SUFFIX}"
+
+    @property
+    def recording(self) -> Path:
+        return self.folder / f"{self.key}.recording{SUFFIX}"
+
+    @property
+    def recorder(self) -> Path:
+        """The lock file: the id of the process whose JVM records the archive."""
+        return self.folder / f"{self.key}.recorder"
+
+    def java_options(self) -> str:
+        """The driver JVM's options: start from the archive, or record it, or neither while another JVM records."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._take_finished_recording()
+            if self.archive.exists():
+                return f"-XX:SharedArchiveFile={self.archive} {QUIET}"
+            if self._claim():
+                return f"-XX:ArchiveClassesAtExit={self.recording} {QUIET}"
+        except OSError as err:  # a read-only or full state folder: Spark starts as it always did
+            log.info("Spark starts without a class archive (%s)", err)
+        return ""
+
+    def recording_by(self, jvm_pid: int) -> None:
+        """Name the JVM that records the archive: it is written when that JVM exits."""
+        self.recorder.write_text(str(jvm_pid))
+
+    def _claim(self) -> bool:
+        try:
+            descriptor = os.open(self.recorder, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(descriptor, "w") as lock:
+            lock.write(str(os.getpid()))  # until the JVM is started and names itself
+        return True
+
+    def _recorder_pid(self) -> int | None:
+        try:
+            text = self.recorder.read_text().strip()
+        except FileNotFoundError:
+            return None
+        return int(text) if text.isdigit() else 0
+
+    def _take_finished_recording(self) -> None:
+        """Once the recording JVM has exited: its archive, if a JVM starts from it, becomes the archive."""
+        pid = self._recorder_pid()
+        if pid is None or (pid > 0 and _alive(pid)):
+            return
+        if self.recording.exists() and not self.archive.exists():
+            if self._starts_from(self.recording):
+                try:
+                    os.replace(self.recording, self.archive)
+                except FileNotFoundError:  # another start took it first
+                    pass
+                else:
+                    self._forget_other_archives()
+            else:
+                log.info("Discarding %s: a JVM does not start from it (its writer stopped early)", self.recording)
+        self.recording.unlink(missing_ok=True)
+        self.recorder.unlink(missing_ok=True)
+
+    def _starts_from(self, archive: Path) -> bool:
+        check = [str(self.java), f"-XX:SharedArchiveFile={archive}", "-XX:ErrorFile=/dev/null",
+                 "-XX:-CreateCoredumpOnCrash", *QUIET.split(), "-version"]  # fmt: skip
+        try:
+            return subprocess.run(check, capture_output=True, timeout=60, check=False).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def _forget_other_archives(self) -> None:
+        """Archives of another Java or Spark: a JVM still mapping one keeps reading it once it is unlinked."""
+        for path in self.folder.glob(f"spark-*{SUFFIX}"):
+            if not path.name.startswith(self.key):
+                path.unlink(missing_ok=True)

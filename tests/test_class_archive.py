@@ -1,0 +1,94 @@
+"""The driver JVM's class archive: recorded by one JVM, checked, then started from; never used cut short.
+
+Real JVMs (``java -version``, which loads a few hundred classes) stand in for Spark's driver: the archive's
+life does not depend on what the JVM runs, and these take a second where Spark's take ten.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from forecast_assets.lakehouse.class_archive import ClassArchive, java_executable
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> ClassArchive:
+    java = java_executable()
+    assert java is not None, "these tests need the java that runs Spark"
+    return ClassArchive(tmp_path / "classes", java, "spark-test-key")
+
+
+def _java(archive: ClassArchive, options: str, *extra: str) -> subprocess.CompletedProcess:
+    """A JVM started as Spark's driver would be, with the options the archive gave."""
+    return subprocess.run(
+        [str(archive.java), *shlex.split(options), *extra, "-version"], capture_output=True, text=True, check=False
+    )
+
+
+def _record(archive: ClassArchive) -> None:
+    options = archive.java_options()
+    assert "-XX:ArchiveClassesAtExit=" in options
+    jvm = subprocess.Popen([str(archive.java), *shlex.split(options), "-version"], stderr=subprocess.DEVNULL)
+    archive.recording_by(jvm.pid)
+    assert jvm.wait() == 0
+    assert archive.recording.exists(), "the JVM writes what it loaded when it exits"
+
+
+def test_the_first_jvm_records_and_the_next_starts_from_its_classes(archive):
+    _record(archive)
+
+    options = archive.java_options()
+
+    assert options.startswith(f"-XX:SharedArchiveFile={archive.archive} ")
+    assert archive.archive.exists() and not archive.recording.exists() and not archive.recorder.exists()
+    loaded = _java(archive, options, "-Xlog:class+load=info")
+    assert loaded.returncode == 0
+    assert "source: shared objects file (top)" in loaded.stdout, "classes come from the recorded archive"
+
+
+def test_while_a_jvm_records_other_starts_neither_record_nor_use_it(archive):
+    assert "ArchiveClassesAtExit" in archive.java_options()  # this process holds the lock, and is alive
+
+    assert archive.java_options() == ""
+    assert archive.recorder.read_text() == str(os.getpid())
+
+
+def test_a_recording_cut_short_is_discarded_and_recorded_again(archive):
+    _record(archive)
+    whole = archive.recording.read_bytes()
+    archive.recording.write_bytes(whole[: len(whole) // 2])  # its writer was killed while writing it
+    assert _java(archive, f"-XX:SharedArchiveFile={archive.recording} -XX:ErrorFile=/dev/null").returncode != 0
+
+    options = archive.java_options()
+
+    assert "ArchiveClassesAtExit" in options, "the next start records again"
+    assert not archive.archive.exists()
+    assert _java(archive, options).returncode == 0
+
+
+def test_a_recorder_that_died_before_its_jvm_wrote_anything_lets_the_next_start_record(archive):
+    archive.folder.mkdir(parents=True)
+    finished = subprocess.Popen(["true"])  # noqa: S607 -- a process id that has certainly exited
+    finished.wait()
+    archive.recorder.write_text(str(finished.pid))
+
+    assert "ArchiveClassesAtExit" in archive.java_options()
+    assert archive.recorder.read_text() == str(os.getpid())
+
+
+def test_archives_of_another_java_or_spark_are_removed_once_a_new_one_is_in_place(archive):
+    archive.folder.mkdir(parents=True)
+    older = archive.folder / "spark-3.5.0-000000000000.jsa"
+    older.write_bytes(b"an archive of another Spark")
+    _record(archive)
+
+    archive.java_options()
+
+    assert archive.archive.exists() and not older.exists()
