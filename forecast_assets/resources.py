@@ -96,7 +96,7 @@ class SparkResource(ConfigurableResource):
             config["spark.driver.extraJavaOptions"] = f"{config.get('spark.driver.extraJavaOptions', '')} {options}"
         with reporting_while(log.info, f"Starting Spark ({self.master}; {usual})"):
             session = spark_session_from_config(config)
-            if archive and "ArchiveClassesAtExit" in options:
+            if archive and archive.records(options):
                 archive.recording_by(session._jvm.java.lang.ProcessHandle.current().pid())
                 log.info("Spark's classes are being recorded: later runs start from them, a few seconds sooner")
             session.sparkContext.setLogLevel("ERROR")

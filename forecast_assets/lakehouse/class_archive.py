@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 # The JVM says nothing about the archive: a mismatched one (another class path) is skipped silently.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 SUFFIX = ".jsa"
+RECORD, START_FROM = "-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile="
 
 
 def java_executable() -> Path | None:
@@ -82,12 +83,17 @@ class ClassArchive:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._take_finished_recording()
             if self.archive.exists():
-                return f"-XX:SharedArchiveFile={self.archive} {QUIET}"
+                return f"{START_FROM}{self.archive} {QUIET}"
             if self._claim():
-                return f"-XX:ArchiveClassesAtExit={self.recording} {QUIET}"
+                return f"{RECORD}{self.recording} {QUIET}"
         except OSError as err:  # a read-only or full state folder: Spark starts as it always did
             log.info("Spark starts without a class archive (%s)", err)
         return ""
+
+    @staticmethod
+    def records(options: str) -> bool:
+        """Whether a JVM started with ``options`` (:meth:`java_options`) records the archive."""
+        return RECORD in options
 
     def recording_by(self, jvm_pid: int) -> None:
         """Name the JVM that records the archive: it is written when that JVM exits."""
@@ -128,7 +134,7 @@ class ClassArchive:
         self.recorder.unlink(missing_ok=True)
 
     def _starts_from(self, archive: Path) -> bool:
-        check = [str(self.java), f"-XX:SharedArchiveFile={archive}", "-XX:ErrorFile=/dev/null",
+        check = [str(self.java), f"{START_FROM}{archive}", "-XX:ErrorFile=/dev/null",
                  "-XX:-CreateCoredumpOnCrash", *QUIET.split(), "-version"]  # fmt: skip
         try:
             return subprocess.run(check, capture_output=True, timeout=60, check=False).returncode == 0
