@@ -30,6 +30,8 @@ def profile_environment(home: Path) -> dict[str, str]:
         "TAXI_CLUSTER_SPARK_UI_PORT": str(free_port()),
         "TAXI_CLUSTER_POSTGRES_PORT": str(free_port()),
         "TAXI_SPARK_DRIVER_MEMORY": "1g",
+        # The folder is new: a class archive would be recorded (a slower JVM) and hardly used (tests/conftest.py).
+        "TAXI_SPARK_CLASS_ARCHIVE": "false",
         "USER": os.environ.get("USER") or "taxi",
         "PYTHONDONTWRITEBYTECODE": "1",
     }

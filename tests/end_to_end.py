@@ -79,6 +79,7 @@ def truth_record(lane: Lane) -> dict[str, Any]:
     folder = lane.scratch("truth")
     out, state = folder / "record.json", folder / "state"
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
+    environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
     command = [sys.executable, "-m", "tests.truth.scenario", str(out), str(state)]
     finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
     assert finished.returncode == 0, finished.stderr[-4000:]
