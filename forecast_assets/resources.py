@@ -89,20 +89,33 @@ class SparkResource(ConfigurableResource):
         last = timing.read_text().strip() if timing.exists() else ""
         usual = f"it took {last} s last time" if last else "it takes 10-70 s, longer on a busy machine"
         started = time.monotonic()
-        config = self.spark_config()
-        archive = ClassArchive.for_spark(Path(self.state_dir) / "tmp" / "spark-classes") if self.class_archive else None
-        options = archive.java_options() if archive else ""
-        if options:
-            config["spark.driver.extraJavaOptions"] = f"{config.get('spark.driver.extraJavaOptions', '')} {options}"
         with reporting_while(log.info, f"Starting Spark ({self.master}; {usual})"):
-            session = spark_session_from_config(config)
-            if archive and archive.records(options):
-                archive.recording_by(session._jvm.java.lang.ProcessHandle.current().pid())
-                log.info("Spark's classes are being recorded: later runs start from them, a few seconds sooner")
+            session = self._started(self.spark_config(), log)
             session.sparkContext.setLogLevel("ERROR")
             open_catalog_once(session)
         timing.parent.mkdir(parents=True, exist_ok=True)
         timing.write_text(f"{time.monotonic() - started:.0f}")
+        return session
+
+    def _started(self, config: dict[str, str], log: Any) -> Any:
+        """The session, its driver JVM started from the class archive when there is one (``class_archive.py``)."""
+        archive = ClassArchive.for_spark(Path(self.state_dir) / "tmp" / "spark-classes") if self.class_archive else None
+        options = archive.java_options() if archive else ""
+        if archive is None or not options:
+            return spark_session_from_config(config)
+        plain = config.get("spark.driver.extraJavaOptions", "")
+        try:
+            session = spark_session_from_config({**config, "spark.driver.extraJavaOptions": f"{plain} {options}"})
+        except Exception as err:  # PySpark: the Java gateway exited before it said its port
+            if archive.records(options):
+                raise
+            # A damaged archive crashes the JVM as it starts: the run goes on without it, and it is recorded again.
+            log.warning(f"Spark did not start from {archive.archive} ({err}); starting it without that class archive")
+            archive.discard()
+            return spark_session_from_config(config)
+        if archive.records(options):
+            archive.recording_by(session._jvm.java.lang.ProcessHandle.current().pid())
+            log.info("Spark's classes are being recorded: later runs start from them, a few seconds sooner")
         return session
 
 

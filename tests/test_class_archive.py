@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,33 @@ def test_archives_of_another_java_or_spark_are_removed_once_a_new_one_is_in_plac
     archive.java_options()
 
     assert archive.archive.exists() and not older.exists()
+
+
+START_SPARK = """
+from forecast_assets.definitions import resources_for
+from taxi_core.settings import load_settings
+
+print(resources_for(load_settings())["spark"].session.range(3).count())
+"""
+
+
+def test_a_damaged_archive_costs_a_run_nothing_but_the_archive(tmp_path):
+    state = tmp_path / "state"
+    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes")
+    assert archive is not None
+    archive.folder.mkdir(parents=True)
+    recorded = archive.folder / "small.jsa"
+    recording = [str(archive.java), f"-XX:ArchiveClassesAtExit={recorded}", "-version"]
+    subprocess.run(recording, capture_output=True, check=True)
+    archive.archive.write_bytes(recorded.read_bytes()[: recorded.stat().st_size // 2])  # cut short after it was checked
+    environment = {**os.environ, "TAXI_STATE_DIR": str(state), "TAXI_SPARK_CLASS_ARCHIVE": "true"}
+
+    started = subprocess.run(
+        [sys.executable, "-c", START_SPARK], env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+
+    assert started.returncode == 0, started.stderr[-3000:]
+    assert started.stdout.split()[-1] == "3", "Spark started without the archive and ran a query"
+    assert "starting it without that class archive" in started.stderr
+    assert not archive.archive.exists(), "the damaged archive is gone, so the next start records a good one"
+    assert not list(tmp_path.glob("hs_err*")) and not list(Path.cwd().glob("hs_err*"))

@@ -6,7 +6,9 @@ loads and writes the archive when it exits (``-XX:ArchiveClassesAtExit``), which
 few seconds slower. One JVM records at a time: a lock file names the recording process. A later start
 moves the recording into place once that process has exited, and only after a throwaway JVM has
 started from it. A JVM handed an archive that was cut short (its writer killed) crashes at start, so
-no archive is used unchecked. Archives are kept in one folder of the state folder, one per Java and Spark.
+no archive is used unchecked; should one be damaged later, the run starts Spark without it
+(``SparkResource``) and the archive is recorded again. Archives are kept in one folder of the state
+folder, one per Java and Spark.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class ClassArchive:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._take_finished_recording()
             if self.archive.exists():
-                return f"{START_FROM}{self.archive} {QUIET}"
+                # Were it damaged after all, the JVM's crash report stays in the state folder, not the working one.
+                return f"{START_FROM}{self.archive} -XX:ErrorFile={self.folder}/hs_err_pid%p.log {QUIET}"
             if self._claim():
                 return f"{RECORD}{self.recording} {QUIET}"
         except OSError as err:  # a read-only or full state folder: Spark starts as it always did
@@ -98,6 +101,10 @@ class ClassArchive:
     def recording_by(self, jvm_pid: int) -> None:
         """Name the JVM that records the archive: it is written when that JVM exits."""
         self.recorder.write_text(str(jvm_pid))
+
+    def discard(self) -> None:
+        """Forget the archive (a JVM did not start from it): the next start records it again."""
+        self.archive.unlink(missing_ok=True)
 
     def _claim(self) -> bool:
         try:
