@@ -150,13 +150,11 @@ class SqliteEventLog:
                 ).fetchall()
                 # One file numbers runs' and assets' records alike: a run's materialization is also
                 # an upstream version or a provenance pointer of a later run of the same pass.
-                unread = [(storage_id, event) for storage_id, _, event, _ in rows if storage_id not in self._records]
-                made = {record.storage_id: record for record in _records(unread)}
-                for storage_id, run_id, _, kind in rows:
-                    record = self._records.get(storage_id) or made[storage_id]
-                    if kind == MATERIALIZATION:
-                        self._records[storage_id] = record
-                    found[run_id].append(record)
+                materialized = self._cached([(i, event) for i, _, event, kind in rows if kind == MATERIALIZATION])
+                other = _records([(i, event) for i, _, event, kind in rows if kind != MATERIALIZATION])
+                by_id = {record.storage_id: record for record in [*materialized, *other]}
+                for storage_id, run_id, _, _ in rows:
+                    found[run_id].append(by_id[storage_id])
             return found
         for run_id in run_ids:
             shard = self.shards / f"{run_id}.db"
@@ -196,13 +194,13 @@ class SqliteEventLog:
             rows = self.index.execute(query + " ORDER BY id DESC", parameters)
             history = self._assets[key] = _Materializations(iter(rows), self._wiped_at(asset))
         found = history.latest_before(before)
-        return self._deserialized(*found) if found else None
+        return self._cached([found])[0] if found else None
 
-    def _deserialized(self, storage_id: int, event: str) -> EventLogRecord:
-        record = self._records.get(storage_id)
-        if record is None:
-            record = self._records[storage_id] = _records([(storage_id, event)])[0]
-        return record
+    def _cached(self, rows: Sequence[tuple[int, str]]) -> list[EventLogRecord]:
+        """Asset records by storage id, each deserialized once per pass (those not yet read, together)."""
+        unread = [row for row in rows if row[0] not in self._records]
+        self._records |= {record.storage_id: record for record in _records(unread)}
+        return [self._records[storage_id] for storage_id, _ in rows]
 
     def materializations(self, asset: AssetKey, storage_ids: set[int]) -> list[EventLogRecord]:
         ids = sorted(storage_ids)
@@ -212,9 +210,7 @@ class SqliteEventLog:
             [*ids, asset.to_string(), MATERIALIZATION],
         ).fetchall()
         wiped_at = self._wiped_at(asset)
-        made = {r.storage_id: r for r in _records([row for row in rows if row[0] not in self._records])}
-        self._records |= made
-        records = [self._records[storage_id] for storage_id, _ in rows]
+        records = self._cached(rows)
         return [r for r in records if wiped_at is None or r.timestamp > wiped_at]
 
     def close(self) -> None:
