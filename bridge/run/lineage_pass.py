@@ -23,6 +23,7 @@ from bridge.index.lineage_index import LineageIndex
 from bridge.outbox.health import HEALTHY, record_pass, verdict
 from bridge.outbox.lease import one_pass_at_a_time
 from bridge.outbox.queue import Outbox
+from bridge.run.collections_paused import fewer_collections
 from bridge.run.idle import remember_configuration
 from bridge.run.reports import report_metaflow_outputs
 from bridge.sinks.contract import SinkContext, SinkDamaged
@@ -121,7 +122,7 @@ def run_pass(
     deadline = started + bridge.pass_seconds
     outbox = Outbox(bridge.outbox_path)
     try:
-        with one_pass_at_a_time(outbox, LEASE_SECONDS, purpose, wait) as lease:
+        with one_pass_at_a_time(outbox, LEASE_SECONDS, purpose, wait) as lease, fewer_collections():
             result = _pass(bridge, instance, graph, client, outbox, deadline, lease.renew)
     finally:
         outbox.close()
