@@ -5,10 +5,14 @@ the same Dagster event log: from an empty outbox, passes until every event is de
 HTTP and into DataHub Lite, interleaved with the anchor's sensor to a file and to HTTP, medians of
 ``--repeat`` rounds; last, both on Dagster's default run-sharded SQLite storage.
 
-    ./run python benchmarks/lineage_delivery.py [--copies 30] [--runs 600] [--repeat 3] [--home DIR]
-                                                [--skip-throughput] [--skip-sensor]
+    ./run python benchmarks/lineage_delivery.py [--copies 30] [--log shop|demo] [--runs 600] [--repeat 3]
+                                                [--home DIR] [--skip-throughput] [--skip-sensor]
 
-``--home`` keeps the Dagster instance with its ``--runs`` runs there (built once, read again next time).
+``--log`` is the event log both read: ``shop`` (the default) materializes the reuse example's two assets
+``--runs`` times; ``demo`` copies the state folder's demo runs (``./run demo``) into ``--runs`` runs (300),
+the log dagster-openlineage was first measured on. ``--home`` keeps the Dagster instance there (built
+once, read again next time). Last, the records the bridge reads are deserialized alone, as Dagster does:
+the time no reader of them can go under.
 
 The events are a demo's (the state folder's outbox, or the golden events), copied as later runs.
 The HTTP receiver runs in its own process. dagster-openlineage is installed into its own virtual
@@ -29,8 +33,12 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lineage_history import demo_events, fill
+from lineage_history import demo_event_log, demo_events, fill
+
+if TYPE_CHECKING:
+    from bridge.config import LineageBridge
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -273,7 +281,7 @@ def _anchor(python: Path, home: Path, env: dict[str, str]) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, float]:
+def _ours(home: Path, base: LineageBridge, graph, folder: Path, sink: str, url: str) -> tuple[int, float]:
     """This bridge from an empty outbox until everything is delivered: passes in a row, as the watcher runs them."""
     from dagster import DagsterInstance
     from openlineage.client import OpenLineageClient
@@ -282,7 +290,6 @@ def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, flo
 
     from bridge.config import DataHubTarget, SinkSpec
     from bridge.run.lineage_pass import run_pass
-    from tests.reuse_project.shop import shop_bridge
 
     folder.mkdir(parents=True)
     if sink == "lite":
@@ -295,8 +302,7 @@ def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, flo
             else HttpTransport(HttpConfig(url=url))
         )
         client = OpenLineageClient(transport=transport)
-    bridge = replace(shop_bridge(home), lineage_dir=folder / "lineage", flows=(), datahub=datahub, sinks=sinks)
-    graph = defs.resolve_asset_graph()
+    bridge = replace(base, lineage_dir=folder / "lineage", flows=(), datahub=datahub, sinks=sinks)
     delivered = 0
     with DagsterInstance.from_config(str(home)) as instance:
         _ = instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor or watcher
@@ -312,6 +318,51 @@ def _ours(home: Path, defs, folder: Path, sink: str, url: str) -> tuple[int, flo
     return delivered, seconds
 
 
+def event_log_for(log: str, home: Path, runs: int) -> tuple[LineageBridge, Any, str]:
+    """The bridge and asset graph that read ``log`` ("shop": the reuse example's two assets; "demo": the
+    project's, from the state folder's demo runs), its Dagster instance built in ``home`` unless there, and
+    what its runs are."""
+
+    if log == "shop":
+        from tests.reuse_project.shop import definitions, shop_bridge
+
+        if home.exists():
+            defs = definitions(home)
+        else:
+            print(f"\nMaterializing the reuse example's two assets {runs} times into one Dagster event log ...")
+            defs = shop_event_log(home, runs)
+        return shop_bridge(home), defs.resolve_asset_graph(), "runs of the reuse example's 2 assets"
+    from forecast_assets.definitions import defs as project_definitions
+    from forecast_assets.lineage import taxi_bridge
+    from taxi_core.settings import load_settings
+
+    settings = load_settings()
+    if not home.exists():
+        print(f"\nCopying the demo's Dagster runs in {settings.dagster_home} into {runs} runs of one event log ...")
+        demo_event_log(settings.dagster_home, home, runs, CONSOLIDATED)
+    return taxi_bridge(settings), project_definitions().resolve_asset_graph(), "copies of the demo's runs"
+
+
+def deserializer_seconds(home: Path, repeats: int = 3) -> tuple[int, int, float]:
+    """The records a pass reads from the consolidated event log in ``home``, their bytes, and the fastest of
+    ``repeats`` times Dagster's own deserializer takes to turn them into records (as the bridge does)."""
+    from bridge.run.collections_paused import fewer_collections
+    from bridge.sources.dagster import READ_TYPES
+    from bridge.sources.dagster_log import deserialized_records
+
+    kinds = [kind.value for kind in READ_TYPES]
+    with sqlite3.connect(home / "history" / "event_log.db") as log:
+        query = f"SELECT id, event FROM event_logs WHERE dagster_event_type IN ({','.join('?' * len(kinds))})"
+        rows = log.execute(query, kinds).fetchall()
+    times = []
+    with fewer_collections():
+        for _ in range(repeats):
+            started = time.perf_counter()
+            deserialized_records(rows)
+            times.append(time.perf_counter() - started)
+    return len(rows), sum(len(event) for _, event in rows), min(times)
+
+
 def _expected_events(home: Path) -> int:
     """The run and step events in a consolidated event log: what a sensor of runs and steps should emit."""
     kinds = ("PIPELINE_START", "PIPELINE_SUCCESS", "PIPELINE_FAILURE", "PIPELINE_CANCELED", "STEP_START",
@@ -322,25 +373,22 @@ def _expected_events(home: Path) -> int:
         return log.execute(query, kinds).fetchone()[0]
 
 
-def against_dagster_openlineage(url: str, state: Path, runs: int, repeats: int, kept: Path | None = None) -> None:
+def against_dagster_openlineage(
+    url: str, state: Path, runs: int, repeats: int, kept: Path | None = None, log: str = "shop"
+) -> None:
     """End to end on one Dagster event log: this bridge to a file, HTTP and DataHub Lite, and the anchor's sensor
     to a file and HTTP, interleaved, medians of ``repeats``; then both on Dagster's default run-sharded storage."""
     import statistics
 
     from dagster import DagsterInstance
 
-    from tests.reuse_project.shop import definitions
-
     python = sensor_venv(state)
     with tempfile.TemporaryDirectory() as scratch:
         home = kept or Path(scratch) / "home"
         if home.exists():
-            defs = definitions(home)
             runs = len(DagsterInstance.from_config(str(home)).get_run_ids())
             print(f"\nThe Dagster event log in {home}: {runs} runs")
-        else:
-            print(f"\nMaterializing the reuse example's two assets {runs} times into one Dagster event log ...")
-            defs = shop_event_log(home, runs)
+        bridge, graph, described = event_log_for(log, home, runs)
         expected = _expected_events(home)
         anchor_env = {
             "file": {"OPENLINEAGE__TRANSPORT__TYPE": "file", "OPENLINEAGE__TRANSPORT__APPEND": "true"},
@@ -361,13 +409,13 @@ def against_dagster_openlineage(url: str, state: Path, runs: int, repeats: int, 
                         return
                     rates.setdefault(f"anchor {sink}", []).append(their["events"] / their["seconds"])
                     counts.setdefault(f"anchor {sink}", set()).add(their["events"])
-                sent, seconds = _ours(home, defs, folder, sink, url)
+                sent, seconds = _ours(home, bridge, graph, folder, sink, url)
                 rates.setdefault(f"ours {sink}", []).append(sent / seconds)
                 counts.setdefault(f"ours {sink}", set()).add(sent)
             print(f"  round {round_ + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in rates.items()))
         median = {key: statistics.median(values) for key, values in rates.items()}
         events = "/".join(str(n) for n in sorted(counts["ours file"]))
-        print(f"\nEnd to end from an empty outbox, {runs} Dagster runs of 2 steps ({events} events; the anchor "
+        print(f"\nEnd to end from an empty outbox, {runs} Dagster {described} ({events} events; the anchor "
               f"{'/'.join(str(n) for n in sorted(counts['anchor file']))} of the {expected} run and step events "
               f"it should emit), median of {repeats}:")  # fmt: skip
         print(f"  {'sink':<42}{'this bridge':>14}{'dagster-openlineage 0.2.1':>28}{'ratio':>8}")
@@ -382,6 +430,14 @@ def against_dagster_openlineage(url: str, state: Path, runs: int, repeats: int, 
         lost = expected - min(counts["anchor file"] | counts["anchor http"])
         print(f"  the anchor emitted {expected - lost} of {expected} run and step events"
               + (f": {lost} lost" if lost else ": none lost on this log"))  # fmt: skip
+        # What bounds the ratio: the records themselves, read as Dagster reads them (the bridge's choice, so that
+        # every reader of every storage hands the translators the same records).
+        records, size, floor = deserializer_seconds(home)
+        delivered = min(counts["ours file"])
+        budget = delivered / (10 * median["anchor file"])
+        print(f"  Dagster's own deserializer on the {records:,} records the bridge reads ({size / 2**20:.0f} MiB): "
+              f"{floor:.2f} s; at 10x the anchor's file rate the whole pass would have {budget:.2f} s "
+              f"for its {delivered} events")  # fmt: skip
         sharded(python, Path(scratch) / "sharded", url)
 
 
@@ -389,7 +445,7 @@ def sharded(python: Path, home: Path, url: str, runs: int = 5) -> None:
     """Dagster's default storage (an event log sharded by run): the anchor's sensor, then this bridge."""
     from dagster import AssetKey, DagsterInstance, materialize
 
-    from tests.reuse_project.shop import definitions
+    from tests.reuse_project.shop import definitions, shop_bridge
 
     home.mkdir(parents=True)
     (home / "dagster.yaml").write_text(SHARDED)
@@ -399,7 +455,7 @@ def sharded(python: Path, home: Path, url: str, runs: int = 5) -> None:
         for _ in range(runs):
             assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables).success
     their = _anchor(python, home, {"OPENLINEAGE_URL": url})
-    sent, _ = _ours(home, defs, home / "ours", "http", url)
+    sent, _ = _ours(home, shop_bridge(home), defs.resolve_asset_graph(), home / "ours", "http", url)
     print(f"\nDagster's default run-sharded SQLite event log, {runs} runs ({runs * 6} run and step events):")
     said = their.get("error") or f"{their['events']} events"
     print(f"  dagster-openlineage 0.2.1: {said}")
@@ -410,7 +466,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--outbox", type=Path, default=ROOT / ".state" / "lineage" / "outbox.sqlite")
-    parser.add_argument("--runs", type=int, default=600, help="Dagster runs in the event log both sensors read")
+    parser.add_argument(
+        "--log",
+        choices=("shop", "demo"),
+        default="shop",
+        help="the event log both sensors read: runs of the reuse example's two assets, or copies of "
+        "the demo's runs (run `./run demo` first)",
+    )
+    parser.add_argument("--runs", type=int, help="Dagster runs in the event log both sensors read (600; demo: 300)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the end-to-end comparison (medians shown)")
     parser.add_argument("--skip-throughput", action="store_true", help="leave out outbox -> sink throughput")
     parser.add_argument("--home", type=Path, help="where to keep the Dagster instance of --runs runs, to read again")
@@ -424,7 +487,8 @@ def main() -> int:
         if not args.skip_throughput:
             throughput(demo_events(args.outbox), args.copies, url)
         if not args.skip_sensor:
-            against_dagster_openlineage(url, ROOT / ".state", args.runs, args.repeat, args.home)
+            runs = args.runs or (600 if args.log == "shop" else 300)
+            against_dagster_openlineage(url, ROOT / ".state", runs, args.repeat, args.home, args.log)
     finally:
         receiver.terminate()
     return 0

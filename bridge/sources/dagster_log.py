@@ -74,7 +74,7 @@ def sqlite_files(instance: DagsterInstance) -> tuple[Path, Path | None] | None:
     return None
 
 
-def _records(rows: Sequence[tuple[int, str]]) -> list[EventLogRecord]:
+def deserialized_records(rows: Sequence[tuple[int, str]]) -> list[EventLogRecord]:
     """Rows of storage ids and events as Dagster's records, deserialized together (Dagster enters its
     deserialization context once for them all, not once per event)."""
     entries = deserialize_values([event for _, event in rows], EventLogEntry)
@@ -151,7 +151,7 @@ class SqliteEventLog:
                 # One file numbers runs' and assets' records alike: a run's materialization is also
                 # an upstream version or a provenance pointer of a later run of the same pass.
                 materialized = self._cached([(i, event) for i, _, event, kind in rows if kind == MATERIALIZATION])
-                other = _records([(i, event) for i, _, event, kind in rows if kind != MATERIALIZATION])
+                other = deserialized_records([(i, event) for i, _, event, kind in rows if kind != MATERIALIZATION])
                 by_id = {record.storage_id: record for record in [*materialized, *other]}
                 for storage_id, run_id, _, _ in rows:
                     found[run_id].append(by_id[storage_id])
@@ -167,7 +167,7 @@ class SqliteEventLog:
                 ).fetchall()
             finally:
                 connection.close()
-            found[run_id] = _records(rows)
+            found[run_id] = deserialized_records(rows)
         return found
 
     def _wiped_at(self, asset: AssetKey) -> float | None:
@@ -199,7 +199,7 @@ class SqliteEventLog:
     def _cached(self, rows: Sequence[tuple[int, str]]) -> list[EventLogRecord]:
         """Asset records by storage id, each deserialized once per pass (those not yet read, together)."""
         unread = [row for row in rows if row[0] not in self._records]
-        self._records |= {record.storage_id: record for record in _records(unread)}
+        self._records |= {record.storage_id: record for record in deserialized_records(unread)}
         return [self._records[storage_id] for storage_id, _ in rows]
 
     def materializations(self, asset: AssetKey, storage_ids: set[int]) -> list[EventLogRecord]:
