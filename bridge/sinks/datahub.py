@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from datahub.emitter.mcp import MetadataChangeProposalWrapper
     from datahub.emitter.rest_emitter import DataHubRestEmitter
     from datahub.lite.sqlite_lite import SqliteLite
-    from datahub.metadata.schema_classes import _Aspect
+    from datahub.metadata.schema_classes import DataJobInputOutputClass, _Aspect
 
 POSITION_TABLE = "lineage_bridge_position"
 # A job's edges: its input and output datasets, upstream jobs and column lineage (each as sorted JSON).
@@ -81,6 +81,14 @@ class _JobEdges:
         self.store, self.sink, self.fresh, self.held = store, sink, fresh, held
         self.known: dict[str, Edges] = {} if fresh or store is None else store.load(sink)
         self.changed: set[str] = set()
+        # What this sink made of a job's edges last (the merged edges and their aspect): edges that did not
+        # change reuse the aspect, and a sink that is read back (Lite) starts the job's next run from these
+        # instead of its copy while its transaction is open (nobody else writes the job's edges then).
+        self.latest: dict[str, tuple[Edges, DataJobInputOutputClass]] = {}
+
+    def forget_latest(self) -> None:
+        """The sink's transaction ended (committed or rolled back): read its copy again next time."""
+        self.latest.clear()
 
     def merged(self, mcp: MetadataChangeProposalWrapper) -> MetadataChangeProposalWrapper:
         # DataHub loads only when there is something to write (as in _translated).
@@ -99,18 +107,23 @@ class _JobEdges:
             "inputDatajobs": mcp.aspect.inputDatajobs or [],
             "fineGrainedLineages": [json.dumps(column.to_obj(), sort_keys=True) for column in columns],
         }
-        known = self.held(urn) if self.held else self.known.get(urn, {})
+        latest = self.latest.get(urn)
+        known = latest[0] if latest else (self.held(urn) if self.held else self.known.get(urn, {}))
         merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
         if merged != known and not self.held:
             self.known[urn] = merged
             self.changed.add(urn)
-        columns = [FineGrainedLineageClass.from_obj(json.loads(f)) for f in merged["fineGrainedLineages"]]
-        aspect = DataJobInputOutputClass(
-            inputDatasets=merged["inputDatasets"],
-            outputDatasets=merged["outputDatasets"],
-            inputDatajobs=merged["inputDatajobs"],
-            fineGrainedLineages=columns or None,
-        )
+        if latest is not None and merged == known:
+            aspect = latest[1]
+        else:
+            columns = [FineGrainedLineageClass.from_obj(json.loads(f)) for f in merged["fineGrainedLineages"]]
+            aspect = DataJobInputOutputClass(
+                inputDatasets=merged["inputDatasets"],
+                outputDatasets=merged["outputDatasets"],
+                inputDatajobs=merged["inputDatajobs"],
+                fineGrainedLineages=columns or None,
+            )
+        self.latest[urn] = (merged, aspect)
         return MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect, systemMetadata=mcp.systemMetadata)
 
     def save(self) -> None:
@@ -216,6 +229,7 @@ class LiteSink:
         except BaseException:
             connection.execute("ROLLBACK TO event")
             connection.execute("RELEASE event")
+            self.edges.forget_latest()
             raise
         connection.execute("RELEASE event")
         self.aspects += len(mcps)
@@ -263,6 +277,7 @@ class LiteSink:
         )
         connection.execute("COMMIT")
         if self._edges is not None:
+            self._edges.forget_latest()
             self._edges.save()
 
     def detail(self) -> str:
@@ -272,6 +287,8 @@ class LiteSink:
         if self.lite is not None:
             if self.lite.sqlite_client.in_transaction:
                 self.lite.sqlite_client.execute("ROLLBACK")
+            if self._edges is not None:
+                self._edges.forget_latest()
             self.lite.close()
             self.lite = None
 
