@@ -85,6 +85,23 @@ class _JobEdges:
         # change reuse the aspect, and a sink that is read back (Lite) starts the job's next run from these
         # instead of its copy while its transaction is open (nobody else writes the job's edges then).
         self.latest: dict[str, tuple[Edges, DataJobInputOutputClass]] = {}
+        self.arrived: dict[str, tuple[DataJobInputOutputClass, Edges]] = {}  # each job's last translated aspect
+
+    def _edges_of(self, urn: str, aspect: DataJobInputOutputClass) -> Edges:
+        """The edges an aspect names, its column lineage serialized; a job's runs mostly repeat them."""
+        arrived = self.arrived.get(urn)
+        if arrived is not None and arrived[0] == aspect:  # compared field by field, without serializing
+            return arrived[1]
+        edges = {
+            "inputDatasets": aspect.inputDatasets or [],
+            "outputDatasets": aspect.outputDatasets or [],
+            "inputDatajobs": aspect.inputDatajobs or [],
+            "fineGrainedLineages": [
+                json.dumps(column.to_obj(), sort_keys=True) for column in aspect.fineGrainedLineages or []
+            ],
+        }
+        self.arrived[urn] = (aspect, edges)
+        return edges
 
     def forget_latest(self) -> None:
         """The sink's transaction ended (committed or rolled back): read its copy again next time."""
@@ -100,13 +117,7 @@ class _JobEdges:
         urn = mcp.entityUrn
         if urn is None:  # a proposal names its entity by URN or key; the translation always by URN
             raise ValueError("A job's inputs and outputs without the job's URN")
-        columns = mcp.aspect.fineGrainedLineages or []
-        edges = {
-            "inputDatasets": mcp.aspect.inputDatasets or [],
-            "outputDatasets": mcp.aspect.outputDatasets or [],
-            "inputDatajobs": mcp.aspect.inputDatajobs or [],
-            "fineGrainedLineages": [json.dumps(column.to_obj(), sort_keys=True) for column in columns],
-        }
+        edges = self._edges_of(urn, mcp.aspect)
         latest = self.latest.get(urn)
         known = latest[0] if latest else (self.held(urn) if self.held else self.known.get(urn, {}))
         merged = {key: sorted(set(known.get(key, [])) | set(values)) for key, values in edges.items()}
