@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
@@ -72,13 +73,18 @@ def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeyp
     assert result.sent == 0 and result.pending == len(events) and result.waiting_on
 
 
-def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path, monkeypatch):
-    """The fast path (bridge.sinks.raw_send) adds the client's own facets (here its tags) and nothing else."""
+@pytest.mark.parametrize(
+    "configured_tags",
+    ["tags:\n  job:\n    team: lineage\n  run:\n    shift: night\n", ""],
+    ids=["job-and-run-tags", "the-clients-own-run-tag"],
+)
+def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path, monkeypatch, configured_tags):
+    """The fast path (bridge.sinks.raw_send) adds the client's own facets (its tags) and nothing else."""
     from bridge.sinks.raw_send import raw_sender
 
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "openlineage.yml"
-    config.write_text("tags:\n  job:\n    team: lineage\n  run:\n    shift: night\n")
+    config.write_text(configured_tags)
     monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
     outbox, events = _queued(tmp_path)
 
@@ -92,8 +98,12 @@ def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path,
     emitted = client(tmp_path / "emitted.jsonl")
     for event in events:
         emitted.emit(run_event_from_json(json.dumps(event)))
+    assert (tmp_path / "fast.jsonl").read_text() == (tmp_path / "emitted.jsonl").read_text()  # byte for byte
     sent = [json.loads(line) for line in (tmp_path / "fast.jsonl").read_text().splitlines()]
-    assert sent == [json.loads(line) for line in (tmp_path / "emitted.jsonl").read_text().splitlines()]
+    run_tags = {(t["key"], t["value"]) for t in sent[0]["run"]["facets"]["tags"]["tags"]}
+    assert "openlineage_client_version" in dict(run_tags)
+    if not configured_tags:
+        return
     assert ("team", "lineage") in {(t["key"], t["value"]) for t in sent[0]["job"]["facets"]["tags"]["tags"]}
     assert ("shift", "night") in {(t["key"], t["value"]) for t in sent[0]["run"]["facets"]["tags"]["tags"]}
 

@@ -92,19 +92,29 @@ class _Enriched:
         self.send, self.added = send, added
 
     def __call__(self, payload: str, event: dict[str, Any]) -> bool:
-        queued: str | None = payload  # None once facets are added: the event is serialised again
+        queued: str | None = payload  # None once facets are added and the event must be serialized again
         if any(self.added.values()):
+            tail = _tail(event) if not self.added["job"] and "schemaURL" in event else None
             for part, facets in self.added.items():
                 present = event[part].setdefault("facets", {})
                 if present.keys() & facets.keys():
                     return False  # the client would merge its facet with the event's: let it
                 present.update(facets)
-            queued = None
+            queued = payload[: -len(tail)] + _tail(event) if tail and payload.endswith(tail) else None
         self.send(queued, event)
         return True
 
     def close(self) -> None:
         self.send.close()
+
+
+def _tail(event: dict[str, Any]) -> str:
+    """The end of an event's JSON with sorted keys: its last two keys, ``run`` and ``schemaURL``.
+
+    The client adds its facets to the run (its tags): only this part of the queued JSON changes, so the
+    rest is kept as it is, not serialized again (the event's inputs and outputs are most of it).
+    """
+    return f', "run": {json.dumps(event["run"], sort_keys=True)}, "schemaURL": {json.dumps(event["schemaURL"])}}}'
 
 
 class _FileAppender:
