@@ -44,7 +44,7 @@ from bridge.translate.dagster_records import (
     step_key,
 )
 from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
-from bridge.translate.naming import Naming, dagster_job_name, job_name
+from bridge.translate.naming import DatasetName, Naming, dagster_job_name, job_name
 from bridge.translate.run_ids import run_id
 
 log = logging.getLogger(__name__)
@@ -197,17 +197,16 @@ class _Run:
 
     def columns_from(self, metadata: dict[str, Any]) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
         lineage = column_lineage_from_metadata(metadata)
+        sources: dict[str, DatasetName] = {}  # a table's columns come from a few sources: each named once
+        for origins in lineage.values():
+            for origin in origins:
+                if origin.input.source not in sources:
+                    path = AssetKey.from_user_string(origin.input.source).path
+                    sources[origin.input.source] = self.naming.asset(path)
         return tuple(
             (
                 column,
-                tuple(
-                    InputField(
-                        self.naming.asset(AssetKey.from_user_string(o.input.source).path),
-                        o.input.column,
-                        o.transformations,
-                    )
-                    for o in origins
-                ),
+                tuple(InputField(sources[o.input.source], o.input.column, o.transformations) for o in origins),
             )
             for column, origins in lineage.items()
             if origins
