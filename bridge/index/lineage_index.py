@@ -172,8 +172,9 @@ class LineageIndex:
                 located = {(ns, name): label for ns, name, label in connection.execute("SELECT * FROM located")}
                 known = dict(located)
                 connection.execute("BEGIN IMMEDIATE")
+                held = _Held()
                 for queued in events:
-                    _apply(connection, queued.payload, event_facts(json.loads(queued.payload), located))
+                    _apply(connection, queued.payload, event_facts(json.loads(queued.payload), located), held)
                 connection.executemany(
                     "INSERT OR REPLACE INTO located VALUES (?, ?, ?)",
                     [(*key, label) for key, label in located.items() if known.get(key) != label],
@@ -188,9 +189,23 @@ class LineageIndex:
             connection.close()
 
 
-def _apply(connection: sqlite3.Connection, payload: str, facts: EventFacts) -> None:
-    connection.executemany("INSERT OR IGNORE INTO nodes (name, kind) VALUES (?, ?)", facts.nodes.items())
+@dataclass
+class _Held:
+    """Nodes and edges one batch has found or put in the index: inside its transaction nobody else adds any,
+    and runs of the same jobs name the same ones again."""
+
+    nodes: set[str] = field(default_factory=set)
+    edges: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _apply(connection: sqlite3.Connection, payload: str, facts: EventFacts, held: _Held) -> None:
+    nodes = [(name, kind) for name, kind in facts.nodes.items() if name not in held.nodes]
+    connection.executemany("INSERT OR IGNORE INTO nodes (name, kind) VALUES (?, ?)", nodes)
+    held.nodes.update(name for name, _ in nodes)
     for source, target in sorted(facts.edges):
+        if (source, target) in held.edges:
+            continue
+        held.edges.add((source, target))
         if connection.execute("SELECT 1 FROM edges WHERE source = ? AND target = ?", (source, target)).fetchone():
             continue
         connection.execute("INSERT INTO edges (source, target) VALUES (?, ?)", (source, target))

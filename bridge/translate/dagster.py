@@ -72,6 +72,7 @@ INPUT_VERSIONS = "lineage/input_versions"
 CHECKS_SUFFIX = "__checks"
 
 Keyed = tuple[str, RunEvent]
+Recorded = AssetMaterialization | AssetObservation  # what a run's records say of an asset
 
 
 def _time(record: EventLogRecord) -> datetime:
@@ -80,6 +81,11 @@ def _time(record: EventLogRecord) -> datetime:
 
 def _metadata(entry: AssetMaterialization | AssetObservation) -> dict[str, Any]:
     return {key: value.value for key, value in entry.metadata.items()}
+
+
+def _metadata_value(entry: AssetMaterialization | AssetObservation, key: str) -> Any:
+    value = entry.metadata.get(key)
+    return None if value is None else value.value
 
 
 def _data_version(entry: AssetMaterialization | AssetObservation) -> str | None:
@@ -126,9 +132,17 @@ class _Run:
         self.planned_checks = planned_checks_by_step(self.records.records)
         # The run's records by step and type, in order: every event of the run looks some of them up.
         self.by_step: dict[tuple[str | None, DagsterEventType], list[EventLogRecord]] = {}
+        self.last_made: dict[AssetKey, AssetMaterialization] = {}  # each asset's last materialization in the run
         for record in self.records.records:
-            self.by_step.setdefault((step_key(record), event_type(record)), []).append(record)
+            kind = event_type(record)
+            self.by_step.setdefault((step_key(record), kind), []).append(record)
+            if kind == DagsterEventType.ASSET_MATERIALIZATION:
+                made = _materialization(record)
+                self.last_made[made.asset_key] = made
         self._step_jobs: dict[str, JobRef] = {}
+        # A materialization as a dataset, by the entry's identity (the entry kept alive beside it): a run's
+        # events name the same versions again (a step's START and COMPLETE, the run's, each downstream step).
+        self._entry_refs: dict[tuple[int, AssetKey, bool], tuple[Recorded, DatasetRef]] = {}
 
     @cached_property
     def started_at(self) -> datetime:
@@ -195,6 +209,14 @@ class _Run:
             columns_from=self.columns_from(metadata) if written else (),
         )
 
+    def entry_ref(self, key: AssetKey, entry: Recorded, written: bool = False) -> DatasetRef:
+        """``key`` as ``entry`` records it (as :meth:`ref`), made once per run."""
+        found = self._entry_refs.get((id(entry), key, written))
+        if found is None:
+            ref = self.ref(key, _metadata(entry), _data_version(entry), written)
+            found = self._entry_refs[(id(entry), key, written)] = (entry, ref)
+        return found[1]
+
     def columns_from(self, metadata: dict[str, Any]) -> tuple[tuple[str, tuple[InputField, ...]], ...]:
         lineage = column_lineage_from_metadata(metadata)
         sources: dict[str, DatasetName] = {}  # a table's columns come from a few sources: each named once
@@ -219,7 +241,7 @@ class _Run:
         """
         made = self.materialization_of(key) if finished else None
         tags = made.tags if made is not None else None
-        declared = (_metadata(made) if made is not None else {}).get(INPUT_VERSIONS) or {}
+        declared = (_metadata_value(made, INPUT_VERSIONS) if made is not None else None) or {}
         pointers = provenance_pointers(tags)
         refs: list[DatasetRef] = []
         for parent in self.records.upstream_at(moment, key):
@@ -229,11 +251,7 @@ class _Run:
             if read is not None and self.records.partition and read.partition_key not in (None, self.records.partition):
                 read = None
             read = read or parent.materialization
-            if read is None:
-                ref = self.ref(parent.key)
-            else:
-                entry = _materialization(read)
-                ref = self.ref(parent.key, _metadata(entry), _data_version(entry))
+            ref = self.ref(parent.key) if read is None else self.entry_ref(parent.key, _materialization(read))
             if parent.key.to_user_string() in declared:
                 ref = replace(ref, version=str(declared[parent.key.to_user_string()]))
             refs.append(ref)
@@ -241,12 +259,7 @@ class _Run:
 
     def materialization_of(self, key: AssetKey) -> AssetMaterialization | None:
         """The run's last materialization of ``key``, if it made one."""
-        for record in reversed(self.records.records):
-            if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION:
-                materialization = _materialization(record)
-                if materialization.asset_key == key:
-                    return materialization
-        return None
+        return self.last_made.get(key)
 
     def materialized(self, of: list[AssetKey], step: str | None = None) -> list[DatasetRef]:
         """What the run (or ``step``) materialized: a table at the version it published, left unchanged, or staged."""
@@ -257,13 +270,12 @@ class _Run:
             materialization = _materialization(record)
             if materialization.asset_key not in of:
                 continue
-            metadata = _metadata(materialization)
-            ref = self.ref(materialization.asset_key, metadata, _data_version(materialization), written=True)
-            publication = metadata.get(PUBLICATION)
+            ref = self.entry_ref(materialization.asset_key, materialization, written=True)
+            publication = _metadata_value(materialization, PUBLICATION)
             if publication == UNCHANGED:  # checked, not written: no rows, no column lineage of its own
                 ref = replace(ref, rows=None, columns_from=())
             elif publication == HELD_BACK:  # written where readers cannot see it: the staged snapshot
-                staged = metadata.get(STAGED_VERSION)
+                staged = _metadata_value(materialization, STAGED_VERSION)
                 ref = replace(ref, version=None if staged is None else str(staged), rows=None)
             refs.append(ref)
         return refs
@@ -338,7 +350,7 @@ def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
         job=run.step_job(step) if step else run.job,
         integration=INTEGRATION,
         job_type="OBSERVATION",
-        outputs=[run.ref(observation.asset_key, _metadata(observation), _data_version(observation))],
+        outputs=[run.entry_ref(observation.asset_key, observation)],
         parent=run.job if step else None,
     )
 
