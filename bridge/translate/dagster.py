@@ -185,7 +185,7 @@ class _Run:
         return self.by_step.get((step, of_type), [])
 
     def step_as_of(self, step: str, default: int) -> int:
-        """The moment a step's inputs are read at: its last attempt's start (as :func:`step_as_of`)."""
+        """The moment a step's inputs are read at: its last attempt's start (as :func:`step_starts`)."""
         starts = self.step_records(step, DagsterEventType.STEP_START)
         return starts[-1].storage_id if starts else default
 

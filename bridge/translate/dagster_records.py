@@ -110,19 +110,21 @@ def upstream_moments(records: list[EventLogRecord]) -> dict[int, list[AssetKey]]
     """
     planned = planned_by_step(records)
     everything = [key for keys in planned.values() for key in keys]
+    last_start = step_starts(records)
     moments: dict[int, list[AssetKey]] = {}
     for record in records:
         kind = event_type(record)
         if kind == DagsterEventType.RUN_START or kind in RUN_TERMINAL:
             moments[record.storage_id] = everything
         elif kind in STEP_EVENTS:
-            moments[step_as_of(records, step_key(record), record.storage_id)] = planned.get(step_key(record), [])
+            step = step_key(record)
+            moments[last_start.get(step, record.storage_id)] = planned.get(step, [])
     return moments
 
 
-def step_as_of(records: list[EventLogRecord], step: str | None, default: int) -> int:
-    starts = [r.storage_id for r in records if step_key(r) == step and event_type(r) == DagsterEventType.STEP_START]
-    return starts[-1] if starts else default
+def step_starts(records: list[EventLogRecord]) -> dict[str | None, int]:
+    """Each step's last start (its last attempt's ``STEP_START``), by storage id."""
+    return {step_key(r): r.storage_id for r in records if event_type(r) == DagsterEventType.STEP_START}
 
 
 @dataclass(frozen=True)
