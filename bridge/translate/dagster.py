@@ -42,6 +42,7 @@ from bridge.translate.dagster_records import (
     planned_checks_by_step,
     provenance_pointers,
     step_key,
+    step_starts,
 )
 from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
 from bridge.translate.naming import DatasetName, Naming, dagster_job_name, job_name
@@ -139,6 +140,7 @@ class _Run:
             if kind == DagsterEventType.ASSET_MATERIALIZATION:
                 made = _materialization(record)
                 self.last_made[made.asset_key] = made
+        self.last_start = step_starts(self.records.records)
         self._step_jobs: dict[str, JobRef] = {}
         # A materialization as a dataset, by the entry's identity (the entry kept alive beside it): a run's
         # events name the same versions again (a step's START and COMPLETE, the run's, each downstream step).
@@ -185,9 +187,8 @@ class _Run:
         return self.by_step.get((step, of_type), [])
 
     def step_as_of(self, step: str, default: int) -> int:
-        """The moment a step's inputs are read at: its last attempt's start (as :func:`step_starts`)."""
-        starts = self.step_records(step, DagsterEventType.STEP_START)
-        return starts[-1].storage_id if starts else default
+        """The moment a step's inputs are read at: its last attempt's start (the moments the source read at)."""
+        return self.last_start.get(step, default)
 
     def ref(
         self,
