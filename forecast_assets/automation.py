@@ -77,7 +77,11 @@ def months_to_look_for(all_keys: list[str], ingested: set[str]) -> list[str]:
 
 
 def _versions(source: SourceResource, specs: Sequence[SourceSpec], window: MonthWindow | None) -> list[str | None]:
-    return [source_version(source.url(spec, file)) for spec in specs for file in spec.files_for(window)]
+    return [
+        source_version(source.url(spec, file), setting=spec.base_url_variable)
+        for spec in specs
+        for file in spec.files_for(window)
+    ]
 
 
 def new_source_months_sensor(sources: Sequence[SourceSpec], months: PartitionsDefinition) -> SensorDefinition:

@@ -69,7 +69,7 @@ def init(settings: Settings, months: list[str], trips: int, profile: dict[str, s
     source = local_state.sample_source(settings, trips)
     source.write_months(months)
     values = local_state.local_environment(settings, source, cluster_profile.INSTANCE_YAML if profile else None)
-    sources = {key: values[key] for key in ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")}
+    sources = dict(source.environment)  # every source's TAXI_<SOURCE>_BASE_URL: the UI's runs and sensors read them
     # The partitions are the months the sample source has, so Dagster's launch dialog offers exactly those.
     written = source.months()
     sources |= {

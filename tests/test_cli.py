@@ -86,3 +86,24 @@ def test_init_makes_the_partitions_the_months_the_sample_source_has(tmp_path):
     settings = load_settings(environ)
     assert monthly_partitions(settings).get_partition_keys() == ["2024-11-01", "2024-12-01", "2025-01-01"]
     assert (settings.first_month, settings.last_month) == ("2024-11-01", "2025-01-01")
+
+
+def test_after_init_every_source_and_its_sensor_read_the_sample_source(tmp_path):
+    """The UI's runs and sensors read the settings file `init` writes: every source is there, and the sensor
+    watching the files published once finds them without going to their publisher (no network here)."""
+    from dagster import DagsterInstance, RunRequest, build_sensor_context
+
+    from forecast_assets.automation import changed_reference_files_sensor
+    from forecast_assets.definitions import resources_for
+    from forecast_assets.source_specs.registry import registered_sources
+
+    environ = {"TAXI_STATE_DIR": str(tmp_path)}
+    cli.init(load_settings(environ), ["2025-01"], trips=2_000)
+    settings = load_settings(environ)
+    sample = (tmp_path / "sample_source").resolve().as_uri()
+    assert {spec.name for spec in registered_sources()} <= settings.source_base_urls.keys()
+    assert all(url.startswith(sample) for url in settings.source_base_urls.values()), settings.source_base_urls
+    with DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(instance=instance, resources={"source": resources_for(settings)["source"]})
+        ticked = list(changed_reference_files_sensor(registered_sources())(context))
+    assert [type(result) for result in ticked] == [RunRequest]

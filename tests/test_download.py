@@ -93,7 +93,7 @@ def trip_bytes(sample_source):
 def _fetch(server, tmp_path, messages=None):
     url = f"{server.url}/trip-data/{trip_file_name('2025-01')}"
     progress = messages.append if messages is not None else (lambda message: None)
-    return url, fetch_if_changed(url, None, tmp_path / "work", progress, FAST)
+    return url, fetch_if_changed(url, None, tmp_path / "work", progress, FAST, setting="TAXI_TRIP_BASE_URL")
 
 
 @pytest.mark.parametrize(
@@ -167,11 +167,12 @@ def test_source_version_gets_past_a_passing_fault(plan, requests, trip_bytes):
     assert (version is None) is (plan == [MISSING])
 
 
-def test_source_version_names_a_lasting_fault(trip_bytes):
+def test_source_version_names_a_lasting_fault_and_the_sources_setting(trip_bytes):
     with HostileServer(trip_bytes, [RESET]) as server, pytest.raises(SourceUnavailable) as failure:
-        source_version(f"{server.url}/trip-data/{trip_file_name('2025-01')}", policy=FAST)
+        source_version(f"{server.url}/misc/taxi_zone_lookup.csv", policy=FAST, setting="TAXI_ZONES_BASE_URL")
     assert server.requests == FAST.attempts
-    assert str(failure.value).startswith(f"Could not look up {server.url}/trip-data/")
+    assert str(failure.value).startswith(f"Could not look up {server.url}/misc/")
+    assert "(TAXI_ZONES_BASE_URL), then look again" in str(failure.value)
 
 
 def test_a_month_the_sample_source_lacks_names_the_command_that_writes_it(tmp_path):

@@ -52,6 +52,7 @@ def _stage(
             Path(source.download_dir),
             context.log.info,
             source.retry_policy(),
+            spec.base_url_variable,
         )
     except SourceMissing as err:
         raise Failure(description=_missing(err, url, spec, window), allow_retries=False) from err

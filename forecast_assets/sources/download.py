@@ -30,6 +30,8 @@ TIMEOUT_SECONDS = 60  # a read that waits this long on a live connection is a st
 ATTEMPTS = 4
 MISSING_STATUSES = (403, 404, 410)  # TLC's CDN answers 403 for a month it has not published
 USER_AGENT = "taxi-demand-lineage/0.1"
+# A message names the setting of the source's base URL; callers that know the source name it exactly.
+BASE_URL_SETTING = "the source's TAXI_<SOURCE>_BASE_URL"
 
 Progress = Callable[[str], None]
 
@@ -108,19 +110,21 @@ def fetch_if_changed(
     workdir: Path,
     progress: Progress = log.info,
     policy: RetryPolicy = DEFAULT_RETRY,
+    setting: str = BASE_URL_SETTING,
 ) -> Fetched | None:
     """Download ``url`` into ``workdir``; ``None`` when it matches ``previous``.
 
     Resets, cut bodies, stalls and 5xx answers are retried with exponential backoff; after the last
-    attempt one ``SourceUnavailable`` names the URL, the cause and what to try.
+    attempt one ``SourceUnavailable`` names the URL, the cause and what to try (``setting``: the
+    setting of the source's base URL, ``TAXI_TRIP_BASE_URL``).
     """
     return _with_retries(
         url,
         policy,
         progress,
-        lambda: _fetch_once(url, previous, workdir, progress, policy.read_timeout_seconds),
+        lambda: _fetch_once(url, previous, workdir, progress, policy.read_timeout_seconds, setting),
         failed=f"Could not download {url}",
-        then="then materialize the partition again",
+        then=f"Check the network and the base URL ({setting}), then materialize the partition again",
     )
 
 
@@ -147,15 +151,12 @@ def _with_retries(
         return retrying(attempt_once)
     except _TransientFault as fault:
         attempts = "1 attempt" if policy.attempts == 1 else f"{policy.attempts} attempts"
-        msg = (
-            f"{failed}: {fault.reason} (after {attempts}). Check the network and the base URL "
-            f"(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL), {then}."
-        )
+        msg = f"{failed}: {fault.reason} (after {attempts}). {then}."
         raise SourceUnavailable(msg) from fault.__cause__
 
 
 def _fetch_once(
-    url: str, previous: FetchRecord | None, workdir: Path, progress: Progress, timeout: float
+    url: str, previous: FetchRecord | None, workdir: Path, progress: Progress, timeout: float, setting: str
 ) -> Fetched | None:
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     if previous and previous.url == url and url.startswith("http"):
@@ -181,7 +182,7 @@ def _fetch_once(
             raise _TransientFault(f"the server answered HTTP {err.code} {err.reason}") from err
         msg = (
             f"Downloading {url} failed with HTTP {err.code} {err.reason}; check the base URL "
-            "(TAXI_TRIP_BASE_URL / TAXI_WEATHER_BASE_URL) and any access the server needs"
+            f"({setting}) and any access the server needs"
         )
         raise SourceUnavailable(msg) from err
     except urllib.error.URLError as err:
@@ -263,7 +264,9 @@ def copy_atomically(source: Path, target: Path) -> None:
         shutil.copyfile(source, tmp)
 
 
-def source_version(url: str, progress: Progress = log.info, policy: RetryPolicy = HEAD_RETRY) -> str | None:
+def source_version(
+    url: str, progress: Progress = log.info, policy: RetryPolicy = HEAD_RETRY, setting: str = BASE_URL_SETTING
+) -> str | None:
     """A cheap look at whether ``url`` exists: its ETag or Last-Modified, ``None`` when it is absent.
 
     Transient faults get ``policy``'s retries; then ``SourceUnavailable``, as for a download.
@@ -272,13 +275,13 @@ def source_version(url: str, progress: Progress = log.info, policy: RetryPolicy 
         url,
         policy,
         progress,
-        lambda: _head_once(url, policy.read_timeout_seconds),
+        lambda: _head_once(url, policy.read_timeout_seconds, setting),
         failed=f"Could not look up {url}",
-        then="then look again",
+        then=f"Check the network and the base URL ({setting}), then look again",
     )
 
 
-def _head_once(url: str, timeout: float) -> str | None:
+def _head_once(url: str, timeout: float, setting: str) -> str | None:
     request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": USER_AGENT})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -288,7 +291,7 @@ def _head_once(url: str, timeout: float) -> str | None:
             return None
         if err.code >= 500 or err.code == 429:
             raise _TransientFault(f"the server answered HTTP {err.code} {err.reason}") from err
-        msg = f"Looking up {url} failed with HTTP {err.code} {err.reason}; check the base URL"
+        msg = f"Looking up {url} failed with HTTP {err.code} {err.reason}; check the base URL ({setting})"
         raise SourceUnavailable(msg) from err
     except urllib.error.URLError as err:
         if isinstance(err.reason, FileNotFoundError):

@@ -9,7 +9,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from forecast_assets.sources.download import DEFAULT_RETRY, FetchRecord, Progress, RetryPolicy, fetch_if_changed
+from forecast_assets.sources.download import (
+    BASE_URL_SETTING,
+    DEFAULT_RETRY,
+    FetchRecord,
+    Progress,
+    RetryPolicy,
+    fetch_if_changed,
+)
 from forecast_assets.sources.staging import Staging
 
 
@@ -35,15 +42,17 @@ def stage_file(
     workdir: Path,
     progress: Progress,
     policy: RetryPolicy = DEFAULT_RETRY,
+    setting: str = BASE_URL_SETTING,
 ) -> StagedFile:
     """``verify`` raises on a bad file and returns facts with a ``rows`` attribute on a good one.
 
-    A bad file never reaches staging, so what was staged before stays in place.
+    A bad file never reaches staging, so what was staged before stays in place. ``setting`` names the
+    setting of the source's base URL in what a failed download says.
     """
     previous = staging.record(name)
     workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        fetched = fetch_if_changed(url, previous, Path(tmp), progress, policy)
+        fetched = fetch_if_changed(url, previous, Path(tmp), progress, policy, setting)
         if fetched is None:
             progress(f"{name} unchanged at {url}; keeping the staged copy ({previous.fingerprint})")
             return StagedFile(name, previous, downloaded=False, content_changed=False)
