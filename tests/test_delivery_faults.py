@@ -327,7 +327,7 @@ def test_a_sensor_tick_logs_what_its_pass_did_and_how_each_target_stands(tmp_pat
     assert isinstance(tick, SkipReason) and f"sent {len(queued)}, 0 waiting" in tick.skip_message
     logged = "\n".join(record.getMessage() for record in records)
     assert f"This tick's pass: queued 0 new events; http {server.url}/api/v1/lineage: sent {len(queued)}" in logged
-    assert f"Lineage: healthy (exit 0); {len(queued)} events queued" in logged
+    assert f"Lineage: healthy (exit 0); {len(queued)} events in the outbox" in logged
     assert f"http {server.url}/api/v1/lineage: up to date" in logged
 
 

@@ -233,7 +233,7 @@ def test_status_says_how_far_behind_each_sink_is(folder, capsys):
         assert one_pass(bridge, http_client(server.url)).health == HEALTHY
     assert cli.main(["status"], bridge) == HEALTHY
     said = capsys.readouterr().out
-    assert f"healthy (exit 0); {len(queued)} events queued" in said
+    assert f"healthy (exit 0); {len(queued)} events in the outbox" in said
     assert f"http {server.url}/api/v1/lineage: up to date" in said
     assert f"DataHub Lite {folder / 'lite.sqlite'}: up to date" in said
     fill(folder, copies=2)  # more events; the receiver is gone

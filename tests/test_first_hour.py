@@ -171,7 +171,7 @@ def test_the_lineage_sensor_tick_log_says_what_lineage_did(dagster_ui):
     page.get_by_text("View logs").first.click(timeout=TICK_SECONDS * 1000)
     log = page.get_by_role("dialog")
     expect(log).to_contain_text(re.compile(r"This tick's pass: |holds the lease|another lineage pass is running"))
-    expect(log).to_contain_text(re.compile(r"Lineage: healthy \(exit 0\); \d+ events queued"))
+    expect(log).to_contain_text(re.compile(r"Lineage: healthy \(exit 0\); \d+ events in the outbox"))
     expect(log).to_contain_text("openlineage_events.jsonl")
 
 
