@@ -102,7 +102,8 @@ def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
 def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
     """``found`` for a person: the verdict, then one line per target (and why it fails), then what to do."""
     ago = f"{duration(now - found.last_pass)} ago" if found.last_pass else "never"
-    lines = [f"Lineage: {VERDICTS[found.code]} (exit {found.code}); {found.queued} events in the outbox; last pass {ago}"]
+    verdict = f"Lineage: {VERDICTS[found.code]} (exit {found.code})"
+    lines = [f"{verdict}; {found.queued} events in the outbox; last pass {ago}"]
     for sink in found.sinks:
         line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else "up to date")
         if sink.oldest_pending:
