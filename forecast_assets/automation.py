@@ -104,8 +104,11 @@ def new_source_months_sensor(sources: Sequence[SourceSpec], months: PartitionsDe
                 continue
             requested += 1
             yield RunRequest(partition_key=key, run_key=f"{key}:{'|'.join(map(str, versions))}")
-        if not requested:
-            yield SkipReason(f"No new month published among {', '.join(candidates) or 'none'}")
+        if not candidates:
+            last = months.get_last_partition_key()
+            yield SkipReason(f"Every month up to {last} is ingested; no later month is a partition yet")
+        elif not requested:
+            yield SkipReason(f"No new month published among {', '.join(candidates)}")
 
     return new_source_months
 

@@ -149,6 +149,23 @@ def test_sensor_requests_only_published_months(tmp_path):
     assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
 
 
+def test_sensor_says_when_every_month_is_ingested(tmp_path):
+    from dagster import AssetMaterialization, DagsterInstance, SkipReason
+
+    months = monthly_partitions(load_settings())
+    monthly = [spec for spec in registered_sources() if spec.monthly]
+    resources = {"source": SourceResource(base_urls={}, download_dir=str(tmp_path))}  # nothing is looked up
+    with DagsterInstance.ephemeral() as instance:
+        for key in months.get_partition_keys():
+            instance.report_runless_asset_event(AssetMaterialization(AssetKey(monthly[0].file_asset), partition=key))
+        context = build_sensor_context(instance=instance, resources=resources)
+        (skipped,) = list(new_source_months_sensor(registered_sources(), months)(context))
+    assert isinstance(skipped, SkipReason)
+    assert skipped.skip_message == (
+        f"Every month up to {months.get_last_partition_key()} is ingested; no later month is a partition yet"
+    )
+
+
 def test_the_code_location_loads_as_dagster_dev_loads_it(definitions):
     from dagster import Definitions
 
