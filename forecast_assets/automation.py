@@ -17,7 +17,7 @@ from dagster import (
 
 from forecast_assets.assets.lakehouse_tables import LAKEHOUSE_GROUP
 from forecast_assets.assets.source_files import SOURCES_GROUP
-from forecast_assets.resources import SourceResource
+from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec
 from forecast_assets.sources.download import source_version
 from taxi_core.months import MonthWindow
@@ -113,8 +113,22 @@ def new_source_months_sensor(sources: Sequence[SourceSpec], months: PartitionsDe
     return new_source_months
 
 
+def _as_staged(
+    source: SourceResource, staging: StagingResource, specs: Sequence[SourceSpec], versions: list[str]
+) -> bool:
+    """True when each file's version (``source_version``) is the one staged last, from the same address."""
+    store = staging.store()
+    files = [(spec, file) for spec in specs for file in spec.files_for(None)]
+    for (spec, file), version in zip(files, versions, strict=True):
+        record = store.record(spec.staged_name(file))
+        if record is None or record.url != source.url(spec, file) or version not in (record.etag, record.last_modified):
+            return False
+    return True
+
+
 def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefinition:
     published_once = [spec for spec in sources if not spec.monthly]
+    names = ", ".join(file.path for spec in published_once for file in spec.files_for(None))
 
     @sensor(
         job_name=REFERENCE_DATA,
@@ -122,10 +136,14 @@ def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefin
         default_status=DefaultSensorStatus.RUNNING,
         description="Starts reference_data when a file published once for all months is new or has changed.",
     )
-    def changed_reference_files(context: SensorEvaluationContext, source: SourceResource):
+    def changed_reference_files(context: SensorEvaluationContext, source: SourceResource, staging: StagingResource):
         versions = _versions(source, published_once, None)
         if None in versions:
             yield SkipReason("A reference file is not published (or not reachable) yet")
+            return
+        # A file staged by any run (the demo's, one launched from the UI) is not fetched again for its own sake.
+        if _as_staged(source, staging, published_once, [str(version) for version in versions]):
+            yield SkipReason(f"Published as staged last ({names}): nothing new to fetch")
             return
         # A run key per version of the files: Dagster starts a run once for each new version.
         yield RunRequest(run_key="|".join(map(str, versions)))

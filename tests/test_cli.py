@@ -104,6 +104,7 @@ def test_after_init_every_source_and_its_sensor_read_the_sample_source(tmp_path)
     assert {spec.name for spec in registered_sources()} <= settings.source_base_urls.keys()
     assert all(url.startswith(sample) for url in settings.source_base_urls.values()), settings.source_base_urls
     with DagsterInstance.ephemeral() as instance:
-        context = build_sensor_context(instance=instance, resources={"source": resources_for(settings)["source"]})
+        resources = {key: resources_for(settings)[key] for key in ("source", "staging")}
+        context = build_sensor_context(instance=instance, resources=resources)
         ticked = list(changed_reference_files_sensor(registered_sources())(context))
     assert [type(result) for result in ticked] == [RunRequest]

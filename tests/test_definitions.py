@@ -149,6 +149,44 @@ def test_sensor_requests_only_published_months(tmp_path):
     assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
 
 
+def test_the_reference_sensor_asks_for_a_run_only_when_the_published_file_differs_from_the_staged_one(tmp_path):
+    import os
+
+    from dagster import DagsterInstance, RunRequest, SkipReason, materialize
+
+    from forecast_assets.assets.source_files import source_file_asset
+    from forecast_assets.automation import changed_reference_files_sensor
+    from forecast_assets.resources import StagingResource
+    from forecast_assets.source_specs.registry import source_named
+    from taxi_demo.sample_source import ZONES_DIR
+
+    source = SampleSource(tmp_path / "source", trips_per_month=2_000)
+    source.write_zone_lookup()
+    published = next((tmp_path / "source" / ZONES_DIR).iterdir())
+    resources = {
+        "source": SourceResource(base_urls=source.base_urls, download_dir=str(tmp_path / "downloads")),
+        "staging": StagingResource(location=str(tmp_path / "staging")),
+    }
+    sensor = changed_reference_files_sensor(registered_sources())
+    zone_files = source_file_asset(source_named("zones"), monthly_partitions(load_settings()))
+    with DagsterInstance.ephemeral() as instance:
+
+        def tick() -> list:
+            return list(sensor(build_sensor_context(instance=instance, resources=resources)))
+
+        never_staged = tick()
+        assert materialize([zone_files], instance=instance, resources=resources).success  # a run stages the file
+        staged = tick()
+        later = published.stat().st_mtime + 60
+        os.utime(published, (later, later))  # published again
+        republished = tick()
+    assert [type(result) for result in never_staged] == [RunRequest]
+    assert [type(result) for result in staged] == [SkipReason]
+    assert staged[0].skip_message == f"Published as staged last ({published.name}): nothing new to fetch"
+    assert [type(result) for result in republished] == [RunRequest]
+    assert republished[0].run_key != never_staged[0].run_key
+
+
 def test_sensor_says_when_every_month_is_ingested(tmp_path):
     from dagster import AssetMaterialization, DagsterInstance, SkipReason
 
