@@ -18,7 +18,7 @@ from dagster import (
 from forecast_assets.assets.lakehouse_tables import LAKEHOUSE_GROUP
 from forecast_assets.assets.source_files import SOURCES_GROUP
 from forecast_assets.resources import SourceResource, StagingResource
-from forecast_assets.source_specs.spec import SourceSpec
+from forecast_assets.source_specs.spec import SourceFile, SourceSpec
 from forecast_assets.sources.download import source_version
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
@@ -76,11 +76,14 @@ def months_to_look_for(all_keys: list[str], ingested: set[str]) -> list[str]:
     return [key for key in all_keys if key > newest][:MONTHS_TO_WATCH]
 
 
+def _files(specs: Sequence[SourceSpec], window: MonthWindow | None) -> list[tuple[SourceSpec, SourceFile]]:
+    """Each source's files for ``window`` (all time when None), with their source."""
+    return [(spec, file) for spec in specs for file in spec.files_for(window)]
+
+
 def _versions(source: SourceResource, specs: Sequence[SourceSpec], window: MonthWindow | None) -> list[str | None]:
     return [
-        source_version(source.url(spec, file), setting=spec.base_url_variable)
-        for spec in specs
-        for file in spec.files_for(window)
+        source_version(source.url(spec, file), setting=spec.base_url_variable) for spec, file in _files(specs, window)
     ]
 
 
@@ -118,8 +121,7 @@ def _as_staged(
 ) -> bool:
     """True when each file's version (``source_version``) is the one staged last, from the same address."""
     store = staging.store()
-    files = [(spec, file) for spec in specs for file in spec.files_for(None)]
-    for (spec, file), version in zip(files, versions, strict=True):
+    for (spec, file), version in zip(_files(specs, None), versions, strict=True):
         record = store.record(spec.staged_name(file))
         if record is None or record.url != source.url(spec, file) or version not in (record.etag, record.last_modified):
             return False
@@ -128,7 +130,7 @@ def _as_staged(
 
 def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefinition:
     published_once = [spec for spec in sources if not spec.monthly]
-    names = ", ".join(file.path for spec in published_once for file in spec.files_for(None))
+    names = ", ".join(file.path for _, file in _files(published_once, None))
 
     @sensor(
         job_name=REFERENCE_DATA,

@@ -104,7 +104,8 @@ def test_after_init_every_source_and_its_sensor_read_the_sample_source(tmp_path)
     assert {spec.name for spec in registered_sources()} <= settings.source_base_urls.keys()
     assert all(url.startswith(sample) for url in settings.source_base_urls.values()), settings.source_base_urls
     with DagsterInstance.ephemeral() as instance:
-        resources = {key: resources_for(settings)[key] for key in ("source", "staging")}
+        made = resources_for(settings)
+        resources = {key: made[key] for key in ("source", "staging")}
         context = build_sensor_context(instance=instance, resources=resources)
         ticked = list(changed_reference_files_sensor(registered_sources())(context))
     assert [type(result) for result in ticked] == [RunRequest]

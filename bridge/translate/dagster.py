@@ -80,16 +80,16 @@ def _time(record: EventLogRecord) -> datetime:
     return datetime.fromtimestamp(record.event_log_entry.timestamp, tz=UTC)
 
 
-def _metadata(entry: AssetMaterialization | AssetObservation) -> dict[str, Any]:
+def _metadata(entry: Recorded) -> dict[str, Any]:
     return {key: value.value for key, value in entry.metadata.items()}
 
 
-def _metadata_value(entry: AssetMaterialization | AssetObservation, key: str) -> Any:
+def _metadata_value(entry: Recorded, key: str) -> Any:
     value = entry.metadata.get(key)
     return None if value is None else value.value
 
 
-def _data_version(entry: AssetMaterialization | AssetObservation) -> str | None:
+def _data_version(entry: Recorded) -> str | None:
     return entry.tags.get("dagster/data_version") if entry.tags else None
 
 
