@@ -14,6 +14,10 @@ from http.server import BaseHTTPRequestHandler
 
 from tests.loopback import BackgroundServer
 
+# How an answer is framed: by its length; in chunks; after a "100 Continue"; by closing the connection
+# (no length); by its length, the connection then closed without a word (a kept connection gone stale).
+FRAMINGS = ("length", "chunked", "continue", "unframed", "dropped")
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -32,6 +36,7 @@ class LineageServer(BackgroundServer):
     that attempt (1, 2, ...); ``authorization`` is the ``Authorization`` header required (401 without
     it); ``hold`` seconds is how long each request is held before the answer (a slow or hanging
     backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
+    ``framing`` is how each answer is framed (see :data:`FRAMINGS`); ``connections`` counts those accepted.
     """
 
     def __init__(
@@ -42,7 +47,10 @@ class LineageServer(BackgroundServer):
         fail: Callable[[dict, int], bool] = lambda event, attempt: False,
         authorization: str | None = None,
         tls: ssl.SSLContext | None = None,
+        framing: str = "length",
     ):
+        assert framing in FRAMINGS, framing
+        self.framing, self.connections = framing, 0
         self.port, self.received, self.refused, self.attempts = port, [], [], Counter()
         self.refuse, self.hold, self.fail, self.released = refuse, hold, fail, threading.Event()
         self.headers: list[dict[str, str]] = []
@@ -51,6 +59,11 @@ class LineageServer(BackgroundServer):
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with server.arrived:
+                    server.connections += 1
 
             def do_POST(self):  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -76,9 +89,22 @@ class LineageServer(BackgroundServer):
                 self._answer(400 if refused else 500 if failed else 201)
 
             def _answer(self, status: int) -> None:
+                if server.framing == "continue":
+                    self.send_response_only(100)
+                    self.end_headers()
                 self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                if server.framing == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(b"3\r\nacc\r\n5\r\nepted\r\n0\r\n\r\n")
+                elif server.framing == "unframed":
+                    self.end_headers()
+                    self.wfile.write(b"accepted")
+                    self.close_connection = True
+                else:
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    self.close_connection = server.framing == "dropped"
 
             def log_message(self, format, *args):  # noqa: A002
                 pass

@@ -200,6 +200,18 @@ def test_a_slow_receiver_gets_each_event_once(folder):
     assert server.duplicates() == 0 and set(server.attempts.values()) == {1}
 
 
+@pytest.mark.parametrize("framing", ["chunked", "continue", "unframed", "dropped"])
+def test_however_a_target_frames_its_answers_each_event_arrives_once_in_order(folder, framing):
+    queued = fill(folder, first=8)
+    with LineageServer(framing=framing) as server:
+        result = one_pass(rig_bridge(folder, lite=False), http_client(server.url))
+    assert result.health == HEALTHY and result.sink("openlineage").sent == len(queued)
+    assert [identity(e) for e in server.received] == [identity(e) for e in queued]
+    assert set(server.attempts.values()) == {1}
+    # A connection is kept while the target's answers allow it, and only then.
+    assert server.connections == (len(queued) if framing in ("unframed", "dropped") else 1)
+
+
 def test_a_new_target_gets_the_whole_history_and_a_rebuilt_outbox_sends_only_what_a_target_lacks(
     folder, capsys, monkeypatch
 ):
