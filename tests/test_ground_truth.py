@@ -47,6 +47,9 @@ def test_every_claim_of_every_view_equals_the_truth(record):
     assert wrong == []
     views = {v.where.split()[0] for v in found}
     assert {"event", "show", "model", "diff", "DataHub"} <= views
+    # Every table's versions name the run that wrote them as Dagster or Metaflow names it, in events and in show.
+    for view in ("orchestratorRun", "show --version writer"):
+        assert {v.dataset for v in found if v.where.endswith(view)} >= {RAW_YELLOW, RAW_WEATHER, ACTUALS, FORECAST}
     checked = {(v.dataset, v.version) for v in found}
     # Each month's raw_yellow on main (not the empty snapshot that created the table) is checked:
     # the months ingested latest first, rewritten, republished.

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -81,7 +82,11 @@ def test_show_prints_a_tree_whose_every_edge_is_in_the_graph(queued, capsys):
     printed = capsys.readouterr().out
     upstream = printed.split("\ndownstream")[0]
     assert "<- TrainForecastModelFlow.write  [metaflow job; last run COMPLETE, started " in upstream
-    assert f"{ACTUALS_NAME}  [dataset, version " in upstream and " s)]" in upstream
+    assert f"{ACTUALS_NAME}  [dataset, version " in upstream
+    # Each job's last run names itself as its tool does, to be found there.
+    dagster_job = r"<- \S+\.nyc_taxi__\S+  \[dagster job; last run COMPLETE, .* s\); Dagster run [0-9a-f-]{36}"
+    assert re.search(dagster_job, upstream)
+    assert re.search(r"\[metaflow job; .* s\); Metaflow task TrainForecastModelFlow/\d+/write/\d+\]", upstream)
     assert main(["show", FORECAST_NAME, "--json"]) == 0
     tree = json.loads(capsys.readouterr().out)
     graph = _edges(queued)
@@ -271,6 +276,23 @@ def test_a_deleted_index_is_rebuilt_from_the_outbox(queued, state, capsys):
     (state / "lineage" / "index.sqlite").unlink()
     assert main(["show", FORECAST_NAME]) == 0
     assert capsys.readouterr().out == before
+
+
+def test_an_index_an_older_bridge_left_is_refilled_in_this_format(queued, state, capsys):
+    assert main(["show", FORECAST_NAME]) == 0
+    expected = capsys.readouterr().out
+    index = state / "lineage" / "index.sqlite"
+    index.unlink()
+    # An older bridge's index: a runs table without the runs' own names, every event already applied.
+    older = sqlite3.connect(index)
+    older.execute("CREATE TABLE mark (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL)")
+    older.execute("INSERT INTO mark VALUES (0, 1000000)")
+    older.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, job TEXT NOT NULL, parent_run_id TEXT, started TEXT,"
+                  " status TEXT, finished TEXT)")  # fmt: skip
+    older.commit()
+    older.close()
+    assert main(["show", FORECAST_NAME]) == 0
+    assert capsys.readouterr().out == expected and "; Dagster run " in expected
 
 
 def _modules_loaded(state, *argv: str) -> tuple[int, list[str]]:

@@ -110,6 +110,7 @@ def _node_json(graph: LineageGraph, node: str, runs: dict[str, RunSummary], vers
     last = None
     if run:
         last = {"status": run.status, "started": run.started, "finished": run.finished, "seconds": run.seconds}
+        last["in_its_tool"] = run.in_its_tool
     return {"name": label, "kind": f"{kind} job", "last_run": last}
 
 

@@ -72,6 +72,7 @@ class RunSummary:
     status: str
     started: str
     finished: str | None
+    in_its_tool: str | None = None  # the run as its tool names it (tool_run_label)
 
     @property
     def seconds(self) -> float | None:
@@ -80,9 +81,20 @@ class RunSummary:
         return (_moment(self.finished) - _moment(self.started)).total_seconds()
 
     def describe(self) -> str:
+        tool = f"; {self.in_its_tool}" if self.in_its_tool else ""
         if self.finished is None:
-            return f"last run {self.status}, started {self.started}, not finished"
-        return f"last run {self.status}, started {self.started}, finished {self.finished} ({self.seconds:.1f} s)"
+            return f"last run {self.status}, started {self.started}, not finished{tool}"
+        return f"last run {self.status}, started {self.started}, finished {self.finished} ({self.seconds:.1f} s){tool}"
+
+
+def tool_run_label(orchestrator: str | None, run_id: str | None, task: str | None, partition: str | None) -> str | None:
+    """A run as its tool names it, to find it there: ``Dagster run 4f3c..., partition 2025-01-01`` or
+    ``Metaflow task TrainForecastModelFlow/12/train/5``; None when the lineage does not say."""
+    if not orchestrator or not run_id:
+        return None
+    tool = {"dagster": "Dagster", "metaflow": "Metaflow"}.get(orchestrator, orchestrator)
+    said = f"{tool} task {task}" if task else f"{tool} run {run_id}"
+    return said + (f", partition {partition}" if partition else "")
 
 
 def _moment(iso: str) -> datetime:

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS closure (
 );
 CREATE INDEX IF NOT EXISTS closure_by_descendant ON closure (descendant);
 CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY, job TEXT NOT NULL, parent_run_id TEXT, started TEXT, status TEXT, finished TEXT
+    run_id TEXT PRIMARY KEY, job TEXT NOT NULL, parent_run_id TEXT, started TEXT, status TEXT, finished TEXT,
+    orchestrator TEXT, tool_run_id TEXT, task TEXT, partition_key TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_job ON runs (job);
 CREATE TABLE IF NOT EXISTS io (
@@ -44,7 +45,11 @@ CREATE TABLE IF NOT EXISTS columns (
 CREATE TABLE IF NOT EXISTS trained (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS located (namespace TEXT, name TEXT, label TEXT NOT NULL, PRIMARY KEY (namespace, name));
 """
+# The index's format: an index file of another format (an older bridge's) is emptied and refilled from the
+# outbox when it is opened. Raise it with every change to SCHEMA or to what event_facts keeps.
+INDEX_FORMAT = 2
 FINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+TOOL_RUN_FIELDS = ("orchestrator", "runId", "task", "partition")
 
 
 def dataset_label(dataset: dict[str, Any]) -> str:
@@ -76,6 +81,7 @@ class EventFacts:
     nodes: dict[str, str] = field(default_factory=dict)
     edges: set[tuple[str, str]] = field(default_factory=set)
     run: tuple[str, str, str | None] | None = None  # run id, job, parent run id
+    tool_run: tuple[str | None, ...] = (None, None, None, None)  # the orchestratorRun facet's TOOL_RUN_FIELDS
     started: str | None = None
     final: tuple[str, str] | None = None  # state, time
     io: list[tuple[str, str, str | None]] = field(default_factory=list)  # direction, dataset, version
@@ -96,6 +102,8 @@ def event_facts(event: dict[str, Any], located: dict[tuple[str, str], str] | Non
     run_facets = event["run"].get("facets", {})
     parent = run_facets.get("parent", {}).get("run", {}).get("runId")
     facts.run = (event["run"]["runId"], job, parent)
+    tool_run = run_facets.get("orchestratorRun", {})
+    facts.tool_run = tuple(tool_run.get(name) for name in TOOL_RUN_FIELDS)
     inputs, outputs = event.get("inputs", []), event.get("outputs", [])
     for dataset in (*inputs, *outputs):
         located[(dataset["namespace"], dataset["name"])] = dataset_label(dataset)
@@ -142,8 +150,12 @@ class LineageIndex:
     def __init__(self, path: Path, outbox: Outbox) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path, self.outbox = path, outbox
-        with self._connect() as connection:
-            connection.executescript(SCHEMA)
+        connection = self._connect()
+        try:
+            if connection.execute("PRAGMA user_version").fetchone()[0] != INDEX_FORMAT:
+                _reformat(connection)
+        finally:
+            connection.close()
 
     def _connect(self) -> sqlite3.Connection:
         return connect(self.path)
@@ -189,6 +201,24 @@ class LineageIndex:
             connection.close()
 
 
+def _reformat(connection: sqlite3.Connection) -> None:
+    """Empty an index of another format (or a new file) and give it this one; the next read refills it."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if connection.execute("PRAGMA user_version").fetchone()[0] != INDEX_FORMAT:  # unless another process just did
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in tables:
+                connection.execute(f'DROP TABLE "{table}"')
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {INDEX_FORMAT}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
 @dataclass
 class _Held:
     """Nodes and edges one batch has found or put in the index: inside its transaction nobody else adds any,
@@ -226,8 +256,9 @@ def _apply(connection: sqlite3.Connection, payload: str, facts: EventFacts, held
     if facts.run:
         run_id, job, parent = facts.run
         connection.execute(
-            "INSERT INTO runs (run_id, job, parent_run_id) VALUES (?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
-            (run_id, job, parent),
+            "INSERT INTO runs (run_id, job, parent_run_id, orchestrator, tool_run_id, task, partition_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+            (run_id, job, parent, *facts.tool_run),
         )
         if facts.started:
             connection.execute(

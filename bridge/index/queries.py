@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.index.graph_view import LineageGraph, RunSummary
+from bridge.index.graph_view import LineageGraph, RunSummary, tool_run_label
 
 
 def graph(connection: sqlite3.Connection) -> LineageGraph:
@@ -35,9 +35,13 @@ def reach(connection: sqlite3.Connection, node: str) -> tuple[int, int]:
 def last_runs(connection: sqlite3.Connection) -> dict[str, RunSummary]:
     """Each job's newest run (by start)."""
     rows = connection.execute(
-        "SELECT job, status, coalesce(started, finished), finished FROM runs ORDER BY coalesce(started, finished)"
+        "SELECT job, status, coalesce(started, finished), finished, orchestrator, tool_run_id, task, partition_key"
+        " FROM runs ORDER BY coalesce(started, finished)"
     )
-    return {job: RunSummary(status or "RUNNING", started, finished) for job, status, started, finished in rows}
+    return {
+        job: RunSummary(status or "RUNNING", started, finished, tool_run_label(*tool_run))
+        for job, status, started, finished, *tool_run in rows
+    }
 
 
 def current_versions(connection: sqlite3.Connection) -> dict[str, str]:
@@ -57,14 +61,22 @@ class Run:
     status: str | None
     started: str | None
     finished: str | None
+    orchestrator: str | None = None  # the run as its tool names it, to find it there
+    tool_run_id: str | None = None
+    task: str | None = None
+    partition: str | None = None
 
     def describe(self) -> str:
-        return f"{self.job} (run {self.run_id}, {self.status or 'RUNNING'} {self.finished or self.started or ''})"
+        label = tool_run_label(self.orchestrator, self.tool_run_id, self.task, self.partition)
+        tool = f"; {label}" if label else ""
+        return f"{self.job} (run {self.run_id}, {self.status or 'RUNNING'} {self.finished or self.started or ''}{tool})"
 
 
 def _run(connection: sqlite3.Connection, run_id: str) -> Run | None:
     row = connection.execute(
-        "SELECT run_id, job, parent_run_id, status, started, finished FROM runs WHERE run_id = ?", (run_id,)
+        "SELECT run_id, job, parent_run_id, status, started, finished, orchestrator, tool_run_id, task, partition_key"
+        " FROM runs WHERE run_id = ?",
+        (run_id,),
     ).fetchone()
     return Run(*row) if row else None
 

@@ -16,13 +16,16 @@ from dataclasses import dataclass
 
 import httptools
 
+from bridge.errors import BridgeError
+
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _LINE_BREAK = re.compile(r"[\r\n\0]")
 _NO_BODY = (204, 304)
 
 
-class UnsendableHeaders(ValueError):
-    """A header name or value a request cannot carry as it is (``requests`` names it in its own error)."""
+class UnsendableHeaders(BridgeError, ValueError):
+    """A header name or value a request cannot carry as it is: its sender hands the request to ``requests``,
+    which refuses it with its own error."""
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,14 @@ def request_head(method: str, path: str, host: str, headers: dict[str, str], len
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", f"Content-Length: {length}"]
     for name, value in headers.items():
         if not isinstance(value, str) or not _TOKEN.fullmatch(name) or _LINE_BREAK.search(value):
-            raise UnsendableHeaders(name)
+            msg = f"the HTTP header {name!r} holds a line break or is not a token: correct it in the client's settings"
+            raise UnsendableHeaders(msg)
         lines.append(f"{name}: {value}")
     try:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     except UnicodeEncodeError as err:
-        raise UnsendableHeaders(str(err)) from err
+        msg = f"an HTTP header is not Latin-1 ({err}): correct it in the client's settings"
+        raise UnsendableHeaders(msg) from err
 
 
 def host_header(host: str, port: int) -> str:

@@ -44,7 +44,16 @@ from bridge.translate.dagster_records import (
     step_key,
     step_starts,
 )
-from bridge.translate.events import Assertion, DatasetRef, EventSpec, InputField, JobRef, event_key, run_event
+from bridge.translate.events import (
+    Assertion,
+    DatasetRef,
+    EventSpec,
+    InputField,
+    JobRef,
+    ToolRun,
+    event_key,
+    run_event,
+)
 from bridge.translate.naming import DatasetName, Naming, dagster_job_name, job_name
 from bridge.translate.run_ids import run_id
 
@@ -150,6 +159,10 @@ class _Run:
     def started_at(self) -> datetime:
         starts = self.step_records(None, DagsterEventType.RUN_START)
         return _time(starts[0] if starts else self.records.records[0])
+
+    @cached_property
+    def tool_run(self) -> ToolRun:
+        return ToolRun(SOURCE, self.records.run_id, partition=self.records.partition)
 
     @cached_property
     def job(self) -> JobRef:
@@ -339,6 +352,7 @@ def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
         error=record.event_log_entry.message if state == RunState.FAIL else None,
         nominal_start=nominal_start,
         nominal_end=nominal_end,
+        tool_run=run.tool_run,
     )
 
 
@@ -353,6 +367,7 @@ def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
         job_type="OBSERVATION",
         outputs=[run.entry_ref(observation.asset_key, observation)],
         parent=run.job if step else None,
+        tool_run=run.tool_run,
     )
 
 
@@ -391,6 +406,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
         error=error,
         nominal_start=nominal_start,
         nominal_end=nominal_end,
+        tool_run=run.tool_run,
     )
 
 

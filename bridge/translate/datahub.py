@@ -175,13 +175,15 @@ def _run_aspects(
         aspects.append((urn, models.DataProcessInstanceInputClass(inputs=sorted(set(inputs)))))
     if outputs:
         aspects.append((urn, models.DataProcessInstanceOutputClass(outputs=sorted(set(outputs)))))
+    tool_run = _tool_run_properties(event)
     if event["eventType"] == "START":
         name = f"{event['job']['name']} {event['run']['runId']}"
         created = models.AuditStampClass(time=when, actor=ACTOR)
         started = models.DataProcessInstanceRunEventClass(
             timestampMillis=when, status=models.DataProcessRunStatusClass.STARTED
         )
-        aspects += [(urn, models.DataProcessInstancePropertiesClass(name=name, created=created)), (urn, started)]
+        properties = models.DataProcessInstancePropertiesClass(name=name, created=created, customProperties=tool_run)
+        aspects += [(urn, properties), (urn, started)]
     elif event["eventType"] in RUN_RESULTS:
         # The run's properties again, now with the dataset versions it read and wrote.
         versions = {
@@ -193,7 +195,7 @@ def _run_aspects(
         properties = models.DataProcessInstancePropertiesClass(
             name=f"{event['job']['name']} {event['run']['runId']}",
             created=models.AuditStampClass(time=when, actor=ACTOR),
-            customProperties=versions,
+            customProperties={**tool_run, **versions},
         )
         aspects.append((urn, properties))
         result = models.DataProcessInstanceRunResultClass(
@@ -202,6 +204,16 @@ def _run_aspects(
         aspects.append((urn, models.DataProcessInstanceRunEventClass(
             timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result)))  # fmt: skip
     return aspects
+
+
+def _tool_run_properties(event: dict[str, Any]) -> dict[str, str]:
+    """The run as its tool names it (the ``orchestratorRun`` facet), to find it there: ``dagster_run_id`` and
+    ``dagster_partition``, or ``metaflow_run_id`` and ``metaflow_task`` (pathspecs)."""
+    facet = event["run"].get("facets", {}).get("orchestratorRun")
+    if facet is None:
+        return {}
+    names = {"runId": "run_id", "task": "task", "partition": "partition"}
+    return {f"{facet['orchestrator']}_{names[key]}": facet[key] for key in names if facet.get(key)}
 
 
 def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> list[tuple[str, _Aspect]]:

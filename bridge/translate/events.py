@@ -31,8 +31,10 @@ from bridge.translate.column_lineage import Transformation
 from bridge.translate.naming import DatasetName
 
 PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
-# The custom facet's JSON Schema ships with the bridge: bridge/spec/ModelTrainingRunFacet.json.
+# The custom facets' JSON Schemas ship with the bridge: bridge/spec/ModelTrainingRunFacet.json and
+# bridge/spec/OrchestratorRunFacet.json.
 MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
+ORCHESTRATOR_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:OrchestratorRunFacet.json"
 
 
 @attr.define
@@ -50,6 +52,34 @@ class ModelTrainingRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return MODEL_FACET_SCHEMA + "#/$defs/ModelTrainingRunFacet"
+
+
+@attr.define
+class OrchestratorRunFacet(RunFacet):
+    """The run as the tool that ran it names it, so a person can find it there.
+
+    OpenLineage run ids are derived (a UUID per run and step); this is Dagster's run id (with the
+    partition it ran for) or Metaflow's run pathspec (with the task's, for a step).
+    """
+
+    orchestrator: str
+    runId: str  # noqa: N815 -- the facet's field, named as OpenLineage names run ids
+    task: str | None = None
+    partition: str | None = None
+
+    @staticmethod
+    def _get_schema() -> str:
+        return ORCHESTRATOR_FACET_SCHEMA + "#/$defs/OrchestratorRunFacet"
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """A run as its own tool names it: ``orchestrator`` (dagster, metaflow), its run id, task and partition."""
+
+    orchestrator: str
+    run_id: str
+    task: str | None = None
+    partition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,7 @@ class EventSpec:
     nominal_end: datetime | None = None
     upstream_jobs: list[JobRef] = field(default_factory=list)
     model: ModelTraining | None = None
+    tool_run: ToolRun | None = None
 
 
 def _iso(moment: datetime) -> str:
@@ -245,6 +276,13 @@ def _job_type_facet(integration: str, job_type: str) -> job_type_job.JobTypeJobF
 
 
 @lru_cache(maxsize=4096)
+def _orchestrator_facet(run: ToolRun) -> OrchestratorRunFacet:
+    return OrchestratorRunFacet(
+        producer=PRODUCER, orchestrator=run.orchestrator, runId=run.run_id, task=run.task, partition=run.partition
+    )
+
+
+@lru_cache(maxsize=4096)
 def _nominal_time_facet(start: datetime, end: datetime | None) -> nominal_time_run.NominalTimeRunFacet:
     return nominal_time_run.NominalTimeRunFacet(
         producer=PRODUCER, nominalStartTime=_iso(start), nominalEndTime=_iso(end) if end else None
@@ -286,6 +324,8 @@ def run_event(spec: EventSpec) -> RunEvent:
             metrics=dict(spec.model.metrics),
             params=dict(spec.model.params),
         )
+    if spec.tool_run:
+        run_facets["orchestratorRun"] = _orchestrator_facet(spec.tool_run)
     job_facets: dict[str, JobFacet] = {"jobType": _job_type_facet(spec.integration, spec.job_type)}
     return RunEvent(
         eventType=spec.state,

@@ -18,7 +18,16 @@ from uuid import UUID
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.column_lineage import lineage_from_json
-from bridge.translate.events import DatasetRef, EventSpec, InputField, JobRef, ModelTraining, event_key, run_event
+from bridge.translate.events import (
+    DatasetRef,
+    EventSpec,
+    InputField,
+    JobRef,
+    ModelTraining,
+    ToolRun,
+    event_key,
+    run_event,
+)
 from bridge.translate.naming import Naming, job_name
 from bridge.translate.run_ids import run_id
 
@@ -105,7 +114,8 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
             flow_outputs |= {ref.name.key: ref for ref in outputs}
             start = EventSpec(state=RunState.START, time=task.created_at, job=job, integration=INTEGRATION,
                               job_type="STEP", inputs=inputs, outputs=outputs, parent=flow_job,
-                              root=root or flow_job, upstream_jobs=upstream)  # fmt: skip
+                              root=root or flow_job, upstream_jobs=upstream,
+                              tool_run=ToolRun(SOURCE, record.pathspec, task=task.pathspec))  # fmt: skip
             specs.append(start)
             if task.state != RunState.RUNNING.value:
                 finished_at = task.finished_at or task.created_at
@@ -113,7 +123,8 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
     inputs = [ref for key, ref in flow_inputs.items() if key not in flow_outputs]
     flow_start = EventSpec(state=RunState.START, time=record.created_at, job=flow_job, integration=INTEGRATION,
                            job_type="FLOW", inputs=inputs, outputs=list(flow_outputs.values()),
-                           parent=record.parent or root, root=root)  # fmt: skip
+                           parent=record.parent or root, root=root,
+                           tool_run=ToolRun(SOURCE, record.pathspec))  # fmt: skip
     specs.insert(0, flow_start)
     if record.state != RunState.RUNNING.value:
         ended = [task.finished_at for task in record.tasks if task.finished_at]

@@ -138,6 +138,62 @@ def event_verdicts(record: dict, expected: dict) -> list[Verdict]:
     return verdicts
 
 
+def _ran_by(record: dict) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(table, snapshot) -> the run that wrote it as its tool names it, from Iceberg and Metaflow alone: a Dagster
+    run id and partition (the snapshot's summary), or the Metaflow run's pathspec (the forecast it wrote)."""
+    ran_by: dict[tuple[str, str], tuple[str, str | None]] = {}
+    for table, snapshots in record["snapshots"].items():
+        for snapshot_id in snapshots["snapshots"]:
+            summary = _properties(snapshots, snapshot_id)
+            if "dagster.run-id" in summary:
+                partition = summary.get("dagster.partition")
+                partition = None if partition == WHOLE_TABLE else partition
+                ran_by[(table, snapshot_id)] = (summary["dagster.run-id"], partition)
+    for run in record["flow_runs"]:
+        ran_by[(FORECAST, run["forecast_snapshot_id"])] = (run["pathspec"], None)
+    return ran_by
+
+
+def tool_run_verdicts(record: dict) -> list[Verdict]:
+    """Each run names itself as its tool does (the ``orchestratorRun`` facet): a Dagster run the scenario launched,
+    for its month; each table version it names as output is that month's, written by it or, when the run found
+    it published already, by an earlier run (per Iceberg's snapshot). ``show --version`` names as writer the run
+    Iceberg's snapshot (or Metaflow's client, for the forecast) says wrote that version."""
+    ran_by, verdicts = _ran_by(record), []
+    launched = {run["run_id"]: (order, run["month"]) for order, run in enumerate(record["runs"])}
+    flows = {run["pathspec"] for run in record["flow_runs"]}
+    for event in record["events"]:
+        if event["eventType"] != "COMPLETE" or "." not in event["job"]["name"]:
+            continue
+        facet = event["run"].get("facets", {}).get("orchestratorRun", {})
+        said, partition = facet.get("runId"), facet.get("partition")
+        where = f"event {event['job']['name']} orchestratorRun"
+        if facet.get("orchestrator") == "metaflow":
+            verdicts.append(Verdict(where, "(the run)", str(said), said in flows, f"Metaflow's runs: {flows}"))
+        else:
+            order, month = launched.get(said, (None, None))
+            right = order is not None and (partition or "")[:7] == month
+            verdicts.append(Verdict(where, "(the run)", str(said), right, f"{partition}; launched {launched}"))
+        for name, version in _named(event.get("outputs", [])).items():
+            truth = ran_by.get((name, str(version)))
+            if truth is None:
+                continue
+            writer, written_for = truth
+            earlier = launched.get(writer, (len(launched),))[0] < launched.get(said, (-1,))[0]
+            right = (writer == said or earlier) and written_for == partition
+            verdicts.append(Verdict(where, name, str(version), right, f"said {(said, partition)}, Iceberg {truth}"))
+    for key, answer in record["answers"]["versions"].items():
+        dataset, _, version = key.partition("@")
+        truth = ran_by.get((dataset, version))
+        if truth is None or answer is None or answer["tree"]["written_by"] is None:
+            continue
+        writer = answer["tree"]["written_by"]
+        said_by = (writer["tool_run_id"], writer["partition"])
+        detail = f"said {said_by}, truth {truth}"
+        verdicts.append(Verdict("show --version writer", dataset, version, said_by == truth, detail))
+    return verdicts
+
+
 def answer_verdicts(record: dict, expected: dict) -> list[Verdict]:
     verdicts = []
     for key, answer in record["answers"]["versions"].items():
@@ -211,7 +267,12 @@ def _published(record: dict, dataset: str, version: str) -> bool:
 
 def verdicts(record: dict) -> list[Verdict]:
     expected = expected_inputs(record)
-    return [*event_verdicts(record, expected), *answer_verdicts(record, expected), *datahub_verdicts(record, expected)]
+    return [
+        *event_verdicts(record, expected),
+        *answer_verdicts(record, expected),
+        *datahub_verdicts(record, expected),
+        *tool_run_verdicts(record),
+    ]
 
 
 def table(found: list[Verdict]) -> str:
