@@ -148,6 +148,22 @@ def test_diff_says_the_later_version_started_reading_weather(queued, capsys):
     assert main(["diff", first, second, "--json"]) == 0
     changes = json.loads(capsys.readouterr().out)["changes"]
     assert any(line.startswith(f"{second} started reading {WEATHER_NAME}") for line in changes)
+    # The first line says it in short: what was read anew, and how many metrics moved.
+    metrics = [line for line in changes if line.startswith(("backtest_", "held_out_"))]
+    moved = sum(not line.endswith(", unchanged.") for line in metrics)
+    assert changes[0].startswith(f"In short: started reading {WEATHER_NAME}; ")
+    assert f"; {moved} metric{'s' if moved > 1 else ''} changed" in changes[0] and moved > 0
+
+
+def test_a_diff_of_a_version_with_itself_says_nothing_differs(queued, capsys):
+    first, _ = _model_versions(queued)
+    assert main(["diff", first, first]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == "  No difference in inputs, versions, columns or metrics."
+    assert all(", unchanged." in line for line in printed if line.startswith(("  backtest_", "  held_out_")))
+    forecast = _forecast_versions(queued)[0]
+    assert main(["diff", f"{FORECAST_NAME}@{forecast}", f"{FORECAST_NAME}@{forecast}"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("  No difference: both read the same inputs")
 
 
 def _forecast_versions(events) -> list[str]:

@@ -113,19 +113,19 @@ def find_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion 
 
 
 def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
-    """What changed from ``before`` to ``after``, in sentences: inputs added and removed, input versions, metrics."""
+    """What changed from ``before`` to ``after``, in sentences: first in short, then inputs added and removed, input
+    versions, input columns, features, metrics and parameters."""
     old = {i.name: i.version for i in before.inputs}
     new = {i.name: i.version for i in after.inputs}
-    lines = []
-    for name in sorted(new.keys() - old.keys()):
-        lines.append(f"{after.version} started reading {name} (version {new[name]}); {before.version} did not read it.")
-    for name in sorted(old.keys() - new.keys()):
-        lines.append(f"{after.version} stopped reading {name}, which {before.version} read (version {old[name]}).")
+    started, stopped = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
+    moved = sorted(name for name in old.keys() & new.keys() if old[name] != new[name])
+    lines = [
+        f"{after.version} started reading {n} (version {new[n]}); {before.version} did not read it." for n in started
+    ]
+    lines += [f"{after.version} stopped reading {n}, which {before.version} read (version {old[n]})." for n in stopped]
     for name in sorted(old.keys() & new.keys()):
-        if old[name] != new[name]:
-            lines.append(f"{name}: read at version {old[name]}, now at version {new[name]}.")
-        else:
-            lines.append(f"{name}: both read version {new[name]}.")
+        how = f"read at version {old[name]}, now at version" if name in moved else "both read version"
+        lines.append(f"{name}: {how} {new[name]}.")
     added = sorted(after.input_columns - before.input_columns)
     removed = sorted(before.input_columns - after.input_columns)
     if added:
@@ -135,17 +135,40 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
     new_features = sorted(after.features.keys() - before.features.keys())
     if new_features:
         lines.append(f"New features: {', '.join(new_features)}.")
-    for metric in sorted(before.metrics.keys() | after.metrics.keys()):
-        was, now = before.metrics.get(metric), after.metrics.get(metric)
-        if was is not None and now is not None:
-            change = f"{now - was:+.4g}" + (f" ({(now - was) / was:+.1%})" if was else "")
-            lines.append(f"{metric}: {was:g} -> {now:g} {change}.")
-        else:
-            lines.append(f"{metric}: {was} -> {now}.")
-    for param in sorted(before.params.keys() | after.params.keys()):
-        if before.params.get(param) != after.params.get(param):
-            lines.append(f"parameter {param}: {before.params.get(param)} -> {after.params.get(param)}.")
-    return lines
+    metrics = sorted(before.metrics.keys() | after.metrics.keys())
+    lines += [_metric_line(metric, before.metrics.get(metric), after.metrics.get(metric)) for metric in metrics]
+    params = sorted(
+        p for p in before.params.keys() | after.params.keys() if before.params.get(p) != after.params.get(p)
+    )
+    lines += [f"parameter {p}: {before.params.get(p)} -> {after.params.get(p)}." for p in params]
+    short = [f"started reading {name}" for name in started] + [f"stopped reading {name}" for name in stopped]
+    short += [
+        _counted(len(moved), "input", "at a new version"),
+        _counted(len(added) + len(removed), "input column"),
+        _counted(len(new_features), "new feature", ""),
+        _counted(sum(before.metrics.get(m) != after.metrics.get(m) for m in metrics), "metric"),
+        _counted(len(params), "parameter"),
+    ]
+    said = [part for part in short if part]
+    return [
+        f"In short: {'; '.join(said)}." if said else "No difference in inputs, versions, columns or metrics.",
+        *lines,
+    ]
+
+
+def _metric_line(metric: str, was: float | None, now: float | None) -> str:
+    if was == now:
+        return f"{metric}: {now:g}, unchanged."
+    if was is not None and now is not None:
+        return f"{metric}: {was:g} -> {now:g} {now - was:+.4g}" + (f" ({(now - was) / was:+.1%})." if was else ".")
+    return f"{metric}: {was} -> {now}."
+
+
+def _counted(count: int, noun: str, what: str = "changed") -> str:
+    """``2 metrics changed``; empty for none."""
+    if not count:
+        return ""
+    return f"{count} {noun}{'s' if count > 1 else ''}" + (f" {what}" if what else "")
 
 
 def _input(dataset: dict[str, Any]) -> Input:

@@ -53,4 +53,7 @@ def version_differences(
     lines += [f"column lineage gone: {line}" for line in sorted(columns_before - columns_after)]
     if before.written_by and after.written_by and before.written_by.job != after.written_by.job:
         lines.append(f"written by {before.written_by.job}, now by {after.written_by.job}.")
+    unchanged = old == new and columns_before == columns_after and not lines[len(old) :]
+    if unchanged:
+        return ["No difference: both read the same inputs at the same versions, with the same column lineage.", *lines]
     return lines
