@@ -88,6 +88,20 @@ def test_the_graph_holds_the_whole_cross_tool_path(graph):
     assert properties["partition"] in {"2024-12-01", "2025-01-01"}
 
 
+def test_each_table_s_columns_carry_iceberg_s_descriptions(graph):
+    from tests.iceberg_tables import table
+
+    lite, _ = graph
+    for name in (
+        "nyc_taxi.raw_yellow",
+        "nyc_taxi.yellow_rides_hourly_actuals",
+        "nyc_taxi.yellow_rides_hourly_forecast",
+    ):
+        fields = _aspect(lite, ICEBERG.format(name), "schemaMetadata")["fields"]
+        in_iceberg = {field.name: field.doc for field in table(name).schema().fields}
+        assert {f["fieldPath"]: f.get("description") for f in fields} == in_iceberg, name
+
+
 def test_each_run_keeps_its_own_inputs_so_the_weather_version_shows(graph):
     lite, _ = graph
     load = f"urn:li:dataJob:({FLOW},load)"

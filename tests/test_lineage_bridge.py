@@ -137,6 +137,27 @@ def test_an_asset_step_has_its_upstream_inputs_and_versioned_outputs(emitted, pi
     assert str(latest) in versions
 
 
+def test_every_column_of_every_table_is_described_as_iceberg_describes_it(emitted):
+    """The descriptions the lineage carries (each table's schema facet) are the Iceberg tables' own column docs."""
+    from tests.iceberg_tables import table
+
+    _, events = emitted
+    described: dict[str, dict[str, str | None]] = {}
+    for event in events:
+        for dataset in event.get("outputs", []):
+            fields = dataset.get("facets", {}).get("schema", {}).get("fields", [])
+            symlinks = dataset["facets"].get("symlinks", {}).get("identifiers", [])
+            if fields and symlinks:
+                described[symlinks[0]["name"]] = {f["name"]: f.get("description") for f in fields}
+    tables = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.taxi_zones"]
+    tables += ["nyc_taxi.yellow_rides_hourly_actuals", "nyc_taxi.yellow_rides_hourly_forecast"]
+    assert set(tables) <= described.keys()
+    for name in tables:
+        in_iceberg = {field.name: field.doc for field in table(name).schema().fields}
+        assert described[name] == in_iceberg, name
+        assert all(in_iceberg.values()), f"{name} has columns without a description"
+
+
 def test_the_table_dagster_writes_is_the_table_metaflow_reads(emitted, by_hand_run):
     _, events = emitted
     written = {

@@ -18,12 +18,13 @@ def test_a_step_records_each_dataset_it_touched_once():
     with recording() as step:
         record_read("nyc_taxi.yellow_rides_hourly_actuals", 42, rows=100)
         record_read("nyc_taxi.yellow_rides_hourly_actuals", 42, rows=100)
-        record_write("nyc_taxi.yellow_rides_hourly_forecast", "7")
+        record_write("nyc_taxi.yellow_rides_hourly_forecast", "7", schema=[("pickup_hour", "timestamptz", "The hour")])
         record_model("forecast_model", "Flow/1", metrics={"backtest_mae": 1}, params={"name": "gbm", "depth": 3})
     artifact = step.to_artifact()
     assert [use["version"] for use in artifact["reads"]] == ["42"]
     assert artifact["writes"][0] == {"name": "nyc_taxi.yellow_rides_hourly_forecast", "kind": "table", "version": "7",
-                                     "rows": None, "metrics": None, "params": None, "columns_from": None}  # fmt: skip
+                                     "rows": None, "metrics": None, "params": None, "columns_from": None,
+                                     "schema": [("pickup_hour", "timestamptz", "The hour")]}  # fmt: skip
     model = artifact["writes"][1]
     assert model["kind"] == "model" and model["metrics"] == {"backtest_mae": 1.0}
     assert model["params"] == {"name": "gbm", "depth": "3"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
@@ -50,6 +50,8 @@ class DatasetUse:
     # A written dataset's column lineage, as :func:`bridge.translate.column_lineage.lineage_to_json`;
     # its sources are tables.
     columns_from: dict[str, list[dict[str, Any]]] | None = None
+    # A written table's columns: name, type and description of each.
+    schema: list[tuple[str, str, str | None]] | None = None
 
 
 @dataclass
@@ -74,9 +76,12 @@ def record_write(
     kind: str = "table",
     rows: int | None = None,
     columns_from: ColumnLineage | None = None,
+    schema: Iterable[tuple[str, str, str | None]] | None = None,
 ) -> None:
-    """The step wrote ``name`` at ``version``; ``columns_from`` says which table columns each column comes from."""
-    _record("writes", DatasetUse(name, kind, str(version), rows, columns_from=_columns(columns_from)))
+    """The step wrote ``name`` at ``version``; ``columns_from`` says which table columns each column comes from,
+    ``schema`` names its columns with their types and descriptions."""
+    columns = list(schema) if schema is not None else None
+    _record("writes", DatasetUse(name, kind, str(version), rows, columns_from=_columns(columns_from), schema=columns))
 
 
 def record_model(

@@ -214,7 +214,7 @@ class _Run:
         metadata = metadata or {}
         version = next((metadata[k] for k in VERSION_KEYS if k in metadata), data_version)
         schema = metadata.get("dagster/column_schema")
-        columns = tuple((c.name, c.type) for c in schema.columns) if schema is not None else ()
+        columns = tuple((c.name, c.type, c.description) for c in schema.columns) if schema is not None else ()
         return DatasetRef(
             self.naming.asset(key.path),
             None if version is None else str(version),

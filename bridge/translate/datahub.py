@@ -155,7 +155,8 @@ def _dataset_aspects(
                 version=0, hash="",
                 platformSchema=models.OtherSchemaClass(rawSchema=""),
                 fields=[models.SchemaFieldClass(fieldPath=f["name"], nativeDataType=f.get("type") or "",
-                                                type=models.SchemaFieldDataTypeClass(type=_string_type()))
+                                                type=models.SchemaFieldDataTypeClass(type=_string_type()),
+                                                description=f.get("description"))
                         for f in fields],
             ))
         )  # fmt: skip

@@ -108,7 +108,7 @@ class DatasetRef:
 
     name: DatasetName
     version: str | None = None
-    schema: tuple[tuple[str, str], ...] = ()
+    schema: tuple[tuple[str, str, str | None], ...] = ()  # each column's name, type and description
     assertions: tuple[Assertion, ...] = ()
     rows: int | None = None
     columns_from: tuple[tuple[str, tuple[InputField, ...]], ...] = ()
@@ -188,7 +188,10 @@ def _dataset_facets(ref: DatasetRef) -> dict[str, DatasetFacet]:
     if ref.schema:
         facets["schema"] = schema_dataset.SchemaDatasetFacet(
             producer=PRODUCER,
-            fields=[schema_dataset.SchemaDatasetFacetFields(name=name, type=kind) for name, kind in ref.schema],
+            fields=[
+                schema_dataset.SchemaDatasetFacetFields(name=name, type=kind, description=about)
+                for name, kind, about in ref.schema
+            ],
         )
     if ref.columns_from:
         facets["columnLineage"] = column_lineage_facet(ref)

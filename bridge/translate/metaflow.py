@@ -142,8 +142,13 @@ def _ref(use: dict[str, Any], naming: Naming) -> DatasetRef:
         for column, origins in lineage_from_json(use.get("columns_from") or {}).items()
         if origins
     )
+    schema = tuple((name, kind, about) for name, kind, about in use.get("schema") or ())
     return DatasetRef(
-        naming.recorded(use["name"], use["kind"]), use["version"], rows=use.get("rows"), columns_from=columns_from
+        naming.recorded(use["name"], use["kind"]),
+        use["version"],
+        schema,
+        rows=use.get("rows"),
+        columns_from=columns_from,
     )
 
 

@@ -28,21 +28,29 @@ ZONES_ASSET = ZONES.replace(".", "/")
 # The zone lookup's columns the forecast carries, by the forecast's name for each.
 ZONE_NAMES = {"zone": "zone", "borough": "borough"}
 
+_INTERVAL = "bound of the {} prediction interval, calibrated on the backtest's held-out errors"
 FORECAST_SCHEMA = Schema(
-    NestedField(1, "pickup_hour", TimestamptzType(), required=False),
-    NestedField(2, "pulocationid", IntegerType(), required=False),
-    NestedField(3, "forecasted_total_rides", DoubleType(), required=False),
-    NestedField(4, "model_name", StringType(), required=False),
-    NestedField(5, "model_version", StringType(), required=False),
-    NestedField(6, "metaflow_run_id", StringType(), required=False),
-    NestedField(7, "created_at", TimestamptzType(), required=False),
-    NestedField(8, "zone", StringType(), required=False),
-    NestedField(9, "borough", StringType(), required=False),
-    # The forecast's intervals, calibrated on the backtest's held-out errors.
-    NestedField(10, "lower_80", DoubleType(), required=False),
-    NestedField(11, "upper_80", DoubleType(), required=False),
-    NestedField(12, "lower_95", DoubleType(), required=False),
-    NestedField(13, "upper_95", DoubleType(), required=False),
+    NestedField(
+        1,
+        "pickup_hour",
+        TimestamptzType(),
+        required=False,
+        doc="The hour forecast, as the actuals name it (New York wall-clock time)",
+    ),
+    NestedField(2, "pulocationid", IntegerType(), required=False, doc="The TLC taxi zone the trips would begin in"),
+    NestedField(
+        3, "forecasted_total_rides", DoubleType(), required=False, doc="Trips expected to begin in the zone in the hour"
+    ),
+    NestedField(4, "model_name", StringType(), required=False, doc="The model that forecast it (the champion)"),
+    NestedField(5, "model_version", StringType(), required=False, doc="The model version: its training run's pathspec"),
+    NestedField(6, "metaflow_run_id", StringType(), required=False, doc="The Metaflow run that wrote the row"),
+    NestedField(7, "created_at", TimestamptzType(), required=False, doc="When the row was written (UTC)"),
+    NestedField(8, "zone", StringType(), required=False, doc="The zone's name, from nyc_taxi.taxi_zones"),
+    NestedField(9, "borough", StringType(), required=False, doc="The zone's borough, from nyc_taxi.taxi_zones"),
+    NestedField(10, "lower_80", DoubleType(), required=False, doc="Lower " + _INTERVAL.format("80%")),
+    NestedField(11, "upper_80", DoubleType(), required=False, doc="Upper " + _INTERVAL.format("80%")),
+    NestedField(12, "lower_95", DoubleType(), required=False, doc="Lower " + _INTERVAL.format("95%")),
+    NestedField(13, "upper_95", DoubleType(), required=False, doc="Upper " + _INTERVAL.format("95%")),
 )
 FORECAST_PARTITIONING = PartitionSpec(
     PartitionField(source_id=1, field_id=1000, transform=DayTransform(), name="pickup_hour_day")
@@ -141,13 +149,17 @@ def with_zone_names(forecasts: pd.DataFrame, zones: pd.DataFrame) -> pd.DataFram
     return forecasts.merge(names, on="pulocationid", how="left", validate="many_to_one")
 
 
+def _described(schema: Schema) -> dict[str, str | None]:
+    return {field.name: field.doc for field in schema.fields}
+
+
 def write_forecasts(
     catalog: Catalog, forecasts: pd.DataFrame, run_id: str, columns_from: ColumnLineage | None = None
 ) -> int:
     """Replace this run's rows in the forecast table (a re-run of the same run never duplicates)."""
     table = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
-    if {field.name for field in table.schema().fields} != {field.name for field in FORECAST_SCHEMA.fields}:
-        # A table an older version created gains the newer columns; its rows keep them empty.
+    if _described(table.schema()) != _described(FORECAST_SCHEMA):
+        # A table an older version created gains the newer columns (its rows keep them empty) and their docs.
         with table.update_schema() as update:
             update.union_by_name(FORECAST_SCHEMA)
     frame = forecasts.assign(
@@ -158,7 +170,8 @@ def write_forecasts(
     arrow = arrow.cast(FORECAST_SCHEMA.as_arrow())
     table.overwrite(arrow, overwrite_filter=EqualTo("metaflow_run_id", run_id))
     snapshot_id = table.current_snapshot().snapshot_id
-    record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from)
+    schema = [(field.name, str(field.field_type), field.doc) for field in FORECAST_SCHEMA.fields]
+    record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from, schema=schema)
     return snapshot_id
 
 

@@ -244,7 +244,7 @@ def _unchanged(
             PUBLICATION: UNCHANGED,
             SNAPSHOT_ID: MV.int(published.snapshot_id),
             ROW_COUNT: MV.int(rows.count()),
-            COLUMN_SCHEMA: table_schema(rows.schema),
+            COLUMN_SCHEMA: table_schema(rows.schema, spec.descriptions),
             "partition": _partition(context),
             "published_by_run": published.properties.get("dagster.run-id", ""),
             **month.metadata,

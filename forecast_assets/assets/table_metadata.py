@@ -19,10 +19,11 @@ def table_key(identifier: str) -> AssetKey:
     return AssetKey(identifier.split("."))
 
 
-def table_schema(schema: StructType) -> TableSchema:
+def table_schema(schema: StructType, descriptions: dict[str, str]) -> TableSchema:
+    """The rows' columns with their types and what each holds (the table's ``descriptions``)."""
     return TableSchema(
         columns=[
-            TableColumn(name=field.name, type=field.dataType.simpleString(), description=None)
+            TableColumn(name=field.name, type=field.dataType.simpleString(), description=descriptions.get(field.name))
             for field in schema.fields
         ]
     )
@@ -34,7 +35,7 @@ def table_metadata(spec: TableSpec, write: WriteResult, schema: StructType, part
         TABLE_NAME: spec.identifier,
         SNAPSHOT_ID: MetadataValue.int(write.snapshot_id),
         ROW_COUNT: MetadataValue.int(write.rows_written),
-        COLUMN_SCHEMA: table_schema(schema),
+        COLUMN_SCHEMA: table_schema(schema, spec.descriptions),
         "partition": partition_key,
         "rows_replaced": MetadataValue.int(write.rows_replaced),
         "table_rows": MetadataValue.int(write.table_rows),

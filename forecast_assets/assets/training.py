@@ -184,7 +184,9 @@ def forecast_table_metadata(run) -> dict:
         TABLE_NAME: FORECAST,
         SNAPSHOT_ID: MetadataValue.int(data.forecast_snapshot_id),
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
-        COLUMN_SCHEMA: TableSchema(columns=[TableColumn(f.name, str(f.field_type)) for f in FORECAST_SCHEMA.fields]),
+        COLUMN_SCHEMA: TableSchema(
+            columns=[TableColumn(f.name, str(f.field_type), description=f.doc) for f in FORECAST_SCHEMA.fields]
+        ),
         "model_version": data.model_version,
         METAFLOW_RUN_ID: run.id,
         FORECAST_START: str(data.settings.as_of),

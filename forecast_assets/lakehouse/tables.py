@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -30,6 +30,8 @@ class TableSpec:
     month_column: str | None = None
     # "text": the column holds ``YYYY-MM``; "time": a date or timestamp inside the month.
     month_column_kind: str = "time"
+    # What each column holds: the Iceberg columns' comments, Dagster's column schema, the lineage's schema facet.
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     @property
     def identifier(self) -> str:
@@ -48,7 +50,7 @@ class TableSpec:
         )
 
     def ddl(self) -> str:
-        columns = ", ".join(f"{name} {spark_type}" for name, spark_type in self.columns.items())
+        columns = ", ".join(f"{name} {spark_type}{self._comment(name)}" for name, spark_type in self.columns.items())
         properties = ", ".join(f"'{k}'='{v}'" for k, v in TABLE_PROPERTIES.items())
         partitioning = f"PARTITIONED BY ({self.partitioned_by}) " if self.partitioned_by else ""
         return (
@@ -56,12 +58,21 @@ class TableSpec:
             f"{partitioning}TBLPROPERTIES ({properties})"
         )
 
+    def _comment(self, column: str) -> str:
+        about = self.descriptions.get(column)
+        return "" if about is None else " COMMENT '" + about.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
 
 HOURLY_ACTUALS = TableSpec(
     name="yellow_rides_hourly_actuals",
     columns={"pickup_hour": "timestamp", "pulocationid": "int", "total_rides": "bigint"},
     partitioned_by="months(pickup_hour)",
     month_column="pickup_hour",
+    descriptions={
+        "pickup_hour": "The hour the trips began (the meter engaged), New York wall-clock time",
+        "pulocationid": "The TLC taxi zone the trips began in (nyc_taxi.taxi_zones.location_id)",
+        "total_rides": "Yellow-taxi trips that began in the zone in the hour: the count the model forecasts",
+    },
 )
 
 

@@ -20,6 +20,12 @@ RAW_WEATHER = TableSpec(
     columns={"county_fips": "string", "date": "date", "element": "string", "value": "double"},
     partitioned_by="months(date)",
     month_column="date",
+    descriptions={
+        "county_fips": "FIPS code of the New York City county (borough) the value is for",
+        "date": "The day the value is for",
+        "element": "What was measured: prcp (precipitation, mm), tavg, tmin or tmax (temperature, degrees C)",
+        "value": "The county's nClimGrid-Daily value for that day and element",
+    },
 )
 
 

@@ -36,6 +36,14 @@ TAXI_ZONES = TableSpec(
         "source_file": "string",
         "source_fingerprint": "string",
     },
+    descriptions={
+        "location_id": "TLC taxi zone id, as trips name it (pulocationid, dolocationid)",
+        "borough": "The borough the zone lies in (EWR: Newark airport; Unknown and N/A: no known location)",
+        "zone": "The zone's name",
+        "service_zone": "TLC service zone: Yellow Zone, Boro Zone, Airports or EWR",
+        "source_file": "The TLC zone lookup file the row was read from",
+        "source_fingerprint": "sha256 of that file as staged: the file version the lineage names",
+    },
 )
 
 

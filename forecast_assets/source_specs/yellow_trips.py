@@ -10,9 +10,14 @@ from pyspark.sql import SparkSession
 from forecast_assets.audits import RAW_YELLOW_AUDITS
 from forecast_assets.lakehouse.tables import TableSpec
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES, trip_file_name
+from forecast_assets.sources.tlc_format import RAW_COLUMN_DESCRIPTIONS, RAW_COLUMN_TYPES, trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
-from forecast_assets.transforms.raw_yellow import LINEAGE_COLUMNS, normalize_trips, with_timestamps
+from forecast_assets.transforms.raw_yellow import (
+    LINEAGE_COLUMN_DESCRIPTIONS,
+    LINEAGE_COLUMNS,
+    normalize_trips,
+    with_timestamps,
+)
 from taxi_core.months import MonthWindow
 from taxi_core.names import TLC_BASE_URL, TRIP_FILES, TRIP_FOLDER
 
@@ -22,6 +27,7 @@ RAW_YELLOW = TableSpec(
     partitioned_by="source_month",
     month_column="source_month",
     month_column_kind="text",
+    descriptions=RAW_COLUMN_DESCRIPTIONS | LINEAGE_COLUMN_DESCRIPTIONS,
 )
 
 

@@ -63,6 +63,32 @@ RAW_COLUMN_TYPES: dict[str, str] = {
     "airport_fee": "double",
     "cbd_congestion_fee": "double",
 }
+# What each column holds, after TLC's data dictionary for yellow-taxi trip records (amounts in US dollars).
+RAW_COLUMN_DESCRIPTIONS: dict[str, str] = {
+    "vendorid": "The TPEP provider that sent the record "
+    "(1 Creative Mobile Technologies, 2 Curb Mobility, 6 Myle, 7 Helix)",
+    "tpep_pickup_datetime": "When the meter was engaged, New York wall-clock time",
+    "tpep_dropoff_datetime": "When the meter was disengaged, New York wall-clock time",
+    "passenger_count": "Passengers in the vehicle, as the driver entered it",
+    "trip_distance": "Trip distance in miles, as the taximeter reported it",
+    "ratecodeid": "Rate in effect at the end of the trip (1 standard, 2 JFK, 3 Newark, 4 Nassau or Westchester, "
+    "5 negotiated, 6 group ride, 99 unknown)",
+    "store_and_fwd_flag": "Y when the vehicle held the record in memory before sending it (no connection), else N",
+    "pulocationid": "TLC taxi zone where the meter was engaged (nyc_taxi.taxi_zones.location_id)",
+    "dolocationid": "TLC taxi zone where the meter was disengaged (nyc_taxi.taxi_zones.location_id)",
+    "payment_type": "How the passenger paid (0 flex fare, 1 credit card, 2 cash, 3 no charge, 4 dispute, 5 unknown, "
+    "6 voided trip)",
+    "fare_amount": "Time-and-distance fare calculated by the meter",
+    "extra": "Miscellaneous extras and surcharges",
+    "mta_tax": "MTA tax, triggered by the metered rate in use",
+    "tip_amount": "Tip; filled in for credit-card tips, cash tips are not included",
+    "tolls_amount": "All tolls paid in the trip",
+    "improvement_surcharge": "Improvement surcharge assessed at the flag drop",
+    "total_amount": "Total charged to the passenger, cash tips not included",
+    "congestion_surcharge": "New York State congestion surcharge collected in the trip",
+    "airport_fee": "Fee for pick-ups at LaGuardia and John F. Kennedy airports",
+    "cbd_congestion_fee": "MTA Congestion Relief Zone toll per trip, charged from 5 January 2025",
+}
 
 
 def trip_file_name(month: str) -> str:

@@ -15,6 +15,12 @@ LINEAGE_COLUMNS = {
     "source_fingerprint": "string",
     "ingested_at": "timestamp",
 }
+LINEAGE_COLUMN_DESCRIPTIONS = {
+    "source_month": "The month (YYYY-MM) of the TLC file the row came from; the table's partition",
+    "source_file": "The TLC file the row was read from",
+    "source_fingerprint": "sha256 of that file as staged: the file version the lineage names",
+    "ingested_at": "When the month was written to the table (UTC)",
+}
 
 
 def with_timestamps(trips: DataFrame) -> DataFrame:
