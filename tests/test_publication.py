@@ -100,3 +100,25 @@ def test_a_discarded_stage_leaves_main_as_it_was(spark):
     assert staged_branches(spark, PROBE, JANUARY) == []
     assert published_snapshot(spark, PROBE) == before
     assert 99 not in _published_values(spark, JANUARY)
+
+
+def test_a_table_an_older_version_created_gains_its_column_comments_and_keeps_its_snapshots(spark):
+    from dataclasses import replace
+
+    from forecast_assets.lakehouse.tables import ensure_table
+    from tests.iceberg_tables import table
+
+    bare = replace(PROBE, name="described_probe")
+    described = replace(bare, descriptions={"day": "The day it's for", "value": "A count \\ a tally"})
+    try:
+        ensure_table(spark, bare)  # as an older version made it: no comments
+        assert {f.name: f.doc for f in table(bare.identifier).schema().fields} == {"day": None, "value": None}
+        snapshots = [s.snapshot_id for s in table(bare.identifier).snapshots()]
+        ensure_table(spark, described)
+        ensure_table(spark, described)  # once they match, nothing more is committed
+        found = table(bare.identifier)
+        assert {f.name: f.doc for f in found.schema().fields} == described.descriptions
+        assert [s.snapshot_id for s in found.snapshots()] == snapshots
+        assert len(found.metadata.schemas) == 3  # the first, and one per column described
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {bare.identifier} PURGE")

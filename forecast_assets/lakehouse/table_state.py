@@ -52,6 +52,11 @@ class TableState:
         summary = {key: value for key, value in data.get("summary", {}).items() if key != "operation"}
         return Snapshot(int(data["snapshot-id"]), data.get("parent-snapshot-id"), summary)
 
+    def column_docs(self) -> dict[str, str | None]:
+        """Each top-level column's comment (its Iceberg ``doc``), fetched as the schema's JSON in one answer."""
+        schema = json.loads(self._jvm.org.apache.iceberg.SchemaParser.toJson(self._table.schema()))
+        return {field["name"]: field.get("doc") for field in schema["fields"]}
+
     def property(self, key: str) -> str | None:
         """A table property, as written: Spark's ``SHOW TBLPROPERTIES`` hides any value mentioning a token."""
         value = self._table.properties().get(key)

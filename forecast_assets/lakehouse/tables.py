@@ -60,7 +60,11 @@ class TableSpec:
 
     def _comment(self, column: str) -> str:
         about = self.descriptions.get(column)
-        return "" if about is None else " COMMENT '" + about.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "" if about is None else f" COMMENT {_sql_string(about)}"
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 HOURLY_ACTUALS = TableSpec(
@@ -83,13 +87,23 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     empty snapshot of its own that no other branch shares, and of two first months staged at once
     only one could then be published.
     """
-    if _has_main(spark, spec):  # the usual case, answered by one query
+    state = table_state(spark, spec.identifier)
+    if state is not None and state.ref("main") is not None:  # the usual case, answered by one load
+        _describe_columns(spark, spec, state.column_docs())
         return
     catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     catalog_statement(spark, spec.ddl())
     if not _has_main(spark, spec):
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
         committed_sql(spark, spec.identifier, "while creating main", create_main)
+
+
+def _describe_columns(spark: SparkSession, spec: TableSpec, docs: dict[str, str | None]) -> None:
+    """A table an older version created gains its columns' comments (once: then they match)."""
+    for column, about in spec.descriptions.items():
+        if column in docs and docs[column] != about:
+            statement = f"ALTER TABLE {spec.identifier} ALTER COLUMN {column} COMMENT {_sql_string(about)}"
+            committed_sql(spark, spec.identifier, f"while describing column {column}", statement)
 
 
 def _has_main(spark: SparkSession, spec: TableSpec) -> bool:
