@@ -18,9 +18,9 @@ sink's session found its environment), the transport's request itself (its body 
 the transport: credentials, custom headers, compression) is written on a connection kept open for the
 pass (:mod:`bridge.sinks.http_wire`), with the session's own default headers: the request a target gets
 is the one ``requests`` would send, without the per-request work of ``requests`` and ``http.client``
-(about two thirds of a loopback delivery). A failed
-answer raises the error ``requests`` would; a connection that cannot be opened, and a redirect, go
-through the transport's own ``emit``, which then raises or follows as it always does.
+(most of a loopback delivery). A failed answer raises the error ``requests`` would; a connection that
+cannot be opened, a header ``requests`` would refuse, and a redirect go through the transport's own
+``emit``, which then raises or follows as it always does.
 
 An event that already has one of those facets (the client would merge them), any other transport,
 and any other configuration go through ``client.emit``.
