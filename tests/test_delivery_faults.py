@@ -324,11 +324,19 @@ def test_a_sensor_tick_logs_what_its_pass_did_and_how_each_target_stands(tmp_pat
         handler.emit = records.append
         context.log.addHandler(handler)  # what the tick log in Dagster's UI shows
         tick = lineage_sensor(bridge)(context)
+        first = list(records)
+        records.clear()
+        idle = lineage_sensor(bridge)(context)  # nothing new since
     assert isinstance(tick, SkipReason) and f"sent {len(queued)}, 0 waiting" in tick.skip_message
-    logged = "\n".join(record.getMessage() for record in records)
+    logged = "\n".join(record.getMessage() for record in first)
     assert f"This tick's pass: queued 0 new events; http {server.url}/api/v1/lineage: sent {len(queued)}" in logged
     assert f"Lineage: healthy (exit 0); {len(queued)} events in the outbox" in logged
     assert f"http {server.url}/api/v1/lineage: up to date" in logged
+    # An idle tick on healthy lineage says so in one line (the daemon prints it every 30 s); the rest is debug.
+    assert isinstance(idle, SkipReason) and "sent 0, 0 waiting" in idle.skip_message
+    said = [record.getMessage() for record in records if record.levelno >= logging.INFO]
+    assert len(said) == 1 and said[0].startswith(f"Lineage: healthy (exit 0); {len(queued)} events in the outbox")
+    assert any("up to date" in record.getMessage() for record in records if record.levelno == logging.DEBUG)
 
 
 def test_a_watcher_started_for_the_sensor_stops_when_the_process_that_started_it_ends(folder):

@@ -9,10 +9,10 @@ from dagster import DefaultSensorStatus, SensorDefinition, SensorEvaluationConte
 
 from bridge.config import LineageBridge
 from bridge.errors import BridgeError
-from bridge.outbox.health import status, status_lines
+from bridge.outbox.health import HEALTHY, status, status_lines
 from bridge.outbox.lease import PassRunning
 from bridge.outbox.queue import Outbox
-from bridge.run.lineage_pass import run_pass, summary
+from bridge.run.lineage_pass import PassResult, run_pass, summary
 from bridge.run.watch import keep_watcher_running
 from bridge.sources.dagster import AssetGraph
 
@@ -44,23 +44,15 @@ def lineage_sensor(
     def bridge_sensor(context: SensorEvaluationContext) -> SkipReason:
         configured = bridge() if callable(bridge) else bridge
         watcher = keep_watcher_running(configured)
-        if watcher is not None:
-            context.log.info(
-                "The lineage watcher (process %s) delivers within seconds; its log: %s",
-                watcher,
-                configured.lineage_dir / "watcher.log",
-            )
         try:
             graph = lambda: _asset_graph(context)  # noqa: E731 -- loaded only when a run is new
             result = run_pass(configured, context.instance, graph, purpose="sensor")
         except PassRunning as running:
             said = f"{running}; this tick leaves the work to it"
-            context.log.info(said)
-            _log_health(context, configured)
+            _log_tick(context, configured, watcher, said, idle=True)
             return SkipReason(said)
         said = summary(result)
-        context.log.info("This tick's pass: %s", said)
-        _log_health(context, configured)
+        _log_tick(context, configured, watcher, f"This tick's pass: {said}", idle=_idle(result))
         if result.failing:
             raise LineageFailing(said)
         return SkipReason(said)
@@ -76,13 +68,38 @@ def _asset_graph(context: SensorEvaluationContext) -> AssetGraph:
     return repository.asset_graph
 
 
-def _log_health(context: SensorEvaluationContext, bridge: LineageBridge) -> None:
-    """Lineage's health as the latest pass (this tick's, or the watcher's) left it, in the tick's log."""
-    if not bridge.outbox_path.exists():
-        return
-    outbox = Outbox(bridge.outbox_path)
-    try:
-        for line in status_lines(status(outbox), time.time(), bridge.repair_command):
-            context.log.info(line)
-    finally:
-        outbox.close()
+def _idle(result: PassResult) -> bool:
+    """The pass found nothing to do and lineage is healthy."""
+    moved = sum(result.queued.values()) + sum(sink.sent + sink.parked for sink in result.sinks.values())
+    return not moved and not result.reported and not result.failing
+
+
+def _log_tick(
+    context: SensorEvaluationContext, bridge: LineageBridge, watcher: int | None, said: str, idle: bool
+) -> None:
+    """What the tick did and lineage's health as the latest pass (this tick's, or the watcher's) left it.
+
+    The daemon prints a tick's log every 30 s: an idle tick on healthy lineage says so in one line (the
+    verdict), the rest at debug level; any other tick says what it did and how each target stands.
+    """
+    found = None
+    if bridge.outbox_path.exists():
+        outbox = Outbox(bridge.outbox_path)
+        try:
+            found = status(outbox)
+        finally:
+            outbox.close()
+    quiet = idle and (found is None or found.code == HEALTHY)
+    detail = context.log.debug if quiet else context.log.info
+    if watcher is not None:
+        detail(
+            "The lineage watcher (process %s) delivers within seconds; its log: %s",
+            watcher,
+            bridge.lineage_dir / "watcher.log",
+        )
+    detail(said)
+    if found is not None:
+        verdict, *targets = status_lines(found, time.time(), bridge.repair_command)
+        context.log.info(verdict)
+        for line in targets:
+            detail(line)
