@@ -51,9 +51,10 @@ def version_differences(
         lines.append(f"{name}: {verb} version {new[name]}.")
     lines += [f"new column lineage: {line}" for line in sorted(columns_after - columns_before)]
     lines += [f"column lineage gone: {line}" for line in sorted(columns_before - columns_after)]
-    if before.written_by and after.written_by and before.written_by.job != after.written_by.job:
-        lines.append(f"written by {before.written_by.job}, now by {after.written_by.job}.")
-    unchanged = old == new and columns_before == columns_after and not lines[len(old) :]
-    if unchanged:
+    was, now = before.written_by, after.written_by
+    rewritten = None if was is None or now is None or was.job == now.job else f"written by {was.job}, now by {now.job}."
+    if rewritten:
+        lines.append(rewritten)
+    if old == new and columns_before == columns_after and rewritten is None:
         return ["No difference: both read the same inputs at the same versions, with the same column lineage.", *lines]
     return lines

@@ -52,6 +52,8 @@ FORECAST_SCHEMA = Schema(
     NestedField(12, "lower_95", DoubleType(), required=False, doc="Lower " + _INTERVAL.format("95%")),
     NestedField(13, "upper_95", DoubleType(), required=False, doc="Upper " + _INTERVAL.format("95%")),
 )
+# Each column's name, type and description, as the lineage and Dagster's column schema give them.
+FORECAST_COLUMNS = [(field.name, str(field.field_type), field.doc) for field in FORECAST_SCHEMA.fields]
 FORECAST_PARTITIONING = PartitionSpec(
     PartitionField(source_id=1, field_id=1000, transform=DayTransform(), name="pickup_hour_day")
 )
@@ -170,8 +172,7 @@ def write_forecasts(
     arrow = arrow.cast(FORECAST_SCHEMA.as_arrow())
     table.overwrite(arrow, overwrite_filter=EqualTo("metaflow_run_id", run_id))
     snapshot_id = table.current_snapshot().snapshot_id
-    schema = [(field.name, str(field.field_type), field.doc) for field in FORECAST_SCHEMA.fields]
-    record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from, schema=schema)
+    record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from, schema=FORECAST_COLUMNS)
     return snapshot_id
 
 

@@ -177,16 +177,14 @@ def png_markdown(png: bytes, title: str) -> MetadataValue:
 
 def forecast_table_metadata(run) -> dict:
     # The flow's table module imports Metaflow, which reads its configuration when imported.
-    from flows.forecasting.tables import FORECAST, FORECAST_SCHEMA
+    from flows.forecasting.tables import FORECAST, FORECAST_COLUMNS
 
     data = run.data
     metadata = {
         TABLE_NAME: FORECAST,
         SNAPSHOT_ID: MetadataValue.int(data.forecast_snapshot_id),
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
-        COLUMN_SCHEMA: TableSchema(
-            columns=[TableColumn(f.name, str(f.field_type), description=f.doc) for f in FORECAST_SCHEMA.fields]
-        ),
+        COLUMN_SCHEMA: TableSchema(columns=[TableColumn(*column) for column in FORECAST_COLUMNS]),
         "model_version": data.model_version,
         METAFLOW_RUN_ID: run.id,
         FORECAST_START: str(data.settings.as_of),
