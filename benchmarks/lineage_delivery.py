@@ -240,6 +240,10 @@ telemetry:
 """
 
 
+# The runs that build an event log print their debug log to the console unless told otherwise.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
 def shop_event_log(home: Path, runs: int):
     """A Dagster instance in ``home`` whose event log holds ``runs`` materializations of the reuse example's
     two assets. dagster-openlineage 0.2.1 cannot read Dagster's default run-sharded SQLite event log
@@ -255,7 +259,9 @@ def shop_event_log(home: Path, runs: int):
     tables = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
     with DagsterInstance.from_config(str(home)) as instance:
         for _ in range(runs):
-            assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables).success
+            assert materialize(
+                defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables, run_config=QUIET
+            ).success
     return defs
 
 
@@ -453,7 +459,9 @@ def sharded(python: Path, home: Path, url: str, runs: int = 5) -> None:
     tables = [AssetKey(["shop", "orders"]), AssetKey(["shop", "daily_totals"])]
     with DagsterInstance.from_config(str(home)) as instance:
         for _ in range(runs):
-            assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables).success
+            assert materialize(
+                defs.resolve_asset_graph().assets_defs, instance=instance, selection=tables, run_config=QUIET
+            ).success
     their = _anchor(python, home, {"OPENLINEAGE_URL": url})
     sent, _ = _ours(home, shop_bridge(home), defs.resolve_asset_graph(), home / "ours", "http", url)
     print(f"\nDagster's default run-sharded SQLite event log, {runs} runs ({runs * 6} run and step events):")
