@@ -3,9 +3,7 @@
 - the README's pipeline command, typed into a clean login shell on a fresh copy of the project, then the
   flow by hand there (:mod:`tests.test_first_hour`);
 - the ground-truth scenario, which records what really happened (:mod:`tests.test_ground_truth`);
-- the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`);
-- last, mypy's strict check of the bridge and the shared core (:mod:`tests.test_architecture`): not a pipeline,
-  but as long as one of the short ones, and it needs nothing the session does.
+- the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`).
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOGIN_SHELL_SECONDS = 1800
 SCENARIO_SECONDS = 1800
 CLUSTER_DEMO_SECONDS = 1800
-TYPE_CHECK_SECONDS = 600
 
 
 def readme_command(number: int) -> str:
@@ -108,16 +105,10 @@ def cluster_demo(lane: Lane) -> ClusterDemo:
     return ClusterDemo(home, env, done)
 
 
-def strict_type_check(lane: Lane) -> subprocess.CompletedProcess[str]:
-    """mypy, configured in pyproject.toml (strict, over ``bridge`` and ``taxi_core``)."""
-    return lane.run([sys.executable, "-m", "mypy"], timeout=TYPE_CHECK_SECONDS, cwd=PROJECT_ROOT)
-
-
 # The lane's order: the cluster's module has the most left to do once its run is done.
 RUNS = (
     EndToEndRun("cluster-demo", fixture="cluster_run", work=cluster_demo),
     EndToEndRun("readme-demo", fixture="fresh_copy_demo", work=readme_demo),
     EndToEndRun("flow-by-hand", fixture="flow_by_hand", work=flow_by_hand),
     EndToEndRun("truth-record", fixture="truth_record", work=truth_record),
-    EndToEndRun("type-check", fixture="strict_type_check", work=strict_type_check),
 )
