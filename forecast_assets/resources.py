@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from dagster import ConfigurableResource, get_dagster_logger
-from dagster_aws.s3 import S3Resource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
@@ -128,6 +127,10 @@ class StagingResource(ConfigurableResource):
 
     def store(self) -> Staging:
         if self.location.startswith("s3://"):
+            # dagster-aws loads Dagster's test utilities and daemon modules when imported (about a second
+            # where nothing else needs them, as in collecting the tests): imported only where staging is on S3.
+            from dagster_aws.s3 import S3Resource
+
             bucket, prefix = parse_s3_location(self.location)
             client = S3Resource(
                 region_name=self.s3_region or None, endpoint_url=self.s3_endpoint_url or None

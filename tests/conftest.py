@@ -154,6 +154,17 @@ def folder(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def s3(monkeypatch):
+    """A real S3 API on 127.0.0.1 with a bucket, and credentials only it accepts (:mod:`tests.loopback_s3`)."""
+    from tests.loopback_s3 import CREDENTIALS, s3_bucket
+
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    with s3_bucket() as store:
+        yield store
+
+
+@pytest.fixture
 def openlineage_env(monkeypatch):
     """The client turns OPENLINEAGE_URL into OPENLINEAGE__TRANSPORT__* variables of the process: undo them too."""
     before = {key for key in os.environ if key.startswith("OPENLINEAGE")}

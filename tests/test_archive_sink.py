@@ -4,12 +4,8 @@ other sinks go on without it."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import boto3
 import pytest
 
 from bridge.config import SinkSpec
@@ -20,47 +16,6 @@ from bridge.sinks.registry import UnknownSinkKind, factory
 from tests.dagster_ui import free_port
 from tests.delivery_rig import fill, one_pass, rig_bridge
 from tests.loopback_lineage import identity
-
-
-@pytest.fixture
-def s3(monkeypatch):
-    """A real S3 API (moto's server) on 127.0.0.1, with a bucket, and credentials only it accepts."""
-    from moto.server import ThreadedMotoServer
-
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint)
-    bucket = f"lineage-{uuid.uuid4().hex[:12]}"  # moto keeps its buckets per process, not per server
-    client.create_bucket(Bucket=bucket)
-    try:
-        yield Store(endpoint, client, bucket)
-    finally:
-        server.stop()
-
-
-@dataclass(frozen=True)
-class Store:
-    endpoint: str
-    client: object
-    bucket: str
-
-    def archived(self, prefix: str = "events/") -> tuple[list[str], list[dict]]:
-        """The archive's objects, by key, and the events they hold in key order."""
-        listing = self.client.list_objects_v2(Bucket=self.bucket, Prefix=prefix).get("Contents", [])
-        keys = sorted(item["Key"] for item in listing)
-        events = []
-        for key in keys:
-            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-            events += [json.loads(line) for line in gzip.decompress(body).decode().splitlines()]
-        return keys, events
 
 
 def archive_bridge(folder, endpoint: str, url: str):
