@@ -33,7 +33,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from openlineage.client.serde import Serde
 
 from bridge.sources.dagster import DagsterSource
-from bridge.translate.dagster import INPUT_VERSIONS
+from bridge.translate.dagster_inputs import input_versions_metadata
 from bridge.translate.naming import IcebergTables, Naming
 from taxi_core.settings import PROJECT_ROOT
 
@@ -81,7 +81,7 @@ def orders(context: AssetExecutionContext) -> MaterializeResult:
     WORLD.read_by_version[version] = read
     metadata = {"iceberg/snapshot_id": MetadataValue.int(int(version))}
     if WORLD.declare:
-        metadata[INPUT_VERSIONS] = MetadataValue.json({FILES.to_user_string(): read})
+        metadata |= input_versions_metadata({FILES.to_user_string(): read})
     return MaterializeResult(metadata=metadata, data_version=DataVersion(version))
 
 

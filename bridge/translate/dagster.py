@@ -32,6 +32,7 @@ from dagster._core.events import AssetObservationData
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.dagster_columns import column_lineage_from_metadata
+from bridge.translate.dagster_inputs import INPUT_VERSIONS
 from bridge.translate.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
@@ -77,8 +78,6 @@ VERSION_KEYS = ("iceberg/snapshot_id", "model_version")
 STAGED_VERSION = "staged_snapshot_id"
 PUBLICATION = "publication"
 UNCHANGED, HELD_BACK = "unchanged", "held back"  # found its month unchanged; held it back after a failed audit
-# What a materialization says it read: {parent asset key (``a/b``): the version read}. The truest record.
-INPUT_VERSIONS = "lineage/input_versions"
 CHECKS_SUFFIX = "__checks"
 
 Keyed = tuple[str, RunEvent]

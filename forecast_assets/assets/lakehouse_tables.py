@@ -14,13 +14,12 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Failure,
-    MetadataValue,
     PartitionsDefinition,
     PreviewWarning,
     multi_asset,
 )
 
-from bridge.translate.dagster import INPUT_VERSIONS
+from bridge.translate.dagster_inputs import input_versions_metadata
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import partition_window
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
@@ -85,7 +84,7 @@ def _table_asset(
 def _read(versions: dict[AssetKey, str | int | None]) -> dict:
     """What the month is built from, at the versions read, for the lineage bridge (per-run truth)."""
     read = {key.to_user_string(): str(version) for key, version in versions.items() if version is not None}
-    return {INPUT_VERSIONS: MetadataValue.json(read)}
+    return input_versions_metadata(read)
 
 
 def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExecutionContext) -> FetchRecord:

@@ -1,0 +1,21 @@
+"""What a materialization says it read, as Dagster asset metadata: written by an asset, read by the bridge.
+
+An asset that knows the version of each input it read (an Iceberg snapshot, a file's fingerprint) says so
+under ``lineage/input_versions``: ``{parent asset key (a/b): the version read}``. It is the truest record of
+a run's inputs; the bridge prefers it to Dagster's provenance pointers (:mod:`bridge.translate.dagster`).
+Light on purpose: the assets import it, and it loads neither the OpenLineage client nor the translators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dagster import MetadataValue
+
+INPUT_VERSIONS = "lineage/input_versions"
+
+
+def input_versions_metadata(read: Mapping[str, str]) -> dict[str, Any]:
+    """The metadata entry saying which version of each parent (by its key's user string) was ``read``."""
+    return {INPUT_VERSIONS: MetadataValue.json(dict(read))}
