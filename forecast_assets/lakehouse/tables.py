@@ -93,7 +93,8 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
         return
     catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     catalog_statement(spark, spec.ddl())
-    if not _has_main(spark, spec):
+    created = table_state(spark, spec.identifier)
+    if created is None or created.ref("main") is None:
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
         committed_sql(spark, spec.identifier, "while creating main", create_main)
 
@@ -104,11 +105,6 @@ def _describe_columns(spark: SparkSession, spec: TableSpec, docs: dict[str, str 
         if column in docs and docs[column] != about:
             statement = f"ALTER TABLE {spec.identifier} ALTER COLUMN {column} COMMENT {_sql_string(about)}"
             committed_sql(spark, spec.identifier, f"while describing column {column}", statement)
-
-
-def _has_main(spark: SparkSession, spec: TableSpec) -> bool:
-    state = table_state(spark, spec.identifier)
-    return state is not None and state.ref("main") is not None
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> DataFrame:
