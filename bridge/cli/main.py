@@ -51,7 +51,14 @@ from bridge.config import LineageBridge
 from bridge.index import queries, views
 from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message, to_mermaid, to_svg
 from bridge.index.lineage_index import LineageIndex
-from bridge.index.model_versions import TrainedVersion, differences, find_version, trained_versions
+from bridge.index.model_versions import (
+    Source,
+    TrainedVersion,
+    differences,
+    find_version,
+    trained_versions,
+    with_provenance,
+)
 from bridge.outbox.queue import Outbox
 
 
@@ -205,7 +212,14 @@ def show_column(
 
 
 def _trained(connection: sqlite3.Connection) -> list[TrainedVersion]:
-    return trained_versions(queries.trained_events(connection))
+    """Every model version, each partition it read traced to the run that wrote it and its source files."""
+
+    def provenance(dataset: str, version: str) -> tuple[str | None, tuple[Source, ...]]:
+        tree = queries.version_tree(connection, dataset, version)
+        written_by = tree.written_by.describe() if tree.written_by else None
+        return written_by, tuple(Source(n.dataset, n.version) for n in tree.sources() if n is not tree)
+
+    return [with_provenance(version, provenance) for version in trained_versions(queries.trained_events(connection))]
 
 
 def _model_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
@@ -228,6 +242,8 @@ def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
         print(f"{found.version}  {', '.join(f'{name}={value:g}' for name, value in found.metrics.items())}")
         for dataset in found.inputs:
             print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
+            for part in dataset.partitions:
+                print(f"    [{part.partition}] @ {part.version}, {part.rows:,} rows, from {part.built_from()}")
         if found.input_columns:
             print(f"  input columns: {', '.join(sorted(found.input_columns))}")
     return 0

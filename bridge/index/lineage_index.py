@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.outbox.queue import Outbox, connect
+from bridge.translate.partitions import PartitionVersion, partitions_in
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mark (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL);
@@ -42,12 +43,16 @@ CREATE TABLE IF NOT EXISTS columns (
     transformations TEXT NOT NULL,
     PRIMARY KEY (dataset, version, run_id, column_name, input_dataset, input_column)
 );
+CREATE TABLE IF NOT EXISTS parts (
+    run_id TEXT, dataset TEXT, partition TEXT, version TEXT, rows INTEGER,
+    PRIMARY KEY (run_id, dataset, partition, version)
+);
 CREATE TABLE IF NOT EXISTS trained (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS located (namespace TEXT, name TEXT, label TEXT NOT NULL, PRIMARY KEY (namespace, name));
 """
 # The index's format: an index file of another format (an older bridge's) is emptied and refilled from the
 # outbox when it is opened. Raise it with every change to SCHEMA or to what event_facts keeps.
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 FINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
 TOOL_RUN_FIELDS = ("orchestrator", "runId", "task", "partition")
 
@@ -86,6 +91,8 @@ class EventFacts:
     final: tuple[str, str] | None = None  # state, time
     io: list[tuple[str, str, str | None]] = field(default_factory=list)  # direction, dataset, version
     columns: list[ColumnFact] = field(default_factory=list)
+    # The partitions each input was read as, each at the version that wrote it (a whole-table read).
+    parts: list[tuple[str, PartitionVersion]] = field(default_factory=list)
     trained: bool = False
 
 
@@ -126,6 +133,7 @@ def event_facts(event: dict[str, Any], located: dict[tuple[str, str], str] | Non
         return facts
     facts.io = [("input", dataset_label(d), dataset_version(d)) for d in inputs]
     facts.io += [("output", dataset_label(d), dataset_version(d)) for d in outputs]
+    facts.parts = [(dataset_label(d), part) for d in inputs for part in partitions_in(d)]
     for dataset in outputs:
         fields = dataset.get("facets", {}).get("columnLineage", {}).get("fields", {})
         for column, spec in fields.items():
@@ -277,6 +285,10 @@ def _apply(connection: sqlite3.Connection, payload: str, facts: EventFacts, held
                 (c.dataset, c.version, run_id, c.column, c.input_dataset, c.input_column, json.dumps(c.transformations))
                 for c in facts.columns
             ],
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO parts VALUES (?, ?, ?, ?, ?)",
+            [(run_id, dataset, part.partition, part.version, part.rows) for dataset, part in facts.parts],
         )
         if facts.trained:
             connection.execute("INSERT OR REPLACE INTO trained (run_id, payload) VALUES (?, ?)", (run_id, payload))

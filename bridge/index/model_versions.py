@@ -6,15 +6,59 @@ run read, at the versions it read them (per-run truth, not the job's union over 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from bridge.translate.partitions import partitions_in
+
+
+@dataclass(frozen=True)
+class Source:
+    """A dataset version at the bottom of a lineage: a source file at its fingerprint."""
+
+    name: str
+    version: str | None
+
+    def __str__(self) -> str:
+        return f"{self.name} @ {self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class PartitionRead:
+    """One partition a run read of a table, at the version that wrote it; ``written_by`` (the run that wrote it)
+    and ``sources`` (the source files it was built from) come from the lineage index (:func:`with_provenance`)."""
+
+    partition: str
+    version: str
+    rows: int = 0
+    written_by: str | None = None
+    sources: tuple[Source, ...] = ()
+
+    def built_from(self) -> str:
+        return ", ".join(str(source) for source in self.sources) or "no source recorded"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition": self.partition,
+            "version": self.version,
+            "rows": self.rows,
+            "written_by": self.written_by,
+            "sources": [{"name": s.name, "version": s.version} for s in self.sources],
+        }
 
 
 @dataclass(frozen=True)
 class Input:
     name: str
     version: str | None
+    partitions: tuple[PartitionRead, ...] = ()  # a partitioned table read whole: each partition as written
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.partitions:
+            found["partitions"] = [p.to_json() for p in self.partitions]
+        return found
 
 
 @dataclass(frozen=True)
@@ -41,7 +85,7 @@ class TrainedVersion:
             "version": self.version,
             "model": self.model,
             "trained_by": {"job": self.job, "run_id": self.run_id, "finished": self.trained_at},
-            "inputs": [{"name": i.name, "version": i.version} for i in self.inputs],
+            "inputs": [i.to_json() for i in self.inputs],
             "input_columns": sorted(self.input_columns),
             "features": {name: list(columns) for name, columns in self.features.items()},
             "metrics": self.metrics,
@@ -63,13 +107,7 @@ def trained_versions(events: Iterable[dict[str, Any]]) -> list[TrainedVersion]:
         facet = event["run"]["facets"].get("modelTraining")
         if event["eventType"] != "COMPLETE" or not facet:
             continue
-        inputs = tuple(
-            sorted(
-                (Input(dataset_label(d), d.get("facets", {}).get("version", {}).get("datasetVersion"))
-                 for d in event.get("inputs", [])),
-                key=lambda i: i.name,
-            )
-        )  # fmt: skip
+        inputs = tuple(sorted((_input(d) for d in event.get("inputs", [])), key=lambda i: i.name))
         found.append(
             TrainedVersion(
                 version=facet["version"],
@@ -123,9 +161,21 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
         f"{after.version} started reading {n} (version {new[n]}); {before.version} did not read it." for n in started
     ]
     lines += [f"{after.version} stopped reading {n}, which {before.version} read (version {old[n]})." for n in stopped]
+    partitions: dict[str, list[str]] = {"replaced": [], "added": [], "removed": []}
+    inputs_before, inputs_after = {i.name: i for i in before.inputs}, {i.name: i for i in after.inputs}
     for name in sorted(old.keys() & new.keys()):
         how = f"read at version {old[name]}, now at version" if name in moved else "both read version"
         lines.append(f"{name}: {how} {new[name]}.")
+        if bool(inputs_before[name].partitions) != bool(inputs_after[name].partitions):
+            unrecorded = before if not inputs_before[name].partitions else after
+            lines.append(f"  {unrecorded.version} has no record of the partitions it read of {name}.")
+        elif inputs_before[name].partitions:
+            partition_lines, changed = partition_changes(inputs_before[name], inputs_after[name])
+            lines += [f"  {line}" for line in partition_lines]
+            for how_changed, names in changed.items():
+                partitions[how_changed] += names
+    # A table read whole moves version whenever any partition is written: its partitions say what changed.
+    moved = [name for name in moved if not (inputs_before[name].partitions and inputs_after[name].partitions)]
     added = sorted(after.input_columns - before.input_columns)
     removed = sorted(before.input_columns - after.input_columns)
     if added:
@@ -142,6 +192,9 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
     )
     lines += [f"parameter {p}: {before.params.get(p)} -> {after.params.get(p)}." for p in params]
     short = [f"started reading {name}" for name in started] + [f"stopped reading {name}" for name in stopped]
+    short += [
+        f"{_counted(len(names), 'partition', how)} ({', '.join(names)})" for how, names in partitions.items() if names
+    ]
     short += [
         _counted(len(moved), "input", "at a new version"),
         _counted(len(added) + len(removed), "input column"),
@@ -172,4 +225,58 @@ def _counted(count: int, noun: str, what: str = "changed") -> str:
 
 
 def _input(dataset: dict[str, Any]) -> Input:
-    return Input(dataset_label(dataset), dataset.get("facets", {}).get("version", {}).get("datasetVersion"))
+    parts = tuple(PartitionRead(p.partition, p.version, p.rows) for p in partitions_in(dataset))
+    return Input(dataset_label(dataset), dataset.get("facets", {}).get("version", {}).get("datasetVersion"), parts)
+
+
+# Who wrote a dataset version and the source versions it was built from: (the writing run, described; sources).
+Provenance = Callable[[str, str], tuple[str | None, tuple[Source, ...]]]
+
+
+def with_provenance(version: TrainedVersion, provenance: Provenance) -> TrainedVersion:
+    """``version`` with each partition it read traced to the run that wrote it and its source files."""
+    inputs = []
+    for read in version.inputs:
+        parts = []
+        for part in read.partitions:
+            written_by, sources = provenance(read.name, part.version)
+            parts.append(replace(part, written_by=written_by, sources=sources))
+        inputs.append(replace(read, partitions=tuple(parts)))
+    return replace(version, inputs=tuple(inputs))
+
+
+def _by_partition(read: Input) -> dict[str, tuple[PartitionRead, ...]]:
+    grouped: dict[str, list[PartitionRead]] = {}
+    for part in read.partitions:
+        grouped.setdefault(part.partition, []).append(part)
+    return {name: tuple(sorted(parts, key=lambda p: p.version)) for name, parts in grouped.items()}
+
+
+def _at(parts: tuple[PartitionRead, ...]) -> str:
+    """``version V (from SOURCES)`` for each version of a partition."""
+    return "; ".join(f"version {p.version} (from {p.built_from()})" for p in parts)
+
+
+def partition_changes(before: Input, after: Input) -> tuple[list[str], dict[str, list[str]]]:
+    """Per partition of one input read by both versions: same, replaced, added or removed; and the partitions
+    that changed, by how (for the summary)."""
+    old, new = _by_partition(before), _by_partition(after)
+    lines: list[str] = []
+    changed: dict[str, list[str]] = {"replaced": [], "added": [], "removed": []}
+    for partition in sorted(old.keys() | new.keys()):
+        was, now = old.get(partition), new.get(partition)
+        where = f"{after.name} [{partition}]"
+        if was and now and [p.version for p in was] == [p.version for p in now]:
+            lines.append(f"{where}: same, {_at(now)}.")
+        elif was and now:
+            changed["replaced"].append(where)
+            writers = "; ".join(sorted({p.written_by for p in now if p.written_by}))
+            by = f", written by {writers}" if writers else ""
+            lines.append(f"{where}: replaced: {_at(was)} -> {_at(now)}{by}.")
+        elif now:
+            changed["added"].append(where)
+            lines.append(f"{where}: added, {_at(now)}.")
+        elif was:
+            changed["removed"].append(where)
+            lines.append(f"{where}: removed: {_at(was)} was read before, not now.")
+    return lines, changed

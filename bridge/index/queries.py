@@ -118,38 +118,70 @@ def writer(connection: sqlite3.Connection, dataset: str, version: str) -> Run | 
     return _run(connection, run_id)
 
 
+def partitions_read(connection: sqlite3.Connection, run_id: str, dataset: str) -> list[tuple[str, str]]:
+    """The partitions ``run_id`` read of ``dataset``, each with the version that wrote it; none for a plain read."""
+    rows = connection.execute(
+        "SELECT partition, version FROM parts WHERE run_id = ? AND dataset = ? ORDER BY partition, version",
+        (run_id, dataset),
+    )
+    return list(rows)
+
+
 @dataclass
 class VersionNode:
-    """A dataset version, the run that wrote it, and the dataset versions that run read."""
+    """A dataset version, the run that wrote it, and the dataset versions that run read.
+
+    A version read as partitions (a whole-table read of a partitioned table) is made of ``partitions``:
+    one node per partition read, each at the version that wrote it, with that version's own lineage.
+    """
 
     dataset: str
     version: str | None
     written_by: Run | None = None
     read: list[VersionNode] = field(default_factory=list)
     repeated: bool = False
+    partition: str | None = None  # the partition this node is, inside the version read whole
+    partitions: list[VersionNode] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "version": self.version,
+            "partition": self.partition,
             "written_by": None if self.written_by is None else vars(self.written_by),
             "read": [node.to_json() for node in self.read],
+            "partitions": [node.to_json() for node in self.partitions],
             "repeated": self.repeated,
         }
 
+    def sources(self) -> list[VersionNode]:
+        """The versions at the bottom of this one's lineage: what no recorded run made from anything else."""
+        if self.repeated:
+            return []
+        below = [*self.read, *self.partitions]
+        return [self] if not below else [source for node in below for source in node.sources()]
+
 
 def version_tree(connection: sqlite3.Connection, dataset: str, version: str | None) -> VersionNode:
-    seen: set[tuple[str, str | None]] = set()
+    seen: set[tuple[str, str | None, str | None]] = set()
 
-    def visit(name: str, at: str | None) -> VersionNode:
-        node = VersionNode(name, at, repeated=(name, at) in seen)
-        seen.add((name, at))
+    def visit(name: str, at: str | None, partition: str | None = None) -> VersionNode:
+        key = (name, at, partition)
+        node = VersionNode(name, at, repeated=key in seen, partition=partition)
+        seen.add(key)
         if at is None or node.repeated:
             return node
         node.written_by = writer(connection, name, at)
         if node.written_by is not None:
-            node.read = [visit(d, v) for d, v in datasets_read(connection, node.written_by.run_id) if d != name]
+            run_id = node.written_by.run_id
+            node.read = [read(run_id, d, v) for d, v in datasets_read(connection, run_id) if d != name]
         return node
+
+    def read(run_id: str, name: str, at: str | None) -> VersionNode:
+        parts = partitions_read(connection, run_id, name)
+        if not parts:
+            return visit(name, at)
+        return VersionNode(name, at, partitions=[visit(name, version, partition) for partition, version in parts])
 
     return visit(dataset, version)
 
@@ -164,16 +196,19 @@ class ColumnNode:
     how: tuple[str, ...] = ()
     origins: list[ColumnNode] = field(default_factory=list)
     repeated: bool = False
+    partition: str | None = None  # the partition of the version read whole that this column's values came from
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}.{self.column}"
+        where = f" [{self.partition}]" if self.partition else ""
+        return f"{self.dataset}.{self.column}{where}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "column": self.column,
             "version": self.version,
+            "partition": self.partition,
             "transformations": list(self.how),
             "origins": [o.to_json() for o in self.origins],
             "repeated": self.repeated,
@@ -212,15 +247,31 @@ def column_origins(
     return [(d, c, v, tuple(sorted(k))) for (d, c), (k, v) in sorted(merged.items())]
 
 
+def column_partitions(
+    connection: sqlite3.Connection, dataset: str, version: str, input_dataset: str
+) -> list[tuple[str, str]]:
+    """The partitions of ``input_dataset`` the run(s) that wrote ``dataset`` at ``version`` read, each at the version
+    that wrote it; none when the input was not read as partitions."""
+    rows = connection.execute(
+        """SELECT DISTINCT p.partition, p.version FROM columns AS c
+           JOIN parts AS p ON p.run_id = c.run_id AND p.dataset = c.input_dataset
+           WHERE c.dataset = ? AND c.version = ? AND c.input_dataset = ? ORDER BY p.partition, p.version""",
+        (dataset, version, input_dataset),
+    )
+    return list(rows)
+
+
 def column_tree(
     connection: sqlite3.Connection, dataset: str, column: str, version: str | None, direct_only: bool = False
 ) -> ColumnNode:
-    """The upstream columns of ``dataset.column`` at ``version`` (default: the newest with column lineage)."""
-    seen: set[tuple[str, str, str | None]] = set()
+    """The upstream columns of ``dataset.column`` at ``version`` (default: the newest with column lineage); an input
+    read as partitions is followed into each partition, at the version that wrote it."""
+    seen: set[tuple[str, str, str | None, str | None]] = set()
 
-    def visit(name: str, col: str, at: str | None, how: tuple[str, ...]) -> ColumnNode:
-        node = ColumnNode(name, col, at, how, repeated=(name, col, at) in seen)
-        seen.add((name, col, at))
+    def visit(name: str, col: str, at: str | None, how: tuple[str, ...], partition: str | None = None) -> ColumnNode:
+        key = (name, col, at, partition)
+        node = ColumnNode(name, col, at, how, repeated=key in seen, partition=partition)
+        seen.add(key)
         if node.repeated:
             return node
         known = column_versions(connection, name)
@@ -231,7 +282,11 @@ def column_tree(
         for input_dataset, input_column, read_version, kinds in column_origins(connection, name, at, col):
             if direct_only and not any(kind.startswith("DIRECT") for kind in kinds):
                 continue
-            node.origins.append(visit(input_dataset, input_column, read_version, kinds))
+            parts = column_partitions(connection, name, at, input_dataset)
+            if not parts:
+                node.origins.append(visit(input_dataset, input_column, read_version, kinds))
+            for partition, part_version in parts:
+                node.origins.append(visit(input_dataset, input_column, part_version, kinds, partition))
         return node
 
     return visit(dataset, column, version, ())

@@ -15,9 +15,13 @@ def walk_columns(tree: ColumnNode, depth: int = 1) -> Iterator[tuple[int, Column
 
 
 def _version_text(node: VersionNode) -> str:
-    text = node.dataset + (f" @ {node.version}" if node.version else " (no version recorded)")
+    name = f"{node.dataset} [{node.partition}]" if node.partition else node.dataset
+    text = name + (f" @ {node.version}" if node.version else " (no version recorded)")
     if node.repeated:
         return text + "  (shown above)"
+    if node.partitions:
+        count = len({part.partition for part in node.partitions})
+        return text + f"  read as {count} partition{'s' if count != 1 else ''}, each at the version that wrote it:"
     if node.written_by is None:
         return text + "  (no run in the lineage wrote this version)"
     return text + f"  written by {node.written_by.describe()}"
@@ -27,6 +31,9 @@ def version_lines(tree: VersionNode) -> list[str]:
     lines = [_version_text(tree)]
 
     def visit(node: VersionNode, depth: int) -> None:
+        for part in node.partitions:  # parts of the version above, not made from it: no arrow
+            lines.append(f"  {'   ' * depth}{_version_text(part)}")
+            visit(part, depth + 2)
         for read in node.read:
             lines.append(f"  {'   ' * (depth - 1)}<- {_version_text(read)}")
             visit(read, depth + 1)

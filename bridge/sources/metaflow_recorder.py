@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
 
 from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
+from bridge.translate.partitions import PartitionVersion
 
 if TYPE_CHECKING:
     from metaflow.user_decorators.mutable_flow import MutableFlow
@@ -52,6 +53,8 @@ class DatasetUse:
     columns_from: dict[str, list[dict[str, Any]]] | None = None
     # A written table's columns: name, type and description of each.
     schema: list[tuple[str, str, str | None]] | None = None
+    # A read table's partitions, each at the version that wrote it, as PartitionVersion.to_json gives them.
+    partitions: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -66,8 +69,17 @@ class StepLineage:
 _current_step: ContextVar[StepLineage | None] = ContextVar("current_step_lineage", default=None)
 
 
-def record_read(name: str, version: str | int, kind: str = "table", rows: int | None = None) -> None:
-    _record("reads", DatasetUse(name, kind, str(version), rows))
+def record_read(
+    name: str,
+    version: str | int,
+    kind: str = "table",
+    rows: int | None = None,
+    partitions: Iterable[PartitionVersion] = (),
+) -> None:
+    """The step read ``name`` at ``version``; ``partitions``, what it read of a partitioned table: each partition at
+    the version that wrote it (:func:`bridge.sources.iceberg_contents.partitions_read`)."""
+    parts = [p.to_json() for p in sorted(partitions)] or None
+    _record("reads", DatasetUse(name, kind, str(version), rows, partitions=parts))
 
 
 def record_write(

@@ -5,15 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 from uuid import UUID
 
 import attr
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     DatasetFacet,
+    InputDatasetFacet,
     JobFacet,
     OutputDatasetFacet,
     RunFacet,
+    base_subset_dataset,
     column_lineage_dataset,
     data_quality_assertions_dataset,
     dataset_version_dataset,
@@ -29,12 +32,14 @@ from openlineage.client.facet_v2 import (
 
 from bridge.translate.column_lineage import Transformation
 from bridge.translate.naming import DatasetName
+from bridge.translate.partitions import PartitionVersion
 
 PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
-# The custom facets' JSON Schemas ship with the bridge: bridge/spec/ModelTrainingRunFacet.json and
-# bridge/spec/OrchestratorRunFacet.json.
+# The custom facets' JSON Schemas ship with the bridge, in bridge/spec/ (ModelTrainingRunFacet.json,
+# OrchestratorRunFacet.json, PartitionVersionsInputDatasetFacet.json).
 MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
 ORCHESTRATOR_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:OrchestratorRunFacet.json"
+PARTITION_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:PartitionVersionsInputDatasetFacet.json"
 
 
 @attr.define
@@ -70,6 +75,36 @@ class OrchestratorRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return ORCHESTRATOR_FACET_SCHEMA + "#/$defs/OrchestratorRunFacet"
+
+
+@attr.define
+class PartitionVersionsInputDatasetFacet(InputDatasetFacet):
+    """Each partition a run read of a dataset version and the version that wrote it."""
+
+    partitions: list[dict[str, Any]] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return PARTITION_FACET_SCHEMA + "#/$defs/PartitionVersionsInputDatasetFacet"
+
+
+def input_facets(partitions: tuple[PartitionVersion, ...]) -> dict[str, InputDatasetFacet]:
+    """The ``subset`` and ``partitionVersions`` input facets of the partitions read; none for an unpartitioned table."""
+    read = sorted(partitions)
+    if not read:
+        return {}
+    named = {p.partition: dict(p.dimensions) for p in read}
+    subset = base_subset_dataset.InputSubsetInputDatasetFacet(
+        producer=PRODUCER,
+        inputCondition=base_subset_dataset.PartitionSubsetCondition(
+            partitions=[base_subset_dataset.Partition(dimensions=dims, identifier=name) for name, dims in named.items()]
+        ),
+    )
+    versions = PartitionVersionsInputDatasetFacet(
+        producer=PRODUCER,
+        partitions=[{"identifier": p.partition, "version": p.version, "rows": p.rows} for p in read],
+    )
+    return {"subset": subset, "partitionVersions": versions}
 
 
 @dataclass(frozen=True)
@@ -112,6 +147,8 @@ class DatasetRef:
     assertions: tuple[Assertion, ...] = ()
     rows: int | None = None
     columns_from: tuple[tuple[str, tuple[InputField, ...]], ...] = ()
+    # An input's partitions read, each at the version that wrote it (a whole-table read of a partitioned table).
+    partitions: tuple[PartitionVersion, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -261,7 +298,12 @@ def _parent_facet(parent: JobRef, root: JobRef | None) -> parent_run.ParentRunFa
 
 @lru_cache(maxsize=4096)
 def _input(ref: DatasetRef) -> InputDataset:
-    return InputDataset(namespace=ref.name.namespace, name=ref.name.name, facets=dataset_facets(ref))
+    return InputDataset(
+        namespace=ref.name.namespace,
+        name=ref.name.name,
+        facets=dataset_facets(ref),
+        inputFacets=input_facets(ref.partitions),
+    )
 
 
 @lru_cache(maxsize=4096)

@@ -29,6 +29,7 @@ from bridge.translate.events import (
     run_event,
 )
 from bridge.translate.naming import Naming, job_name
+from bridge.translate.partitions import PartitionVersion
 from bridge.translate.run_ids import run_id
 
 INTEGRATION = "METAFLOW"
@@ -149,6 +150,7 @@ def _ref(use: dict[str, Any], naming: Naming) -> DatasetRef:
         schema,
         rows=use.get("rows"),
         columns_from=columns_from,
+        partitions=tuple(PartitionVersion.from_json(p) for p in use.get("partitions") or ()),
     )
 
 

@@ -15,6 +15,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
+from bridge.sources.iceberg_contents import partitions_read
 from bridge.sources.metaflow_recorder import record_read, record_write
 from bridge.translate.column_lineage import ColumnLineage
 from taxi_core.errors import PipelineError
@@ -92,14 +93,15 @@ def actuals_end(catalog: Catalog) -> datetime:
 def _read_window(
     catalog: Catalog, identifier: str, asset: str, row_filter: str, window: str, otherwise: str
 ) -> tuple[pd.DataFrame, int]:
-    """Rows matching ``row_filter`` at the current snapshot, recorded as this step's read."""
+    """Rows matching ``row_filter`` at the current snapshot, recorded as this step's read with every partition read
+    at the snapshot that wrote it (from the table's manifests)."""
     table = _load(catalog, identifier, asset)
     snapshot_id = table.current_snapshot().snapshot_id
     frame = table.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_pandas()
     if frame.empty:
         msg = f"Table {identifier} has no rows between {window}: materialize {asset} for those months, {otherwise}."
         raise MissingInput(msg)
-    record_read(identifier, snapshot_id, rows=len(frame))
+    record_read(identifier, snapshot_id, rows=len(frame), partitions=partitions_read(table, snapshot_id, row_filter))
     return frame, snapshot_id
 
 
