@@ -17,6 +17,7 @@ from datahub.metadata import schema_classes as models
 from datahub.metadata.schema_classes import _Aspect
 
 from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
+from bridge.translate.partitions import partitions_in
 
 ACTOR = "urn:li:corpuser:taxi-demand-bridge"
 RUN_RESULTS = {
@@ -196,15 +197,36 @@ def _run_aspects(
         properties = models.DataProcessInstancePropertiesClass(
             name=f"{event['job']['name']} {event['run']['runId']}",
             created=models.AuditStampClass(time=when, actor=ACTOR),
-            customProperties={**tool_run, **versions},
+            customProperties={**tool_run, **versions, **partitions_read(event, naming)},
         )
         aspects.append((urn, properties))
         result = models.DataProcessInstanceRunResultClass(
             type=RUN_RESULTS[event["eventType"]], nativeResultType=event["eventType"]
         )
         aspects.append((urn, models.DataProcessInstanceRunEventClass(
-            timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result)))  # fmt: skip
+            timestampMillis=when, status=models.DataProcessRunStatusClass.COMPLETE, result=result,
+            partitionSpec=_partition_spec(event))))  # fmt: skip
     return aspects
+
+
+def partitions_read(event: dict[str, Any], naming: Naming) -> dict[str, str]:
+    """Each partition a run read of a table read whole, at the version that wrote it:
+    ``input:nyc_taxi.yellow_rides_hourly_actuals [pickup_hour_month=2024-12]`` = the snapshot that wrote it
+    (a partition written by two snapshots names both, comma-separated)."""
+    found: dict[str, list[str]] = {}
+    for dataset in event.get("inputs", []):
+        name = dataset_urn_name(dataset_urn(dataset, naming))
+        for part in partitions_in(dataset):
+            found.setdefault(f"input:{name} [{part.partition}]", []).append(part.version)
+    return {key: ",".join(sorted(versions)) for key, versions in found.items()}
+
+
+def _partition_spec(event: dict[str, Any]) -> models.PartitionSpecClass | None:
+    """A run for one partition (a Dagster monthly run) as DataHub's partition-aware run event says it."""
+    partition = event["run"].get("facets", {}).get("orchestratorRun", {}).get("partition")
+    if not partition:
+        return None
+    return models.PartitionSpecClass(partition=partition, type=models.PartitionTypeClass.PARTITION)
 
 
 def _tool_run_properties(event: dict[str, Any]) -> dict[str, str]:
@@ -227,7 +249,7 @@ def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> 
     written = [
         d for d in event.get("outputs", []) if d.get("facets", {}).get("version", {}).get("datasetVersion") == version
     ]
-    custom = {"input_datasets": ", ".join(sorted(set(inputs)))}
+    custom = {"input_datasets": ", ".join(sorted(set(inputs))), **partitions_read(event, naming)}
     if written:
         custom["model_dataset"] = dataset_urn(written[0], naming)
     properties = models.MLModelPropertiesClass(
