@@ -47,7 +47,7 @@ from metaflow import FlowSpec, Parameter, card, current, step
 from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 
-from bridge.sources.metaflow_recorder import record_lineage, record_model
+from bridge.sources.metaflow_recorder import record_lineage, record_model, record_nominal_time
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.forecasting.threads import numeric_threads, share_of_cores
@@ -141,6 +141,7 @@ class TrainForecastModelFlow(FlowSpec):
         busiest zones."""
         catalog = open_catalog(self.catalog_config)
         start, end = self.settings.window_start, self.settings.as_of
+        record_nominal_time(start, end)  # the run is for its training window: the lineage's nominal time
         actuals, self.actuals_snapshot_id = tables.read_actuals(catalog, start, end)
         self.zone_lookup, self.zone_lookup_snapshot_id = tables.read_zones(catalog)
         # The backtest's zones are what its first week knew; the forecast's, everything up to the origin.

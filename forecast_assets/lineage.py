@@ -44,6 +44,12 @@ def naming(settings: Settings) -> Naming:
         table_namespaces=(NAMESPACE,),
         locations=SourceLocations(staging, {MODEL_NAME: f"{metaflow}/{FLOW_NAME}/{MODEL_NAME}"}),
         job_namespace=settings.lineage_namespace,
+        local_folders={
+            str(settings.state_dir): f"file://{settings.lineage_local_store}",
+            str(PROJECT_ROOT): ".",
+            sys.base_prefix: "<python>",
+            str(Path.home()): "~",
+        },
     )
 
 

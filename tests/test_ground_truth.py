@@ -7,9 +7,22 @@ artifacts) apart from the lineage's claims; the oracle (``tests/truth/oracle.py`
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.truth.oracle import ACTUALS, FORECAST, RAW_WEATHER, RAW_YELLOW, ZONES, expected_inputs, table, verdicts
+from tests.openlineage_schema import validation_errors
+from tests.truth.oracle import (
+    ACTUALS,
+    FORECAST,
+    RAW_WEATHER,
+    RAW_YELLOW,
+    ZONES,
+    expected_inputs,
+    model_contents,
+    table,
+    verdicts,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +42,17 @@ def record(truth_record) -> dict:
 def test_the_scenario_made_the_history_it_claims(record):
     outcomes = {run["what"]: run["success"] for run in record["runs"]}
     assert outcomes["republished file that fails its audit"] is False
-    assert all(success for what, success in outcomes.items() if "fails its audit" not in what)
-    assert [run["use_weather"] for run in record["flow_runs"]] == [False, True]
+    assert outcomes["killed while raw_yellow ran, then canceled"] is False and len(record["killed"]) == 1
+    failed = ("fails its audit", "killed")
+    assert all(success for what, success in outcomes.items() if not any(word in what for word in failed))
+    assert [run["use_weather"] for run in record["flow_runs"]] == [False, False, False, True]
     expected = expected_inputs(record)
-    # Every table version, both model versions and both forecasts have a truth to be checked against.
+    # Every table version, every model version and every forecast have a truth to be checked against.
     for dataset in (RAW_YELLOW, RAW_WEATHER, ACTUALS, FORECAST):
         assert sum(1 for name, _ in expected if name == dataset) >= 2, dataset
-    # The zone lookup was published once, and both forecasts read that version.
+    # The zone lookup was published once, and every forecast read that version.
     [zones] = [version for name, version in expected if name == ZONES]
-    assert [inputs[ZONES] for (name, _), inputs in expected.items() if name == FORECAST] == [zones, zones]
+    assert [inputs[ZONES] for (name, _), inputs in expected.items() if name == FORECAST] == [zones] * 4
 
 
 def test_every_claim_of_every_view_equals_the_truth(record):
@@ -56,6 +71,31 @@ def test_every_claim_of_every_view_equals_the_truth(record):
     raw = record["snapshots"][RAW_YELLOW]
     months = {str(s) for s in raw["main"] if raw["snapshots"][str(s)]["summary"].get("dagster.partition")}
     assert len(months) >= 4 and months <= {version for _, version in checked}
+
+
+def test_models_are_built_from_every_month_they_read_and_the_republish_shows_between_two(record):
+    """Per Iceberg's rows and snapshots alone: the first model read two months, the next three (November came after
+    it), and December's source differs exactly between the models trained before and after its republish."""
+    contents = model_contents(record)
+    versions = [run["model_version"] for run in record["flow_runs"]]
+    months = [sorted(contents[version][ACTUALS]) for version in versions]
+    assert months == [["2024-12", "2025-01"]] + [["2024-11", "2024-12", "2025-01"]] * 3
+    before, after = (contents[version][ACTUALS] for version in versions[1:3])
+    assert [month for month in before if before[month] != after[month]] == ["2024-12"]
+    assert before["2024-12"][1] != after["2024-12"][1]  # a new sha256
+    assert sorted(contents[versions[3]]) == [RAW_WEATHER, ACTUALS]
+    views = {v.where for v in verdicts(record)}
+    assert {"model --json months", "show --version months", "event months", "DataHub run months"} <= views
+    assert {"diff model months", "event killed run", "log dropped branch"} <= views
+
+
+def test_every_event_is_valid_and_names_no_folder_of_this_machine(record):
+    invalid = {e["job"]["name"]: validation_errors(e) for e in record["events"] if validation_errors(e)}
+    assert invalid == {}
+    named = [path for path in record["machine_paths"] if any(path in json.dumps(e) for e in record["events"])]
+    assert named == []
+    facets = {name for e in record["events"] for name in (*e["run"]["facets"], *e["job"]["facets"])}
+    assert {"processing_engine", "documentation", "sourceCodeLocation", "nominalTime"} <= facets
 
 
 def test_december_and_january_raw_yellow_name_two_different_files(record):

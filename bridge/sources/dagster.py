@@ -141,7 +141,14 @@ class DagsterSource:
             self._nominal_window(records, partition),
             [key for keys in planned_by_step(records).values() for key in keys if self._launched(key)],
             self._provenance(records),
+            self._descriptions(records),
         )
+
+    def _descriptions(self, records: list[EventLogRecord]) -> dict[str, str]:
+        """What each asset the run plans is, from its definition (the asset's docstring)."""
+        keys = {key for planned in planned_by_step(records).values() for key in planned}
+        found = {key: self.graph.get(key).description for key in keys if self.graph.has(key)}
+        return {key.to_user_string(): text.strip() for key, text in found.items() if text}
 
     def _provenance(self, records: list[EventLogRecord]) -> dict[int, EventLogRecord]:
         """The upstream materializations the run's materializations were computed from, per Dagster."""

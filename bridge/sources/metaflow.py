@@ -8,6 +8,8 @@ nothing more: an idle pass costs one directory listing, whatever the history.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,7 +21,7 @@ from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.sources.metaflow_folders import folder_digest
-from bridge.sources.metaflow_recorder import LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
+from bridge.sources.metaflow_recorder import LINEAGE_CODE, LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
 from bridge.translate.events import JobRef
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
 from bridge.translate.naming import Naming
@@ -85,7 +87,7 @@ def flow_runs(flow_name: str) -> list[Run]:
 # What a finished task recorded never changes: read from Metaflow once per process (the watcher's passes
 # re-read a running flow's tasks every half second), by task pathspec; the oldest forgotten past the limit.
 _COMPLETED: dict[str, TaskRecord] = {}
-_STARTS: dict[str, tuple[Any, dict[str, Any]]] = {}  # a run's start task: the Dagster parent and the step graph
+_STARTS: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # a run's start task: parent, step graph, code
 KEEP_COMPLETED = 20_000
 
 
@@ -115,12 +117,18 @@ def _task_record(step: str, task: Task) -> TaskRecord:
     return record
 
 
-def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any]]:
-    """What the start task recorded: the Dagster run and step that launched the run, and the flow's step graph."""
+def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """What the start task recorded: the Dagster run and step that launched the run, the flow's step graph, and its
+    code (docstrings and file, with the git commit and the Metaflow version Metaflow recorded with the task)."""
     known = _STARTS.get(start.pathspec)
     if known is not None:
         return known
-    found = (_artifact(start, LINEAGE_PARENT), _artifact(start, LINEAGE_STEP_GRAPH, {}))
+    code = dict(_artifact(start, LINEAGE_CODE) or {})
+    metadata = start.metadata_dict
+    code["engine_version"] = metadata.get("metaflow_version")
+    with contextlib.suppress(ValueError, TypeError):  # git-info is JSON Metaflow wrote; absent outside a checkout
+        code["git"] = json.loads(metadata.get("git-info") or "{}")
+    found = (_artifact(start, LINEAGE_PARENT), _artifact(start, LINEAGE_STEP_GRAPH, {}), code)
     if task_state(start) == RunState.COMPLETE:
         _remember(_STARTS, start.pathspec, found)
     return found
@@ -136,7 +144,7 @@ def _state_of(run: Run, tasks: list[TaskRecord]) -> RunState:
 def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
     """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
     start = run["start"].task if "start" in [step.id for step in run] else None
-    parent, step_graph = _start_artifacts(start) if start else (None, {})
+    parent, step_graph, code = _start_artifacts(start) if start else (None, {}, {})
     tasks = [_task_record(step.id, task) for step in run for task in step]
     return FlowRunRecord(
         flow=run.pathspec.split("/")[0],
@@ -146,6 +154,7 @@ def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJo
         state=_state_of(run, tasks).value,
         step_graph=step_graph,
         tasks=sorted(tasks, key=lambda task: (task.created_at, task.pathspec)),  # the client lists the newest first
+        code=code,
         root=dagster_run(parent["run_id"]) if parent else None,
         dagster_run_id=parent["run_id"] if parent else None,
         parent=dagster_step(parent["run_id"], parent["step_key"])

@@ -9,12 +9,15 @@ Metaflow source reads these artifacts instead of guessing.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
@@ -32,6 +35,8 @@ DAGSTER_JOB_ENV = "DAGSTER_JOB_NAME"
 DAGSTER_STEP_ENV = "DAGSTER_STEP_KEY"
 # The artifacts every step (and the start step) saves; the Metaflow source reads them.
 LINEAGE_IO, LINEAGE_STEP_GRAPH, LINEAGE_PARENT = "lineage_io", "lineage_step_graph", "lineage_parent"
+# The start step's record of the flow's code: its docstrings (the flow's under "") and its file in its repository.
+LINEAGE_CODE = "lineage_code"
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,13 @@ class DatasetUse:
 class StepLineage:
     reads: list[DatasetUse] = field(default_factory=list)
     writes: list[DatasetUse] = field(default_factory=list)
+    nominal: tuple[str, str] | None = None  # the data interval the run is for, [start, end), ISO times
 
-    def to_artifact(self) -> dict[str, list[dict[str, Any]]]:
-        return {"reads": [asdict(d) for d in self.reads], "writes": [asdict(d) for d in self.writes]}
+    def to_artifact(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"reads": [asdict(d) for d in self.reads], "writes": [asdict(d) for d in self.writes]}
+        if self.nominal:
+            found["nominal"] = list(self.nominal)
+        return found
 
 
 _current_step: ContextVar[StepLineage | None] = ContextVar("current_step_lineage", default=None)
@@ -112,6 +121,17 @@ def record_model(
     _record("writes", DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from)))
 
 
+def record_nominal_time(start: datetime, end: datetime) -> None:
+    """The data interval the run is for (a training window): its lineage's nominal time. Naive times are UTC."""
+    recorder = _current_step.get()
+    if recorder is not None:
+        recorder.nominal = (_utc_iso(start), _utc_iso(end))
+
+
+def _utc_iso(moment: datetime) -> str:
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
 def _columns(lineage: ColumnLineage | None) -> dict[str, list[dict[str, Any]]] | None:
     return lineage_to_json(lineage) if lineage else None
 
@@ -143,6 +163,19 @@ def step_graph() -> dict[str, list[str]]:
     return {name: list(info.get("next", [])) for name, info in graph["steps"].items()}
 
 
+def flow_code(flow: FlowSpec) -> dict[str, Any]:
+    """The flow's docstrings (the flow's under ``""``, then each step's) and its file's path in its git checkout."""
+    graph = current.graph  # type: ignore[attr-defined]  # Metaflow adds Current.graph once a flow runs
+    docs = {"": graph.get("doc") or ""} | {name: info.get("doc") or "" for name, info in graph["steps"].items()}
+    source = inspect.getsourcefile(type(flow))
+    path = None
+    if source is not None:
+        file = Path(source).resolve()
+        root = next((folder for folder in file.parents if (folder / ".git").exists()), None)
+        path = file.relative_to(root).as_posix() if root else file.name
+    return {"docs": {name: doc.strip() for name, doc in docs.items() if doc.strip()}, "path": path}
+
+
 def dagster_parent() -> dict[str, str] | None:
     run_id = os.environ.get(DAGSTER_RUN_ID_ENV)
     if not run_id:
@@ -159,6 +192,7 @@ def lineage_recorder(step_name: str, flow: FlowSpec, inputs: Any) -> Iterator[No
     if step_name == "start":
         setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
         setattr(flow, LINEAGE_PARENT, dagster_parent())
+        setattr(flow, LINEAGE_CODE, flow_code(flow))
     with recording() as recorder:
         try:
             yield

@@ -29,6 +29,7 @@ from dagster import (
     EventLogRecord,
 )
 from dagster._core.events import AssetObservationData
+from dagster.version import __version__ as dagster_version
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.dagster_columns import column_lineage_from_metadata
@@ -48,6 +49,7 @@ from bridge.translate.dagster_records import (
 from bridge.translate.events import (
     Assertion,
     DatasetRef,
+    Engine,
     EventSpec,
     InputField,
     JobRef,
@@ -62,6 +64,7 @@ log = logging.getLogger(__name__)
 
 INTEGRATION = "DAGSTER"
 SOURCE = "dagster"
+ENGINE = Engine("Dagster", dagster_version)
 RUN_STATES = {
     DagsterEventType.RUN_START: RunState.START,
     DagsterEventType.RUN_SUCCESS: RunState.COMPLETE,
@@ -163,6 +166,12 @@ class _Run:
     def tool_run(self) -> ToolRun:
         return ToolRun(SOURCE, self.records.run_id, partition=self.records.partition)
 
+    def documentation(self, step: str) -> str | None:
+        """What the step makes, as its assets' definitions describe them."""
+        keys = self.planned.get(step, []) or self.planned_checks.get(step, [])
+        described = [self.records.descriptions.get(key.to_user_string()) for key in keys]
+        return "\n\n".join(text for text in described if text) or None
+
     @cached_property
     def job(self) -> JobRef:
         r = self.records
@@ -197,6 +206,15 @@ class _Run:
 
     def step_records(self, step: str | None, of_type: DagsterEventType) -> list[EventLogRecord]:
         return self.by_step.get((step, of_type), [])
+
+    def step_ended(self, step: str) -> bool:
+        """True when the step's last attempt succeeded or failed (Dagster recorded its end)."""
+        started = self.last_start.get(step, 0)
+        ends = [
+            *self.step_records(step, DagsterEventType.STEP_SUCCESS),
+            *self.step_records(step, DagsterEventType.STEP_FAILURE),
+        ]
+        return any(end.storage_id > started for end in ends)
 
     def step_as_of(self, step: str, default: int) -> int:
         """The moment a step's inputs are read at: its last attempt's start (the moments the source read at)."""
@@ -323,7 +341,7 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
     kind = event_type(record)
     if kind in RUN_STATES:
         spec = _run_spec(run, record, RUN_STATES[kind])
-        return [(event_key(spec), run_event(spec))]
+        return [*_unfinished_steps_ended(run, record, RUN_STATES[kind]), (event_key(spec), run_event(spec))]
     if kind in STEP_STATES:
         spec = _step_spec(run, record, _step(record), STEP_STATES[kind])
         return [(event_key(spec), run_event(spec))]
@@ -348,11 +366,32 @@ def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
         job_type="JOB",
         inputs=[ref for ref in upstream.values() if ref.name not in produced],
         outputs=[run.ref(key) for key in planned] if state == RunState.START else run.materialized(planned),
-        error=record.event_log_entry.message if state == RunState.FAIL else None,
+        error=run.naming.portable_text(record.event_log_entry.message)
+        if state in (RunState.FAIL, RunState.ABORT)
+        else None,
         nominal_start=nominal_start,
         nominal_end=nominal_end,
         tool_run=run.tool_run,
+        engine=ENGINE,
     )
+
+
+def _unfinished_steps_ended(run: _Run, record: EventLogRecord, state: RunState) -> list[Keyed]:
+    """A run that failed or was canceled with steps still started (its process killed or lost, then marked failed
+    by run monitoring or canceled in the UI): each such step ends as the run did, ABORT or FAIL, saying so."""
+    if state not in (RunState.FAIL, RunState.ABORT):
+        return []
+    how = "was canceled" if state == RunState.ABORT else "failed"
+    said = (record.event_log_entry.message or "").strip()
+    events = []
+    for step in run.last_start:
+        if step is None or run.step_ended(step):
+            continue
+        spec = _step_spec(run, record, step, state)
+        error = f"The step never finished: its Dagster run {how} while it ran" + (f" ({said})" if said else "")
+        spec = replace(spec, error=run.naming.portable_text(error))
+        events.append((event_key(spec), run_event(spec)))
+    return events
 
 
 def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:
@@ -388,7 +427,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
             inputs.append(replace(_audited(run, step, key), assertions=checked))
     job_type = "ASSET" if planned else "ASSET_CHECK" if assertions else "STEP"
     error = None
-    if state == RunState.FAIL:
+    if state == RunState.FAIL and event_type(record) == DagsterEventType.STEP_FAILURE:
         failure = dagster_event(record).step_failure_data
         error = failure.error.message.strip() if failure and failure.error else record.event_log_entry.message
     nominal_start, nominal_end = run.nominal()
@@ -402,10 +441,12 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
         outputs=outputs,
         parent=run.job,
         root=run.job,
-        error=error,
+        error=run.naming.portable_text(error),
         nominal_start=nominal_start,
         nominal_end=nominal_end,
         tool_run=run.tool_run,
+        engine=ENGINE,
+        documentation=run.documentation(step),
     )
 
 
@@ -428,6 +469,12 @@ def _audited(run: _Run, step: str, key: AssetKey) -> DatasetRef:
             metadata = _metadata(materialization)
             version = metadata.get(STAGED_VERSION) or metadata.get(VERSION_KEYS[0])
             return replace(run.ref(key, metadata), version=None if version is None else str(version))
+    # A step that only executed the checks: the version they say they checked (``iceberg/snapshot_id``).
+    for record in reversed(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION)):
+        evaluation = event_data(record, AssetCheckEvaluation)
+        checked = evaluation.metadata.get(VERSION_KEYS[0]) if evaluation.asset_key == key else None
+        if checked is not None:
+            return replace(run.ref(key), version=str(checked.value))
     return run.ref(key)
 
 

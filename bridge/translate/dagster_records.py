@@ -149,6 +149,8 @@ class DagsterRunRecords:
     launched: list[AssetKey] = field(default_factory=list)
     # Upstream materializations named by the provenance of this run's materializations, by storage id.
     provenance: dict[int, EventLogRecord] = field(default_factory=dict)
+    # What each asset the run plans is, as its definition describes it (by asset key string).
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     def upstream_at(self, moment: int, key: AssetKey) -> list[Upstream]:
         return self.upstream.get(moment, {}).get(key, [])
@@ -168,6 +170,7 @@ class DagsterRunRecords:
                 "provenance": {
                     str(pointer): json.loads(serialize_value(record)) for pointer, record in self.provenance.items()
                 },
+                "descriptions": self.descriptions,
                 "upstream": [
                     {
                         "moment": moment,
@@ -215,4 +218,5 @@ class DagsterRunRecords:
             (datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])) if window else None,
             [load(key) for key in data.get("launched", [])],
             {int(pointer): load(record) for pointer, record in data.get("provenance", {}).items()},
+            dict(data.get("descriptions", {})),
         )

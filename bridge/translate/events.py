@@ -20,13 +20,16 @@ from openlineage.client.facet_v2 import (
     column_lineage_dataset,
     data_quality_assertions_dataset,
     dataset_version_dataset,
+    documentation_job,
     error_message_run,
     job_dependencies_run,
     job_type_job,
     nominal_time_run,
     output_statistics_output_dataset,
     parent_run,
+    processing_engine_run,
     schema_dataset,
+    source_code_location_job,
     symlinks_dataset,
 )
 
@@ -34,7 +37,8 @@ from bridge.translate.column_lineage import Transformation
 from bridge.translate.naming import DatasetName
 from bridge.translate.partitions import PartitionVersion
 
-PRODUCER = "urn:taxi-demand-lineage:bridge:0.1.0"
+BRIDGE_VERSION = "0.1.0"
+PRODUCER = f"urn:taxi-demand-lineage:bridge:{BRIDGE_VERSION}"
 # The custom facets' JSON Schemas ship with the bridge, in bridge/spec/ (ModelTrainingRunFacet.json,
 # OrchestratorRunFacet.json, PartitionVersionsInputDatasetFacet.json).
 MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
@@ -118,6 +122,31 @@ class ToolRun:
 
 
 @dataclass(frozen=True)
+class Engine:
+    """The tool that ran a run and its version (the ``processing_engine`` run facet)."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class SourceCode:
+    """Where the code a job ran is kept: a git repository's commit and the file's path in it."""
+
+    commit: str
+    path: str
+    repo_url: str | None = None
+    branch: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The file at the commit: on the repository's host when it has a network address, else as ``git:``."""
+        if self.repo_url and self.repo_url.startswith(("https://", "http://")):
+            return f"{self.repo_url.removesuffix('.git')}/blob/{self.commit}/{self.path}"
+        return f"git:{self.commit}:{self.path}"
+
+
+@dataclass(frozen=True)
 class Assertion:
     name: str
     success: bool
@@ -185,6 +214,9 @@ class EventSpec:
     upstream_jobs: list[JobRef] = field(default_factory=list)
     model: ModelTraining | None = None
     tool_run: ToolRun | None = None
+    engine: Engine | None = None
+    documentation: str | None = None  # what the job does, as its tool describes it
+    source_code: SourceCode | None = None
 
 
 def _iso(moment: datetime) -> str:
@@ -334,6 +366,31 @@ def _nominal_time_facet(start: datetime, end: datetime | None) -> nominal_time_r
     )
 
 
+@lru_cache(maxsize=64)
+def _engine_facet(engine: Engine) -> processing_engine_run.ProcessingEngineRunFacet:
+    return processing_engine_run.ProcessingEngineRunFacet(
+        producer=PRODUCER, version=engine.version, name=engine.name, openlineageAdapterVersion=BRIDGE_VERSION
+    )
+
+
+@lru_cache(maxsize=1024)
+def _documentation_facet(text: str) -> documentation_job.DocumentationJobFacet:
+    return documentation_job.DocumentationJobFacet(producer=PRODUCER, description=text)
+
+
+@lru_cache(maxsize=1024)
+def _source_code_facet(code: SourceCode) -> source_code_location_job.SourceCodeLocationJobFacet:
+    return source_code_location_job.SourceCodeLocationJobFacet(
+        producer=PRODUCER,
+        type="git",
+        url=code.url,
+        repoUrl=code.repo_url,
+        path=code.path,
+        version=code.commit,
+        branch=code.branch,
+    )
+
+
 def event_key(spec: EventSpec, discriminator: str = "") -> str:
     """What makes an event unique: replays of the same source record give the same key."""
     return f"{spec.job.namespace}/{spec.job.name}/{spec.job.run_id}/{spec.state.value}/{discriminator}"
@@ -371,7 +428,13 @@ def run_event(spec: EventSpec) -> RunEvent:
         )
     if spec.tool_run:
         run_facets["orchestratorRun"] = _orchestrator_facet(spec.tool_run)
+    if spec.engine:
+        run_facets["processing_engine"] = _engine_facet(spec.engine)
     job_facets: dict[str, JobFacet] = {"jobType": _job_type_facet(spec.integration, spec.job_type)}
+    if spec.documentation:
+        job_facets["documentation"] = _documentation_facet(spec.documentation)
+    if spec.source_code:
+        job_facets["sourceCodeLocation"] = _source_code_facet(spec.source_code)
     return RunEvent(
         eventType=spec.state,
         eventTime=_iso(spec.time),

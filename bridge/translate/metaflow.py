@@ -20,10 +20,12 @@ from openlineage.client.event_v2 import RunEvent, RunState
 from bridge.translate.column_lineage import lineage_from_json
 from bridge.translate.events import (
     DatasetRef,
+    Engine,
     EventSpec,
     InputField,
     JobRef,
     ModelTraining,
+    SourceCode,
     ToolRun,
     event_key,
     run_event,
@@ -58,6 +60,8 @@ class FlowRunRecord:
     state: str
     step_graph: dict[str, list[str]]
     tasks: list[TaskRecord]
+    # The flow's code as its start task recorded it: docs ("" the flow's, then each step's), path, git, engine_version.
+    code: dict[str, Any] = field(default_factory=dict)
     root: JobRef | None = None
     dagster_run_id: str | None = None  # the Dagster run that launched it, if one did
     parent: JobRef | None = None  # the Dagster step that launched it (its parent; the Dagster run is the root)
@@ -89,8 +93,30 @@ class FlowRunRecord:
         )
 
 
+def _source_code(code: dict[str, Any], naming: Naming) -> SourceCode | None:
+    """The flow's file at the commit Metaflow recorded (git-info), if it ran from a git checkout."""
+    git = code.get("git") or {}
+    if not git.get("commit_sha") or not code.get("path"):
+        return None
+    repo = naming.portable_text(git.get("repo_url")) or None
+    return SourceCode(git["commit_sha"], code["path"], repo, git.get("branch_name"))
+
+
+def _nominal(tasks: list[TaskRecord]) -> tuple[datetime | None, datetime | None]:
+    """The data interval a step recorded for the run (its training window), if one did."""
+    for task in tasks:
+        window = task.io.get("nominal")
+        if window:
+            return datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])
+    return None, None
+
+
 def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str, RunEvent]]:
     namespace = naming.job_namespace
+    docs = record.code.get("docs") or {}
+    engine = Engine("Metaflow", record.code["engine_version"]) if record.code.get("engine_version") else None
+    source_code = _source_code(record.code, naming)
+    nominal_start, nominal_end = _nominal(record.tasks)
     flow_job = JobRef(namespace, job_name(record.flow), run_id(record.created_at, SOURCE, record.pathspec))
     root = record.root
     steps: dict[str, list[TaskRecord]] = {}
@@ -116,16 +142,21 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
             start = EventSpec(state=RunState.START, time=task.created_at, job=job, integration=INTEGRATION,
                               job_type="STEP", inputs=inputs, outputs=outputs, parent=flow_job,
                               root=root or flow_job, upstream_jobs=upstream,
-                              tool_run=ToolRun(SOURCE, record.pathspec, task=task.pathspec))  # fmt: skip
+                              tool_run=ToolRun(SOURCE, record.pathspec, task=task.pathspec),
+                              engine=engine, documentation=docs.get(step), source_code=source_code,
+                              nominal_start=nominal_start, nominal_end=nominal_end)  # fmt: skip
             specs.append(start)
             if task.state != RunState.RUNNING.value:
                 finished_at = task.finished_at or task.created_at
-                specs.append(replace(start, state=RunState(task.state), time=finished_at, error=task.error))
+                error = naming.portable_text(task.error)
+                specs.append(replace(start, state=RunState(task.state), time=finished_at, error=error))
     inputs = [ref for key, ref in flow_inputs.items() if key not in flow_outputs]
     flow_start = EventSpec(state=RunState.START, time=record.created_at, job=flow_job, integration=INTEGRATION,
                            job_type="FLOW", inputs=inputs, outputs=list(flow_outputs.values()),
                            parent=record.parent or root, root=root,
-                           tool_run=ToolRun(SOURCE, record.pathspec))  # fmt: skip
+                           tool_run=ToolRun(SOURCE, record.pathspec), engine=engine,
+                           documentation=docs.get(""), source_code=source_code,
+                           nominal_start=nominal_start, nominal_end=nominal_end)  # fmt: skip
     specs.insert(0, flow_start)
     if record.state != RunState.RUNNING.value:
         ended = [task.finished_at for task in record.tasks if task.finished_at]

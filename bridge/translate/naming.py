@@ -102,6 +102,17 @@ class Naming:
     locations: Mapping[str, str] = field(default_factory=dict)
     job_namespace: str = "default"
     datahub_env: str = "PROD"
+    # Local folders and what an event calls them instead (the state folder as its datasets' authority, the
+    # project as "."), so no message carries a machine's paths.
+    local_folders: Mapping[str, str] = field(default_factory=dict)
+
+    def portable_text(self, text: str | None) -> str | None:
+        """``text`` (an error message, a traceback) with every local folder named as events name it."""
+        if not text:
+            return text
+        for folder, named in sorted(self.local_folders.items(), key=lambda item: -len(item[0])):
+            text = text.replace(folder.rstrip("/"), named)
+        return text
 
     def table(self, identifier: str) -> DatasetName:
         if self.tables is None:

@@ -1,5 +1,7 @@
 """Asset checks on the forecast table, on the rows of the model version last written: one property each."""
 
+from dataclasses import dataclass
+
 import pandas as pd
 from dagster import AssetCheckExecutionContext, AssetCheckResult, asset_check
 from pyiceberg.catalog import Catalog
@@ -12,6 +14,7 @@ from flows.forecasting.checks import (
     sane_intervals,
     unique_forecast_keys,
 )
+from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.resources import IcebergCatalogResource
 
@@ -32,19 +35,31 @@ def forecast_rows(catalog: Catalog, version: ForecastVersion) -> pd.DataFrame:
     return read_forecasts(catalog, version.metaflow_run_id)
 
 
-def _result(outcome: CheckOutcome) -> AssetCheckResult:
-    return AssetCheckResult(passed=outcome.passed, metadata=outcome.metadata)
+@dataclass(frozen=True)
+class _Checked:
+    """The rows of the model version last written, what they must cover, and the table version that holds them."""
+
+    rows: pd.DataFrame
+    version: ForecastVersion
+    snapshot_id: int | None
+
+    def result(self, outcome: CheckOutcome) -> AssetCheckResult:
+        """The outcome, saying which version of the table it checked (for the lineage of the check's run)."""
+        checked = {SNAPSHOT_ID: self.snapshot_id} if self.snapshot_id is not None else {}
+        return AssetCheckResult(passed=outcome.passed, metadata={**outcome.metadata, **checked})
 
 
-def _latest_rows(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource):
+def _latest_rows(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource) -> _Checked | None:
     event = context.instance.get_latest_materialization_event(FORECAST_TABLE)
     if event is None or event.asset_materialization is None:
-        return None, None
+        return None
+    metadata = event.asset_materialization.metadata
     try:
-        version = _from_metadata(event.asset_materialization.metadata)
+        version = _from_metadata(metadata)
     except KeyError:  # materialized before the table's metadata said what its rows must cover
-        return None, None
-    return forecast_rows(catalog.load(), version), version
+        return None
+    snapshot = metadata.get(SNAPSHOT_ID)
+    return _Checked(forecast_rows(catalog.load(), version), version, None if snapshot is None else int(snapshot.value))
 
 
 NOT_MATERIALIZED = AssetCheckResult(
@@ -61,8 +76,8 @@ def forecast_every_zone_has_every_horizon_hour(
     context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
 ) -> AssetCheckResult:
     """The version's rows hold every forecast zone for every hour of the horizon, and no other hour."""
-    rows, version = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if rows is None else _result(horizon_coverage(rows, version))
+    checked = _latest_rows(context, catalog)
+    return NOT_MATERIALIZED if checked is None else checked.result(horizon_coverage(checked.rows, checked.version))
 
 
 @asset_check(asset=FORECAST_TABLE, blocking=True)
@@ -70,8 +85,8 @@ def forecast_no_negative_rides(
     context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
 ) -> AssetCheckResult:
     """Every forecast of the version is a number of rides, zero or more."""
-    rows, _ = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if rows is None else _result(non_negative_forecasts(rows))
+    checked = _latest_rows(context, catalog)
+    return NOT_MATERIALIZED if checked is None else checked.result(non_negative_forecasts(checked.rows))
 
 
 @asset_check(asset=FORECAST_TABLE, blocking=True)
@@ -79,8 +94,8 @@ def forecast_no_duplicate_keys(
     context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
 ) -> AssetCheckResult:
     """At most one row of the version per pickup_hour and pulocationid."""
-    rows, _ = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if rows is None else _result(unique_forecast_keys(rows))
+    checked = _latest_rows(context, catalog)
+    return NOT_MATERIALIZED if checked is None else checked.result(unique_forecast_keys(checked.rows))
 
 
 @asset_check(asset=FORECAST_TABLE, blocking=True)
@@ -88,8 +103,8 @@ def forecast_intervals_hold_the_forecast(
     context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
 ) -> AssetCheckResult:
     """Every row's bounds are there, none below zero, the 80% interval inside the 95% one and holding the forecast."""
-    rows, _ = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if rows is None else _result(sane_intervals(rows))
+    checked = _latest_rows(context, catalog)
+    return NOT_MATERIALIZED if checked is None else checked.result(sane_intervals(checked.rows))
 
 
 FORECAST_CHECKS = [

@@ -17,6 +17,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    DagsterEventType,
     DataVersion,
     Failure,
     MaterializeResult,
@@ -48,6 +49,7 @@ from forecast_assets.lakehouse.publication import (
     recorded_audits,
     stage_month,
     staged_branches,
+    staged_by,
     staging_branch,
 )
 from forecast_assets.lakehouse.spark_progress import reporting_progress
@@ -167,8 +169,12 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
     window = month.facts.window
     published = published_snapshot(spark.session, month.spec)
+    # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
+    written = published_month(spark.session, month.spec, _partition(context)) if window else None
+    version = written.snapshot_id if written is not None else published
     rows = month_rows(spark.session, month.spec, window)
-    yield from _check_results(context, _run_audits(context, rows, month, f"published snapshot {published}"))
+    checked = {SNAPSHOT_ID: version} if version is not None else {}
+    yield from _check_results(context, _run_audits(context, rows, month, f"published snapshot {published}", checked))
 
 
 def write_audit_publish(
@@ -209,8 +215,9 @@ def write_audit_publish(
     write = publish(session, staged)
     record_audits(session, spec, _partition(context), write.snapshot_id, _as_record(judged))
     for branch in staged_branches(session, spec, window):
+        left_by = _left_by(context, spec, staged_by(session, spec, branch), branch)
         discard(session, spec, branch)
-        context.log.info(f"Dropped {branch}, the staged month of an earlier run that failed its audit")
+        context.log.info(f"Dropped {branch}, {left_by}")
     context.log.info(
         f"Published {spec.identifier} {_label(month)}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
@@ -222,6 +229,26 @@ def write_audit_publish(
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=checks,
     )
+
+
+def _left_by(context: AssetExecutionContext, spec: TableSpec, run_id: str | None, branch: str) -> str:
+    """What became of the earlier run that left ``branch``, as its Dagster record says: held back by its audit, or
+    ended (killed, lost, canceled) before it was audited."""
+    if run_id is None:
+        return "a branch an earlier run cut and ended before writing to (nothing was staged on it)"
+    run = context.instance.get_run_by_id(run_id)
+    status = run.status.value.lower() if run is not None else "no longer in this Dagster instance"
+    key = AssetKey(spec.identifier.split("."))
+    for entry in context.instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION):
+        made = entry.asset_materialization
+        if made is not None and made.asset_key == key and _value(made.metadata.get(PUBLICATION)) == HELD_BACK:
+            failed = _value(made.metadata.get("failed_checks")) or "its blocking checks"
+            return f"the staged month of run {run_id[:8]}, held back because {failed} failed on it"
+    return f"the staged month of run {run_id[:8]} (status: {status}), which ended before its audit: never published"
+
+
+def _value(entry: Any) -> Any:
+    return None if entry is None else entry.value
 
 
 def _unchanged(

@@ -223,6 +223,17 @@ def staged_branches(spark: SparkSession, spec: TableSpec, window: MonthWindow | 
     return _state(spark, spec).branches(prefix=staging_branch(window, ""))
 
 
+def staged_by(spark: SparkSession, spec: TableSpec, branch: str) -> str | None:
+    """The Dagster run that wrote ``branch``'s staged month; ``None`` when the branch holds no write of its own (its
+    run ended after cutting it, before writing)."""
+    state = _state(spark, spec)
+    head = state.ref(branch)
+    on_main = {snapshot_id for snapshot_id, _, _ in _main_history(state)}
+    if head is None or head in on_main:
+        return None
+    return state.snapshot(head).summary.get("dagster.run-id")
+
+
 def record_audits(spark: SparkSession, spec: TableSpec, partition_key: str, snapshot_id: int, results: Any) -> None:
     """Keep ``results`` (JSON-able) as the audit record of the month ``snapshot_id`` published on ``main``.
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, DagsterEventType, DagsterInstance
 
 from forecast_assets.definitions import build_definitions
 from forecast_assets.lineage import naming, taxi_bridge
@@ -19,7 +23,7 @@ from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
 from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import FLOW_NAME
-from taxi_core.settings import Settings
+from taxi_core.settings import PROJECT_ROOT, Settings
 from taxi_demo import pipeline_run
 from taxi_demo.sample_source import TRIP_DIR
 from tests.truth.scenario import FORECAST, MONTHS, TABLES, capture, run_flow, sha256
@@ -32,6 +36,7 @@ class History:
     settings: Settings
     state: Path
     runs: list[dict] = field(default_factory=list)  # each Dagster run: id, what it was, the files staged after it
+    killed: list[str] = field(default_factory=list)  # the Dagster runs whose process was killed
 
     def play(self) -> None:
         with DagsterInstance.get() as instance:
@@ -47,10 +52,16 @@ class History:
                 )
                 self._ran(result.run_id, month, what, result.success)
 
-            for month in MONTHS:
-                ingest(month, "first ingestion")
+            # Months out of order: the latest first; a model trained on them before the earliest month arrives.
+            ingest("2025-01", "first ingestion")
+            ingest("2024-12", "first ingestion")
+            run_flow()
+            ingest("2024-11", "first ingestion, after a training, of a month before those it read")
+            with pipeline_run.code_location(instance) as workspace:
+                self._killed_during_raw_yellow(workspace, "2024-11")
             ingest("2024-11", "unchanged re-run")
             ingest("2024-11", "forced rewrite of raw_yellow", REWRITE_RAW_YELLOW)
+            run_flow()  # the last training before December is republished
             self._change_trips("2024-12", early=True)
             ingest("2024-12", "republished file that fails its audit")
             self._change_trips("2024-12", early=False)
@@ -70,6 +81,41 @@ class History:
             run_flow("--use_weather", "true")
             lineage_command([])
 
+    def _killed_during_raw_yellow(self, workspace, month: str) -> None:
+        """A forced rewrite of the month whose run worker is killed (SIGKILL, with its step and Spark) once raw_yellow
+        has staged the month, then canceled as the UI's force termination does: Dagster knows it ended."""
+        run_id = pipeline_run.launch(
+            self.instance, workspace, "monthly_ingestion", tags={"dagster/partition": f"{month}-01"},
+            run_config=REWRITE_RAW_YELLOW,
+        )  # fmt: skip
+        staged = "Writing nyc_taxi.raw_yellow"
+        while not any(
+            staged in (entry.user_message or "") and ": done in" in (entry.user_message or "")
+            for entry in self.instance.all_logs(run_id)
+        ):
+            run = self.instance.get_run_by_id(run_id)
+            assert run is not None and not run.is_finished, f"run {run_id} ended before raw_yellow staged its month"
+            time.sleep(0.05)  # waiting on the run's own log line, polled
+        # The process that runs the steps says its pid in the run's log (an engine event's metadata).
+        pids = {
+            int(entry.dagster_event.engine_event_data.metadata["pid"].value)
+            for entry in self.instance.all_logs(run_id, of_type=DagsterEventType.ENGINE_EVENT)
+            if entry.dagster_event.engine_event_data and "pid" in entry.dagster_event.engine_event_data.metadata
+        }
+        workers = [psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)]
+        assert workers, f"no process of run {run_id} is running"
+        for worker in workers:
+            for process in [*worker.children(recursive=True), worker]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+        psutil.wait_procs(workers, timeout=30)
+        run = self.instance.get_run_by_id(run_id)
+        assert run is not None
+        if not run.is_finished:  # Dagster did not see the process die: a person force-terminates it in the UI
+            self.instance.report_run_canceled(run, message="Force-terminated: its process was killed")
+        self._ran(run_id, month, "killed while raw_yellow ran, then canceled", False)
+        self.killed.append(run_id)
+
     def _ran(self, run_id: str, month: str, what: str, success: bool) -> None:
         staging = Path(self.settings.staging_location) if "://" not in self.settings.staging_location else None
         files: dict = {}
@@ -85,7 +131,12 @@ class History:
                 # A month's weather version: the sha256 of its four files' fingerprints, in element order.
                 joined = "".join(sha256(path) for path in weather)
                 files.setdefault(each, {})["weather"] = "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
-        self.runs.append({"run_id": run_id, "month": month, "what": what, "success": success, "files": files})
+        dropped = [
+            entry.user_message for entry in self.instance.all_logs(run_id) if entry.user_message.startswith("Dropped ")
+        ]
+        self.runs.append(
+            {"run_id": run_id, "month": month, "what": what, "success": success, "files": files, "dropped": dropped}
+        )
 
     def _change_trips(self, month: str, early: bool) -> None:
         """Republish the month's sample file: a tenth of the pickups a year early (fails its audit), or rows dropped."""
@@ -107,6 +158,9 @@ class History:
         snapshots = self._snapshots()
         return {
             "runs": self.runs,
+            "killed": self.killed,
+            # What no event may name: this machine's folders.
+            "machine_paths": [str(self.state), str(PROJECT_ROOT), str(Path.home())],
             "snapshots": snapshots,
             "flow_runs": self._flow_runs(),
             "labels": self._labels(),
@@ -154,10 +208,30 @@ class History:
                 "zones_snapshot_id": str(run.data.zone_lookup_snapshot_id),
                 "use_weather": bool(run.data.settings.use_weather),
                 "features": list(run.data.used_features),
+                "months_read": self._months_read(run.data),
             }
             for run in sorted(Flow(FLOW_NAME), key=lambda run: run.created_at)  # the client lists the newest first
             if run.successful
         ]
+
+    def _months_read(self, data) -> dict[str, list[str]]:
+        """The months whose rows the run read, per table: from the rows themselves, at the snapshot it read, in the
+        window its settings say (not from any lineage record)."""
+        catalog = open_catalog(CatalogConfig.from_settings(self.settings))
+        start, end = data.settings.window_start, data.settings.as_of
+        reads = {"nyc_taxi.yellow_rides_hourly_actuals": ("pickup_hour", data.actuals_snapshot_id)}
+        if data.weather_snapshot_id is not None:
+            reads["nyc_taxi.raw_weather"] = ("date", data.weather_snapshot_id)
+        months = {}
+        for name, (column, snapshot_id) in reads.items():
+            rows = catalog.load_table(name).scan(selected_fields=(column,), snapshot_id=snapshot_id).to_pandas()
+            moments = pd.to_datetime(rows[column])
+            moments = moments.dt.tz_convert(None) if moments.dt.tz is not None else moments
+            # The weather is read by day: every day the window touches.
+            low, high = (start, end) if column == "pickup_hour" else (start.normalize(), end.normalize())
+            inside = moments[(moments >= pd.Timestamp(low)) & (moments < pd.Timestamp(high))]
+            months[name] = sorted({f"{m:%Y-%m}" for m in inside})
+        return months
 
     def _labels(self) -> dict:
         """Each asset's name in the lineage (a table's catalog name, else its location), and in DataHub."""
@@ -200,6 +274,10 @@ class History:
             answers["diffs"][pair] = ask(
                 "diff", f"nyc_taxi.raw_yellow@{before}", f"nyc_taxi.raw_yellow@{after}", "--json"
             )
+        models = [version["version"] for version in answers["model"] or []]
+        answers["model_diffs"] = {
+            f"{a} {b}": ask("diff", a, b, "--json") for a, b in zip(models, models[1:], strict=False)
+        }
         return answers
 
     def _datahub_runs(self) -> list[dict]:

@@ -239,7 +239,10 @@ def datahub_verdicts(record: dict, expected: dict) -> list[Verdict]:
     verdicts = []
     for run in record["datahub_runs"]:
         versions, job = run["versions"], (run["name"] or "").split(" ")[0]
-        reads = {to_lineage.get(k[6:], k[6:]): v for k, v in versions.items() if k.startswith("input:")}
+        # A partition read ("input:TABLE [PARTITION]") is checked month by month (content_verdicts).
+        reads = {
+            to_lineage.get(k[6:], k[6:]): v for k, v in versions.items() if k.startswith("input:") and " [" not in k
+        }
         writes = {to_lineage.get(k[7:], k[7:]): v for k, v in versions.items() if k.startswith("output:")}
         for loop in reads.keys() & writes.keys():
             verdicts.append(Verdict("DataHub run", loop, writes[loop], False, f"{run['name']} reads and writes it"))
@@ -272,6 +275,9 @@ def verdicts(record: dict) -> list[Verdict]:
         *answer_verdicts(record, expected),
         *datahub_verdicts(record, expected),
         *tool_run_verdicts(record),
+        *content_verdicts(record),
+        *diff_verdicts(record),
+        *killed_run_verdicts(record),
     ]
 
 
@@ -286,3 +292,173 @@ def table(found: list[Verdict]) -> str:
         right, wrong = counts[(where, dataset, True)], counts[(where, dataset, False)]
         lines.append(f"{where[:24]:24s} {dataset[-60:]:60s} {right + wrong:7d} {right:6d} {wrong:6d}")
     return "\n".join(lines)
+
+
+# A model is built from every month it read, each at the snapshot that wrote it (DESIGN: a version is what it
+# contains). The truth: the months whose rows the run read (from the rows, at the snapshot it read), each month's
+# writer on that snapshot's ancestry (from the snapshot summaries), that writer's source file (from expected_inputs).
+READ_WHOLE = {
+    ACTUALS: ("actuals_snapshot_id", "taxi_trip_files"),
+    RAW_WEATHER: ("weather_snapshot_id", "weather_files"),
+}
+Contents = dict[str, dict[str, tuple[str, str]]]  # table -> month -> (the snapshot that wrote it, its source's sha256)
+
+
+def _month_writer(table: dict, read_at: str, month: str) -> str | None:
+    """The snapshot on ``read_at``'s ancestry that last wrote ``month`` (its summary names the partition)."""
+    current: str | None = read_at
+    while current is not None:
+        if (_properties(table, current).get("dagster.partition") or "")[:7] == month:
+            return current
+        parent = table["snapshots"][current]["parent"]
+        current = None if parent is None else str(parent)
+    return None
+
+
+def model_contents(record: dict) -> dict[str, Contents]:
+    """Model version -> what it was built from, month by month, from the truth alone."""
+    expected, labels = expected_inputs(record), record["labels"]
+    found: dict[str, Contents] = {}
+    for run in record["flow_runs"]:
+        contents: Contents = {}
+        for table, months in run["months_read"].items():
+            snapshot_key, files = READ_WHOLE[table]
+            for month in months:
+                writer = _month_writer(record["snapshots"][table], run[snapshot_key], month) or "?"
+                built = expected.get((table, writer), {})
+                if table == ACTUALS:  # the actuals' month was built from raw_yellow's, built from the file
+                    built = expected.get((RAW_YELLOW, built.get(RAW_YELLOW, "?")), {})
+                contents.setdefault(table, {})[month] = (writer, built.get(labels[files]["lineage"], "?"))
+        found[run["model_version"]] = contents
+    return found
+
+
+def _month(partition: str) -> str:
+    """``pickup_hour_month=2024-12`` -> ``2024-12``."""
+    return partition.rpartition("=")[2]
+
+
+def _fingerprint(sources: list[dict], record: dict, table: str) -> str | None:
+    label = record["labels"][READ_WHOLE[table][1]]["lineage"]
+    return next((source["version"] for source in sources if source["name"] == label), None)
+
+
+def _leaves(node: dict) -> list[dict]:
+    below = [*node.get("read", []), *node.get("partitions", [])]
+    if node.get("repeated"):
+        return []
+    return (
+        [{"name": node["dataset"], "version": node["version"]}]
+        if not below
+        else [leaf for child in below for leaf in _leaves(child)]
+    )
+
+
+def _month_verdicts(where: str, version: str, truth: Contents, said: Contents) -> list[Verdict]:
+    """One verdict per (table, month) the truth or the claim names: the month's writer and its source."""
+    verdicts = []
+    for table in sorted(truth.keys() | said.keys()):
+        for month in sorted(truth.get(table, {}).keys() | said.get(table, {}).keys()):
+            want, got = truth.get(table, {}).get(month), said.get(table, {}).get(month)
+            right = got is not None and want is not None and (got[0], got[1] or want[1]) == want
+            verdicts.append(Verdict(where, f"{table} {month}", version, right, f"said {got}, truth {want}"))
+    return verdicts
+
+
+def content_verdicts(record: dict) -> list[Verdict]:
+    """Every month every model version read, with its writer and source sha256, in each view that names it."""
+    truth, verdicts = model_contents(record), []
+    for version in record["answers"]["model"] or []:
+        said: Contents = {}
+        for read in version["inputs"]:
+            for part in read.get("partitions", []):
+                month = said.setdefault(read["name"], {})
+                month[_month(part["partition"])] = (
+                    part["version"],
+                    _fingerprint(part["sources"], record, read["name"]),
+                )
+        verdicts += _month_verdicts("model --json months", version["version"], truth.get(version["version"], {}), said)
+    for run in record["flow_runs"]:
+        answer = record["answers"]["versions"].get(f"{FORECAST}@{run['forecast_snapshot_id']}")
+        said = {}
+        for read in (answer or {"tree": {"read": []}})["tree"]["read"]:
+            for part in read.get("partitions", []):
+                fingerprint = (
+                    _fingerprint(_leaves(part), record, read["dataset"]) if read["dataset"] in READ_WHOLE else ""
+                )
+                said.setdefault(read["dataset"], {})[_month(part["partition"])] = (part["version"], fingerprint)
+        verdicts += _month_verdicts("show --version months", run["model_version"], truth[run["model_version"]], said)
+    for event in record["events"]:
+        facet = event["run"].get("facets", {}).get("modelTraining")
+        if event["eventType"] != "COMPLETE" or not facet:
+            continue
+        said = {}
+        for dataset in event.get("inputs", []):
+            label = _named([dataset]).popitem()[0]
+            for part in dataset.get("inputFacets", {}).get("partitionVersions", {}).get("partitions", []):
+                said.setdefault(label, {})[_month(part["identifier"])] = (part["version"], None)
+        verdicts += _month_verdicts("event months", facet["version"], truth.get(facet["version"], {}), said)
+    to_lineage = {value["datahub"]: value["lineage"] for value in record["labels"].values()}
+    for run in record["datahub_runs"]:
+        parts = {k: v for k, v in run["versions"].items() if k.startswith("input:") and " [" in k}
+        versions = {v for k, v in run["versions"].items() if k.startswith("output:")}
+        model = next((version for version in truth if version in versions), None)
+        if model is None or "." in (run["name"] or "").split(" ")[0]:
+            continue  # the flow run's own DataProcessInstance names the model it wrote
+        said = {}
+        for key, version in parts.items():
+            name, _, partition = key[6:].partition(" [")
+            said.setdefault(to_lineage.get(name, name), {})[_month(partition.rstrip("]"))] = (version, None)
+        verdicts += _month_verdicts("DataHub run months", model, truth[model], said)
+    return verdicts
+
+
+def diff_verdicts(record: dict) -> list[Verdict]:
+    """``diff`` between consecutive model versions names exactly the months whose writer changed, added, removed."""
+    truth, verdicts = model_contents(record), []
+    for pair, answer in record["answers"]["model_diffs"].items():
+        before, after = pair.split()
+        want = set()
+        for table in truth[before].keys() & truth[after].keys():
+            old, new = truth[before][table], truth[after][table]
+            want |= {(table, m, "replaced") for m in old.keys() & new.keys() if old[m][0] != new[m][0]}
+            want |= {(table, m, "added") for m in new.keys() - old.keys()}
+            want |= {(table, m, "removed") for m in old.keys() - new.keys()}
+        said = set()
+        for line in (answer or {}).get("changes", []):
+            text = line.strip()
+            for how in ("replaced", "added", "removed"):
+                if f"]: {how}" in text:
+                    name, _, rest = text.partition(" [")
+                    said.add((name, _month(rest.partition("]")[0]), how))
+        verdicts.append(Verdict("diff model months", "(months changed)", pair, said == want, f"said {said}, {want}"))
+    return verdicts
+
+
+def killed_run_verdicts(record: dict) -> list[Verdict]:
+    """A killed run, once Dagster knows it ended, ends in OpenLineage: the run and every step it started; a later run
+    that drops the branch it left says it was never audited, and a branch a failed audit left says that."""
+    verdicts = []
+    for run_id in record["killed"]:
+        started, ended = set(), set()
+        for event in record["events"]:
+            if event["run"].get("facets", {}).get("orchestratorRun", {}).get("runId") != run_id:
+                continue
+            (started if event["eventType"] == "START" else ended).add(event["run"]["runId"])
+            if event["eventType"] in ("ABORT", "FAIL"):
+                verdicts.append(Verdict("event killed run", event["job"]["name"], run_id, True, event["eventType"]))
+        for unended in started - ended:
+            verdicts.append(Verdict("event killed run", "(a run never ended)", run_id, False, unended))
+    failed_audit = {run["run_id"][:8] for run in record["runs"] if "fails its audit" in run["what"]}
+    killed = {run_id[:8] for run_id in record["killed"]}
+    for run in record["runs"]:
+        for line in run["dropped"]:
+            left_by = line.partition(" of run ")[2][:8]
+            if left_by in killed:
+                right = "ended before its audit" in line
+            elif left_by in failed_audit:
+                right = "held back" in line
+            else:
+                right = False
+            verdicts.append(Verdict("log dropped branch", RAW_YELLOW, run["run_id"], right, line))
+    return verdicts
