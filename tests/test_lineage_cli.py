@@ -115,6 +115,23 @@ def test_a_name_like_nothing_says_so(queued, capsys):
     assert "nor one like it" in capsys.readouterr().err
 
 
+def _written(events, table: str) -> set[tuple[str, str]]:
+    """(month, version) of each month a Dagster step wrote of ``table``, from its COMPLETE event."""
+    found = set()
+    for event in events:
+        if (
+            event["eventType"] != "COMPLETE"
+            or "nominalTime" not in event["run"]["facets"]
+            or "." not in event["job"]["name"]
+        ):
+            continue
+        month = event["run"]["facets"]["nominalTime"]["nominalStartTime"][:7]
+        for dataset in event.get("outputs", []):
+            if dataset["facets"].get("symlinks", {}).get("identifiers", [{}])[0].get("name") == table:
+                found.add((month, dataset["facets"]["version"]["datasetVersion"]))
+    return found
+
+
 def _model_versions(events):
     flows = [e for e in events if "modelTraining" in e["run"]["facets"] and e["eventType"] == "COMPLETE"]
     return [e["run"]["facets"]["modelTraining"]["version"] for e in sorted(flows, key=lambda e: e["eventTime"])]
@@ -216,6 +233,9 @@ def test_a_column_is_traced_to_the_trip_files_columns_across_both_tools(queued, 
         if any(t.startswith("DIRECT") for t in o["transformations"])
     }
     assert (ACTUALS_NAME, "total_rides") in direct and not any(d == WEATHER_NAME for d, _ in direct)
+    # The flow read the actuals whole: the column comes from each month, at the version the month's run wrote.
+    months = {(o["partition"], o["version"]) for o in tree["origins"] if o["column"] == "total_rides"}
+    assert months == {(f"pickup_hour_month={month}", version) for month, version in _written(queued, ACTUALS_NAME)}
     total_rides = next(o for o in tree["origins"] if o["column"] == "total_rides")
     raw = {(o["dataset"], o["column"]) for o in total_rides["origins"]}
     assert ("nyc_taxi.raw_yellow", "tpep_pickup_datetime") in raw and ("nyc_taxi.raw_yellow", "pulocationid") in raw
@@ -224,7 +244,10 @@ def test_a_column_is_traced_to_the_trip_files_columns_across_both_tools(queued, 
     files = [o for o in pickup["origins"] if o["dataset"].endswith("/staging/taxi")]
     assert [o["column"] for o in files] == ["tpep_pickup_datetime"] and files[0]["version"].startswith("sha256:")
     assert main(["show", column, "--version", second]) == 0
-    assert f"<- {WEATHER_NAME}.value @ " in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert all(
+        f"<- {WEATHER_NAME}.value [date_month={month}] @ {v} " in printed for month, v in _written(queued, WEATHER_NAME)
+    )
     assert main(["show", column]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{column}  [version ") and "<- nyc_taxi.raw_yellow.pulocationid @ " in printed

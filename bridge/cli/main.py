@@ -243,7 +243,8 @@ def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
         for dataset in found.inputs:
             print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
             for part in dataset.partitions:
-                print(f"    [{part.partition}] @ {part.version}, {part.rows:,} rows, from {part.built_from()}")
+                rows = f", {part.rows:,} rows" if part.rows is not None else ""
+                print(f"    [{part.partition}] @ {part.version}{rows}, from {part.built_from()}")
         if found.input_columns:
             print(f"  input columns: {', '.join(sorted(found.input_columns))}")
     return 0

@@ -31,7 +31,7 @@ class PartitionRead:
 
     partition: str
     version: str
-    rows: int = 0
+    rows: int | None = None
     written_by: str | None = None
     sources: tuple[Source, ...] = ()
 

@@ -15,7 +15,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from bridge.translate.partitions import PartitionVersion
+from bridge.translate.partitions import PartitionVersion, in_order
 
 
 def partitions_read(
@@ -42,7 +42,9 @@ def partitions_read(
             key = (name, str(entry.snapshot_id), dimensions)
             added = entry.data_file.record_count if manifest.content == ManifestContent.DATA else 0
             rows[key] = rows.get(key, 0) + added
-    return tuple(sorted(PartitionVersion(name, version, count, dims) for (name, version, dims), count in rows.items()))
+    return tuple(
+        in_order(PartitionVersion(name, version, count, dims) for (name, version, dims), count in rows.items())
+    )
 
 
 def _partition(spec: PartitionSpec, schema: Schema, data_file: DataFile) -> tuple[str, tuple[tuple[str, str], ...]]:

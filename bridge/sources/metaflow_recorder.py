@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
 
 from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
-from bridge.translate.partitions import PartitionVersion
+from bridge.translate.partitions import PartitionVersion, in_order
 
 if TYPE_CHECKING:
     from metaflow.user_decorators.mutable_flow import MutableFlow
@@ -87,7 +87,7 @@ def record_read(
 ) -> None:
     """The step read ``name`` at ``version``; ``partitions``, what it read of a partitioned table: each partition at
     the version that wrote it (:func:`bridge.sources.iceberg_contents.partitions_read`)."""
-    parts = [p.to_json() for p in sorted(partitions)] or None
+    parts = [p.to_json() for p in in_order(partitions)] or None
     _record("reads", DatasetUse(name, kind, str(version), rows, partitions=parts))
 
 

@@ -23,7 +23,7 @@ ACTOR = "urn:li:corpuser:taxi-demand-bridge"
 RUN_RESULTS = {
     "COMPLETE": models.RunResultTypeClass.SUCCESS,
     "FAIL": models.RunResultTypeClass.FAILURE,
-    "ABORT": models.RunResultTypeClass.FAILURE,  # ended before finishing (canceled, killed): nativeResultType says ABORT
+    "ABORT": models.RunResultTypeClass.FAILURE,  # ended unfinished (canceled, killed); nativeResultType: ABORT
 }
 
 

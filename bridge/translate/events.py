@@ -35,7 +35,7 @@ from openlineage.client.facet_v2 import (
 
 from bridge.translate.column_lineage import Transformation
 from bridge.translate.naming import DatasetName
-from bridge.translate.partitions import PartitionVersion
+from bridge.translate.partitions import PartitionVersion, in_order
 
 BRIDGE_VERSION = "0.1.0"
 PRODUCER = f"urn:taxi-demand-lineage:bridge:{BRIDGE_VERSION}"
@@ -94,7 +94,7 @@ class PartitionVersionsInputDatasetFacet(InputDatasetFacet):
 
 def input_facets(partitions: tuple[PartitionVersion, ...]) -> dict[str, InputDatasetFacet]:
     """The ``subset`` and ``partitionVersions`` input facets of the partitions read; none for an unpartitioned table."""
-    read = sorted(partitions)
+    read = in_order(partitions)
     if not read:
         return {}
     named = {p.partition: dict(p.dimensions) for p in read}
@@ -106,7 +106,10 @@ def input_facets(partitions: tuple[PartitionVersion, ...]) -> dict[str, InputDat
     )
     versions = PartitionVersionsInputDatasetFacet(
         producer=PRODUCER,
-        partitions=[{"identifier": p.partition, "version": p.version, "rows": p.rows} for p in read],
+        partitions=[
+            {"identifier": p.partition, "version": p.version, **({"rows": p.rows} if p.rows is not None else {})}
+            for p in read
+        ],
     )
     return {"subset": subset, "partitionVersions": versions}
 

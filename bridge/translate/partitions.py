@@ -10,11 +10,12 @@ wrote it, since the spec has no place for that. This module reads them back from
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class PartitionVersion:
     """One partition of a table version and one version (snapshot) that wrote files into it.
 
@@ -25,7 +26,7 @@ class PartitionVersion:
 
     partition: str
     version: str
-    rows: int = 0
+    rows: int | None = None  # unknown when the reader did not count them
     dimensions: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -40,8 +41,17 @@ class PartitionVersion:
     def from_json(cls, data: dict[str, Any]) -> PartitionVersion:
         dimensions = data.get("dimensions") or {}
         return cls(
-            str(data["partition"]), str(data["version"]), int(data.get("rows") or 0), tuple(sorted(dimensions.items()))
+            str(data["partition"]), str(data["version"]), _count(data.get("rows")), tuple(sorted(dimensions.items()))
         )
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def in_order(partitions: Iterable[PartitionVersion]) -> list[PartitionVersion]:
+    """By partition, then version."""
+    return sorted(partitions, key=lambda p: (p.partition, p.version))
 
 
 def partitions_in(dataset: dict[str, Any]) -> list[PartitionVersion]:
@@ -52,8 +62,6 @@ def partitions_in(dataset: dict[str, Any]) -> list[PartitionVersion]:
         for p in facets.get("subset", {}).get("inputCondition", {}).get("partitions", [])
     }
     return [
-        PartitionVersion(
-            p["identifier"], str(p["version"]), int(p.get("rows") or 0), dimensions.get(p["identifier"], ())
-        )
+        PartitionVersion(p["identifier"], str(p["version"]), _count(p.get("rows")), dimensions.get(p["identifier"], ()))
         for p in facets.get("partitionVersions", {}).get("partitions", [])
     ]
