@@ -33,7 +33,7 @@ from dagster.version import __version__ as dagster_version
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.dagster_columns import column_lineage_from_metadata
-from bridge.translate.dagster_inputs import INPUT_VERSIONS
+from bridge.translate.dagster_inputs import CODE_BRANCH, CODE_COMMIT, CODE_PATH, INPUT_VERSIONS
 from bridge.translate.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
@@ -53,6 +53,7 @@ from bridge.translate.events import (
     EventSpec,
     InputField,
     JobRef,
+    SourceCode,
     ToolRun,
     event_key,
     run_event,
@@ -165,6 +166,14 @@ class _Run:
     @cached_property
     def tool_run(self) -> ToolRun:
         return ToolRun(SOURCE, self.records.run_id, partition=self.records.partition)
+
+    def source_code(self, step: str) -> SourceCode | None:
+        """The code the step ran, as its materializations say (``code/commit``, ``code/path``)."""
+        for record in self.step_records(step, DagsterEventType.ASSET_MATERIALIZATION):
+            metadata = _metadata(_materialization(record))
+            if metadata.get(CODE_COMMIT) and metadata.get(CODE_PATH):
+                return SourceCode(str(metadata[CODE_COMMIT]), str(metadata[CODE_PATH]), None, metadata.get(CODE_BRANCH))
+        return None
 
     def documentation(self, step: str) -> str | None:
         """What the step makes, as its assets' definitions describe them."""
@@ -447,6 +456,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
         tool_run=run.tool_run,
         engine=ENGINE,
         documentation=run.documentation(step),
+        source_code=run.source_code(step),
     )
 
 

@@ -1,8 +1,11 @@
-"""What a materialization says it read, as Dagster asset metadata: written by an asset, read by the bridge.
+"""What a materialization says it read and which code made it, as Dagster asset metadata: written by an asset,
+read by the bridge.
 
 An asset that knows the version of each input it read (an Iceberg snapshot, a file's fingerprint) says so
 under ``lineage/input_versions``: ``{parent asset key (a/b): the version read}``. It is the truest record of
 a run's inputs; the bridge prefers it to Dagster's provenance pointers (:mod:`bridge.translate.dagster`).
+An asset that knows the code it ran (the git commit of the checkout, the file in it) says so under
+``code/commit`` and ``code/path``: the step's ``sourceCodeLocation``.
 Light on purpose: the assets import it, and it loads neither the OpenLineage client nor the translators.
 """
 
@@ -19,3 +22,13 @@ INPUT_VERSIONS = "lineage/input_versions"
 def input_versions_metadata(read: Mapping[str, str]) -> dict[str, Any]:
     """The metadata entry saying which version of each parent (by its key's user string) was ``read``."""
     return {INPUT_VERSIONS: MetadataValue.json(dict(read))}
+
+
+CODE_COMMIT, CODE_PATH, CODE_BRANCH = "code/commit", "code/path", "code/branch"
+
+
+def code_metadata(commit: str | None, path: str | None, branch: str | None = None) -> dict[str, Any]:
+    """The metadata entries naming the code that made a materialization: none without a commit and a path."""
+    if not commit or not path:
+        return {}
+    return {CODE_COMMIT: commit, CODE_PATH: path} | ({CODE_BRANCH: branch} if branch else {})

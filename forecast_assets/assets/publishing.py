@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame
 from bridge.translate.column_lineage import ColumnLineage
 from bridge.translate.dagster_columns import derived_column_lineage
 from bridge.translate.spark_plan import column_lineage
+from forecast_assets.assets.code_ran import code_ran
 from forecast_assets.assets.table_metadata import (
     COLUMN_SCHEMA,
     ROW_COUNT,
@@ -225,7 +226,8 @@ def write_audit_publish(
     yield MaterializeResult(
         metadata=table_metadata(
             spec, write, rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
-        ),
+        )
+        | code_ran(context),
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=checks,
     )
@@ -275,6 +277,7 @@ def _unchanged(
             "partition": _partition(context),
             "published_by_run": published.properties.get("dagster.run-id", ""),
             **month.metadata,
+            **code_ran(context),
         },
         data_version=DataVersion(str(published.snapshot_id)),
         check_results=checks,
@@ -308,6 +311,7 @@ def _held_back(
         "read_staged_with": staged.how_to_read,
         "partition": _partition(context),
         **month.metadata,
+        **code_ran(context),
     }
     if current is not None:
         metadata[SNAPSHOT_ID] = MV.int(current)

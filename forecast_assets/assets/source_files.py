@@ -15,6 +15,7 @@ from dagster import (
     asset,
 )
 
+from forecast_assets.assets.code_ran import code_ran
 from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceSpec
 from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
@@ -133,6 +134,7 @@ def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsD
                 metadata.update(facts.metadata)
         if window is not None:
             metadata = {"partition": context.partition_key, **metadata}
+        metadata.update(code_ran(context))
         version = metadata["source_fingerprint"]
         return MaterializeResult(metadata=metadata, data_version=DataVersion(version))
 
