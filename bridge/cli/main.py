@@ -32,6 +32,7 @@ import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,7 @@ def show_column(
 def _trained(connection: sqlite3.Connection) -> list[TrainedVersion]:
     """Every model version, each partition it read traced to the run that wrote it and its source files."""
 
+    @cache  # model versions share most of their months: each is traced once
     def provenance(dataset: str, version: str) -> tuple[str | None, tuple[Source, ...]]:
         tree = queries.version_tree(connection, dataset, version)
         written_by = tree.written_by.describe() if tree.written_by else None
