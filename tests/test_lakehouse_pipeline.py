@@ -176,8 +176,25 @@ def test_a_check_fails_on_duplicated_actuals(pipeline):
         failed = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
         assert set(failed) == {"actuals_no_duplicate_keys"}
         assert failed["actuals_no_duplicate_keys"].metadata["duplicate_keys"].value == 3
+        # Every check names the version it checked: January's, the snapshot on main that last wrote the month
+        # (per Iceberg's summaries; the rows appended since carry no partition of their own).
+        table = _table("nyc_taxi.yellow_rides_hourly_actuals")
+        snapshot = table.current_snapshot()
+        while _written_month(table, snapshot) != "2025-01-01":
+            snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id)
+        checked = {e.metadata["iceberg/snapshot_id"].value for e in result.get_asset_check_evaluations()}
+        assert checked == {snapshot.snapshot_id}
     finally:
         table.manage_snapshots().rollback_to_snapshot(good_snapshot).commit()
+
+
+def _written_month(table, snapshot) -> str | None:
+    """The partition a snapshot's write names, or that of the snapshot it was cherry-picked from."""
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    source = summary.get("source-snapshot-id")
+    if "dagster.partition" not in summary and source:
+        return _written_month(table, table.snapshot_by_id(int(source)))
+    return summary.get("dagster.partition")
 
 
 @pytest.fixture

@@ -365,6 +365,10 @@ def test_the_forecast_checks_pass_on_the_version_training_wrote(dagster_run):
     assert coverage["zones"].value == coverage["expected_zones"].value == len(run.data.zone_ids)
     assert coverage["metaflow_run_id"].value == run.id and coverage["zone_hours_missing"].value == 0
     assert evaluations["forecast_no_negative_rides"].metadata["rows"].value == len(run.data.forecast)
+    # Each says which version of the table it checked (the lineage of a checks-only run names it).
+    assert {evaluations[name].metadata["iceberg/snapshot_id"].value for name in names} == {
+        run.data.forecast_snapshot_id
+    }
 
 
 @pytest.fixture
