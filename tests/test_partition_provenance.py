@@ -227,3 +227,14 @@ def _source(fingerprint: str):
     from bridge.index.model_versions import Source  # only this test builds sources by hand
 
     return Source(FILES, fingerprint)
+
+
+def test_a_read_whose_partitions_cannot_be_told_is_recorded_without_them(tmp_path, caplog):
+    """Lineage never fails the read it records: a snapshot the table no longer has gives no partitions, and a
+    warning that names the table and the snapshot."""
+    from bridge.sources.iceberg_contents import partitions_for_lineage
+
+    world = History(tmp_path)
+    world.apply(("write", "2024-11"))
+    assert partitions_for_lineage(world.table, 42) == ()
+    assert "shop.rides snapshot 42" in caplog.text

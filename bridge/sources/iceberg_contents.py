@@ -9,6 +9,8 @@ happened to be written last.
 
 from __future__ import annotations
 
+import logging
+
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFile, ManifestContent
 from pyiceberg.partitioning import PartitionSpec
@@ -16,6 +18,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from bridge.translate.partitions import PartitionVersion, in_order
+
+log = logging.getLogger(__name__)
 
 
 def partitions_read(
@@ -27,7 +31,7 @@ def partitions_read(
         return ()
     snapshot = table.snapshot_by_id(snapshot_id)
     if snapshot is None:
-        msg = f"{table.name()} has no snapshot {snapshot_id}"
+        msg = f"{'.'.join(table.name())} has no snapshot {snapshot_id}"
         raise LookupError(msg)
     scan = table.scan(row_filter=AlwaysTrue() if row_filter is None else row_filter, snapshot_id=snapshot_id)
     tasks = list(scan.plan_files())
@@ -55,3 +59,21 @@ def _partition(spec: PartitionSpec, schema: Schema, data_file: DataFile) -> tupl
         for position, field in enumerate(spec.fields)
     )
     return spec.partition_to_path(data_file.partition, schema), dimensions
+
+
+def partitions_for_lineage(
+    table: Table, snapshot_id: int, row_filter: str | BooleanExpression | None = None
+) -> tuple[PartitionVersion, ...]:
+    """:func:`partitions_read` for a step recording its read: when the table's metadata cannot say (a manifest
+    unreadable, the snapshot expired meanwhile), the read is recorded without its partitions and the step goes
+    on; lineage never fails the work it records."""
+    try:
+        return partitions_read(table, snapshot_id, row_filter)
+    except Exception:  # whatever pyiceberg raises, the step must not fail for its lineage; it is logged
+        log.warning(
+            "Could not tell which partitions of %s snapshot %s were read; its lineage names the snapshot alone",
+            ".".join(table.name()),
+            snapshot_id,
+            exc_info=True,
+        )
+        return ()

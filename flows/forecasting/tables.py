@@ -15,7 +15,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
 from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
 
-from bridge.sources.iceberg_contents import partitions_read
+from bridge.sources.iceberg_contents import partitions_for_lineage
 from bridge.sources.metaflow_recorder import record_read, record_write
 from bridge.translate.column_lineage import ColumnLineage
 from taxi_core.errors import PipelineError
@@ -101,7 +101,8 @@ def _read_window(
     if frame.empty:
         msg = f"Table {identifier} has no rows between {window}: materialize {asset} for those months, {otherwise}."
         raise MissingInput(msg)
-    record_read(identifier, snapshot_id, rows=len(frame), partitions=partitions_read(table, snapshot_id, row_filter))
+    partitions = partitions_for_lineage(table, snapshot_id, row_filter)
+    record_read(identifier, snapshot_id, rows=len(frame), partitions=partitions)
     return frame, snapshot_id
 
 
