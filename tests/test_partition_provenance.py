@@ -32,7 +32,7 @@ from pyiceberg.types import LongType, NestedField, TimestamptzType
 
 from bridge.index import queries
 from bridge.index.lineage_index import LineageIndex
-from bridge.index.model_versions import Input, PartitionRead, partition_changes, trained_versions
+from bridge.index.model_versions import Input, PartitionRead, Source, partition_changes, trained_versions
 from bridge.outbox.queue import Outbox
 from bridge.sources.iceberg_contents import partitions_read
 from bridge.translate.events import DatasetRef, EventSpec, JobRef, ModelTraining, event_key, run_event
@@ -206,7 +206,7 @@ def test_partition_reads_name_their_versions_in_each_summary_sentence():
 
     def read(*parts: tuple[str, str, str]) -> Input:
         found = tuple(
-            PartitionRead(f"m={month}", version, 1, f"run {version}", (_source(fingerprint),))
+            PartitionRead(f"m={month}", version, 1, f"run {version}", (Source(FILES, fingerprint),))
             for month, version, fingerprint in parts
         )
         return Input(TABLE, "head", found)
@@ -221,12 +221,6 @@ def test_partition_reads_name_their_versions_in_each_summary_sentence():
     assert "sha256:b" in by_month["2024-12"] and "sha256:d" in by_month["2024-12"]
     assert "written by run 4" in by_month["2024-12"]
     assert "same" in by_month["2025-01"] and "added" in by_month["2025-02"]
-
-
-def _source(fingerprint: str):
-    from bridge.index.model_versions import Source  # only this test builds sources by hand
-
-    return Source(FILES, fingerprint)
 
 
 def test_a_read_whose_partitions_cannot_be_told_is_recorded_without_them(tmp_path, caplog):
