@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from bridge.config import DataHubTarget, LineageBridge, SinkSpec
+from bridge.config import LineageBridge, SinkSpec
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE
@@ -138,15 +138,25 @@ def lineage_markdown(links: Mapping[str, str], picture: Path, drawn: bytes | Non
     return "\n".join(lines)
 
 
-def datahub_target(settings: Settings) -> DataHubTarget:
-    token = settings.datahub_gms_token.get_secret_value() if settings.datahub_gms_token else None
-    return DataHubTarget(
-        kind=settings.datahub,
-        lite_path=settings.state_dir / "datahub" / "lite.sqlite",
-        gms_url=settings.datahub_gms_url,
-        gms_token=token,
-        file=Path(settings.datahub_file) if settings.datahub_file else settings.state_dir / "datahub" / "metadata.json",
-    )
+def lite_path(settings: Settings) -> Path:
+    """The DataHub Lite graph's file (TAXI_DATAHUB=lite, the default)."""
+    return settings.state_dir / "datahub" / "lite.sqlite"
+
+
+def datahub_sink(settings: Settings) -> SinkSpec | None:
+    """DataHub as ``TAXI_DATAHUB`` says: DataHub Lite, a GMS over REST, a metadata file, or off (``None``)."""
+    if settings.datahub == "off":
+        return None
+    if settings.datahub == "rest":
+        return SinkSpec(
+            "datahub-rest", {"server": settings.datahub_gms_url, "token": settings.datahub_gms_token}, "datahub"
+        )
+    if settings.datahub == "file":
+        path = (
+            Path(settings.datahub_file) if settings.datahub_file else settings.state_dir / "datahub" / "metadata.json"
+        )
+        return SinkSpec("datahub-file", {"path": path}, "datahub")
+    return SinkSpec("datahub-lite", {"path": lite_path(settings)}, "datahub")
 
 
 def _report_metadata(pathspec: str) -> Mapping:
@@ -173,7 +183,6 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         flows=(FLOW_NAME,),
         code_location=LOCATION_NAME,
         workspace_file=WORKSPACE_FILE,
-        datahub=datahub_target(settings),
         report_metadata=_report_metadata,
         report_checks=_report_checks,
         how_to_fill_graph="run `./run demo`, or a lineage pass (`./run taxi-lineage`) after Dagster or Metaflow runs",
@@ -186,8 +195,8 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
 
 
 def sinks(settings: Settings) -> tuple[SinkSpec, ...]:
-    """The OpenLineage client's target and DataHub always (DataHub may be off), and the archive when configured."""
-    configured = [SinkSpec("openlineage"), SinkSpec("datahub")]
+    """The OpenLineage client's target always, DataHub unless it is off, and the archive when configured."""
+    configured = [SinkSpec("openlineage"), *filter(None, [datahub_sink(settings)])]
     if settings.lineage_archive:
         options = {
             "url": settings.lineage_archive,

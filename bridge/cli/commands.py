@@ -5,7 +5,7 @@ status [--json]             is lineage healthy, and how far behind is each sink 
 dead-letters [--json]       the events a sink gave up on, with their error, job, run and attempts
 retry ID... | --all         queue dead letters again; the next pass sends them first
 discard ID... | --all       give up on dead letters for good
-rebuild datahub             set the DataHub Lite file aside (or forget a GMS's or file's place) and refill it
+rebuild SINK                set a sink's own state aside (DataHub Lite's file, a GMS's place, ...) and refill it
 rebuild outbox              set a damaged outbox aside and queue every run again, without sending the
                             OpenLineage target what it already has or reporting Metaflow runs twice
 """
@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.config import LineageBridge
 from bridge.errors import BridgeError
+from bridge.outbox.database import OutboxDamaged
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
-from bridge.outbox.queue import Outbox, OutboxDamaged
+from bridge.outbox.outbox import Outbox
 from bridge.sinks.failures import redact
 
 if TYPE_CHECKING:
@@ -76,7 +78,6 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     # Dagster, Metaflow and the OpenLineage client load only for a pass with something to do.
     from bridge.outbox.lease import PassRunning
     from bridge.run.lineage_pass import run_pass
-    from bridge.sinks.openlineage import make_client
     from bridge.sources.code_location import load_asset_graph
 
     def graph() -> AssetGraph:
@@ -85,10 +86,9 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         except CodeLocationNotFound as err:
             raise UsageError(str(err)) from err
 
-    client = make_client(bridge.events_file)
     try:
         with _instance(bridge) as instance:
-            result = run_pass(bridge, instance, graph, client, purpose="command line", wait=wait)
+            result = run_pass(bridge, instance, graph, purpose="command line", wait=wait)
     except PassRunning as running:
         print(f"Lineage pass skipped: {running}; it delivers what is queued.")
         return 0
@@ -140,18 +140,16 @@ def watch_lineage(
 
     from bridge.run.lineage_pass import run_pass, summary
     from bridge.run.watch import watch
-    from bridge.sinks.openlineage import make_client, target_of
     from bridge.sources.code_location import load_asset_graph
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", force=True)
     logging.getLogger("bridge").setLevel(logging.INFO)  # what each pass did; not every library's chatter
     graph = cache(lambda: load_asset_graph(_workspace_file(bridge), bridge.code_location))
-    client = make_client(bridge.events_file)
     last = None
 
     def one_pass() -> str | None:
         nonlocal last
-        result = run_pass(bridge, instance, graph, client, purpose="watcher")
+        result = run_pass(bridge, instance, graph, purpose="watcher")
         moved = sum(result.queued.values()) or any(sink.sent or sink.parked for sink in result.sinks.values())
         said = summary(result)
         news = said if moved or (result.failing and said != last) else None
@@ -159,8 +157,8 @@ def watch_lineage(
         return news
 
     with _instance(bridge) as instance:
-        target = target_of(client)
-        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {target}. Ctrl-C stops.")
+        sinks = ", ".join(spec.key for spec in bridge.sinks)
+        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {sinks}. Ctrl-C stops.")
         try:
             passes = watch(bridge, one_pass, interval, while_sensor_ticks, started_by=started_by)
         except KeyboardInterrupt:
@@ -171,8 +169,8 @@ def watch_lineage(
 
 def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
     outbox = open_outbox(bridge)
-    letters = outbox.dead_letters(requeued=False)
-    queued = outbox.dead_letters(requeued=True)
+    letters = outbox.letters.dead_letters(requeued=False)
+    queued = outbox.letters.dead_letters(requeued=True)
     if as_json:
         print(json.dumps([letter.__dict__ for letter in [*letters, *queued]], indent=2))
         return 0
@@ -194,15 +192,15 @@ def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
 
 def retry(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
     outbox = _dead_letters_named(bridge, ids, everything, "queue again")
-    count = outbox.requeue(None if everything else ids)
+    count = outbox.letters.requeue(None if everything else ids)
     print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
     return 0
 
 
 def discard(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
     outbox = _dead_letters_named(bridge, ids, everything, "give up on")
-    count = outbox.discard(None if everything else ids)
-    print(f"Gave up on {count} dead letters: they stay in the outbox and are never sent.")
+    count = outbox.letters.discard(None if everything else ids)
+    print(f"Gave up on {count} dead letters: they stay in the outbox and are never sent, even after a rebuild.")
     return 0
 
 
@@ -210,7 +208,7 @@ def _dead_letters_named(bridge: LineageBridge, ids: list[int], everything: bool,
     if not ids and not everything:
         raise UsageError(f"name the dead letters to {doing} (their #ID) or --all")
     outbox = open_outbox(bridge)
-    known = {letter.id for letter in outbox.dead_letters()}
+    known = {letter.id for letter in outbox.letters.dead_letters()}
     unknown = sorted(set(ids) - known)
     if unknown:
         names = ", ".join(f"#{i}" for i in unknown)
@@ -235,47 +233,80 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
 
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
-    # The sinks load DataHub's SDK: only commands that write need it.
-    from bridge.outbox.lease import PassRunning, one_pass_at_a_time
-    from bridge.sinks.datahub import datahub_sink, set_aside
+    """Set ``what`` aside (the outbox, or the sink configured under that key) under the pass lease, then refill it."""
+    from bridge.outbox.lease import PassRunning
 
-    if what == "outbox":
-        return _rebuild_outbox(bridge, run_a_pass)
-    target = bridge.datahub
-    if target.kind == "off":
-        raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
-    outbox = open_outbox(bridge)
+    if what != "outbox" and bridge.sink_spec(what) is None:
+        known = ", ".join(["outbox", *(spec.key for spec in bridge.sinks)])
+        raise UsageError(f"nothing called {what!r} to rebuild: name one of {known}")
     try:
-        with one_pass_at_a_time(outbox, 60, "rebuild datahub", wait=bridge.pass_seconds):
-            if target.kind == "lite" and target.lite_path is not None:  # a Lite target always has its path
-                aside = set_aside(target.lite_path)
-                print(f"Set {target.lite_path} aside as {aside}" if aside else f"No file at {target.lite_path}")
-            else:
-                sink = datahub_sink(target, outbox, bridge.naming, bridge.lineage_dir)
-                if sink is None:  # only DataHub being off has no sink, refused above
-                    raise UsageError("DataHub is off in this configuration: there is nothing to rebuild")
-                outbox.set_sink_offset(sink.name, 0)
-                outbox.forget_failures(sink.name)
-                print(f"{sink.name} is refilled from the first queued event")
+        said = _rebuild_outbox(bridge) if what == "outbox" else _rebuild_sink(bridge, what)
     except PassRunning as running:
         raise UsageError(f"{running}; try again when it has finished") from running
+    print(said)
+    return run_a_pass()
+
+
+def _rebuild_sink(bridge: LineageBridge, key: str) -> str:
+    # The sink's kind may load its SDK: only commands that write need it.
+    from bridge.outbox.lease import one_pass_at_a_time
+    from bridge.sinks.contract import SinkContext, SinkMisconfigured
+    from bridge.sinks.registry import build_sink, config_of, sink_class
+
+    spec = bridge.sink_spec(key)
+    assert spec is not None  # checked by rebuild
+    outbox = open_outbox(bridge)
+    try:
+        with one_pass_at_a_time(outbox, 60, f"rebuild {key}", wait=bridge.pass_seconds):
+            context = SinkContext(bridge, outbox, key)
+            try:
+                kind = sink_class(spec.kind)
+                sink = build_sink(spec, context)
+                sink.close()
+                return kind.set_aside(config_of(spec, kind), context, sink.name)
+            except SinkMisconfigured as err:
+                raise UsageError(str(err)) from err
     finally:
         outbox.close()
-    return run_a_pass()
 
 
-def _rebuild_outbox(bridge: LineageBridge, run_a_pass: Callable[[], int]) -> int:
+def _rebuild_outbox(bridge: LineageBridge) -> str:
+    """Move the outbox aside while holding its lease: no pass delivers from it during or after the move."""
+    from bridge.outbox.lease import one_pass_at_a_time
+
     path = bridge.outbox_path
+    said = f"No outbox at {path}: a new one is filled from the sources"
     if path.exists():
         aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.aside")
-        for suffix in ("", "-wal", "-shm"):
-            part = path.with_name(path.name + suffix)
-            if part.exists():
-                part.replace(aside.with_name(aside.name + suffix))
+        old = _outbox_to_set_aside(bridge)
+        try:
+            with one_pass_at_a_time(old, 60, "rebuild outbox", wait=bridge.pass_seconds) if old else _no_lease():
+                if old is not None:
+                    old.mark_set_aside(aside)
+                for suffix in ("", "-wal", "-shm"):
+                    part = path.with_name(path.name + suffix)
+                    if part.exists():
+                        part.replace(aside.with_name(aside.name + suffix))
+        finally:
+            if old is not None:
+                old.close()
         bridge.index_path.unlink(missing_ok=True)
-        print(f"Set {path} aside as {aside}")
+        said = f"Set {path} aside as {aside}"
     Outbox(path).mark_rebuilt()
-    return run_a_pass()
+    return said
+
+
+def _outbox_to_set_aside(bridge: LineageBridge) -> Outbox | None:
+    """The outbox, to hold its lease while it moves; ``None`` when it is too damaged to hold one (no pass can run)."""
+    try:
+        return Outbox(bridge.outbox_path)
+    except OutboxDamaged:
+        return None
+
+
+@contextmanager
+def _no_lease() -> Iterator[None]:
+    yield
 
 
 def _instance(bridge: LineageBridge) -> DagsterInstance:

@@ -8,7 +8,7 @@ code location from workspace.yaml (for the asset graph) and opens the Dagster in
     watch [--interval S]       a pass every S seconds: a finished step is in the graph within seconds
     dead-letters [--json]      events a sink gave up on; retry ID... | --all queues them again;
                                discard ID... | --all gives up on them
-    rebuild datahub|outbox     refill DataHub from the outbox, or a damaged outbox from the sources
+    rebuild SINK|outbox        set a sink's state aside and refill it, or a damaged outbox from the sources
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
     show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
     show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
@@ -60,7 +60,7 @@ from bridge.index.model_versions import (
     trained_versions,
     with_provenance,
 )
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 
 
 @contextmanager
@@ -386,8 +386,8 @@ def parser(prog: str) -> argparse.ArgumentParser:
     discard_parser.add_argument("--all", action="store_true", help="every dead letter")
     status_parser = commands.add_parser("status", help="is lineage healthy; how far behind each sink is")
     status_parser.add_argument("--json", action="store_true", help="as JSON, for scripts and health checks")
-    rebuild_parser = commands.add_parser("rebuild", help="refill DataHub, or rebuild a damaged outbox")
-    rebuild_parser.add_argument("what", choices=("datahub", "outbox"))
+    rebuild_parser = commands.add_parser("rebuild", help="refill a sink (e.g. datahub), or rebuild a damaged outbox")
+    rebuild_parser.add_argument("what", help="outbox, or a configured sink by its name (see `status`)")
     show_parser = commands.add_parser("show", help="a dataset's or job's upstream and downstream")
     show_parser.add_argument(
         "name", help="a table identifier (db.table), a column (db.table.column) or a job (Flow.step, job.step)"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.outbox.queue import Outbox, connect
+from bridge.outbox.database import connect
+from bridge.outbox.outbox import Outbox
 from bridge.translate.partitions import PartitionVersion, partitions_in
 
 SCHEMA = """
@@ -185,7 +186,7 @@ class LineageIndex:
         try:
             while True:
                 row = connection.execute("SELECT seq FROM mark WHERE id = 0").fetchone()
-                events = self.outbox.events_after(row[0] if row else 0, limit=batch)
+                events = self.outbox.queue.after(row[0] if row else 0, limit=batch)
                 if not events:
                     return applied
                 # Column inputs are named by location; a dataset seen in any event gives its catalog name.

@@ -15,7 +15,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bridge.outbox.queue import Outbox, SinkState
+from bridge.outbox.letters import EVENT_ATTEMPTS, describe_event
+from bridge.outbox.outbox import Outbox
+from bridge.outbox.places import SinkState
 
 HEALTHY, DAMAGED, FAILING, PARKED = 0, 1, 3, 4
 VERDICTS = {HEALTHY: "healthy", DAMAGED: "damaged", FAILING: "failing", PARKED: "dead letters waiting"}
@@ -47,6 +49,7 @@ class SinkHealth:
     error: str | None
     retry_in: float  # seconds until it is tried again
     last_delivery: float | None  # when it last sent or confirmed an event (epoch seconds)
+    held_events: list[str]  # each event held out of line on an error of its own: which, why, attempts, next try
 
     @property
     def failing(self) -> bool:
@@ -70,21 +73,21 @@ def status(outbox: Outbox) -> Status:
     """Lineage's health as the latest pass left it, read from the outbox alone (no Dagster, no client)."""
     recalled = outbox.recall(LAST_PASS)
     last = json.loads(recalled) if recalled else {"at": None, "sinks": [], "problems": []}
-    states = {state.sink: state for state in outbox.sink_states()}
+    states = {state.sink: state for state in outbox.places.states()}
     current = [_health(outbox, states[name]) for name in last["sinks"] if name in states]
     code = verdict(
         damaged=bool(last["problems"]),
         failing=any(sink.failing for sink in current),
         parked=any(sink.parked for sink in current),
     )
-    queued = outbox.last_seq()
+    queued = outbox.queue.last_seq()
     earlier = [state.target or state.sink for name, state in states.items() if name not in last["sinks"]]
     return Status(code, queued, last["at"], last["problems"], current, earlier)
 
 
 def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
     position = state.position or 0
-    pending = outbox.pending_count(state.sink, position)
+    pending = outbox.pending(state.sink, position)
     return SinkHealth(
         sink=state.sink,
         target=state.target or state.sink,
@@ -96,7 +99,24 @@ def _health(outbox: Outbox, state: SinkState) -> SinkHealth:
         error=state.error,
         retry_in=max(0.0, state.retry_after - time.time()),
         last_delivery=state.delivered_at,
+        held_events=_held_events(outbox, state.sink),
     )
+
+
+def _held_events(outbox: Outbox, sink: str) -> list[str]:
+    """The events ``sink`` holds on an error of their own (not those merely waiting behind one of their run)."""
+    lines = []
+    for held in outbox.letters.failing(sink):
+        if held.attempts == 0:
+            continue
+        event = outbox.queue.event(held.seq)
+        what = describe_event(event.payload) if event else "(no longer queued)"
+        retry_in = duration(max(0.0, held.retry_after - time.time()))
+        lines.append(
+            f"event {held.seq} ({what}): {held.error}; attempt {held.attempts} of {EVENT_ATTEMPTS}, "
+            f"next try in {retry_in}, then parked as a dead letter"
+        )
+    return lines
 
 
 def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
@@ -119,6 +139,7 @@ def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
             lines.append(
                 f"    failing for {sink.failing_for} passes: {sink.error}; next try in {duration(sink.retry_in)}"
             )
+        lines += [f"    held out of line: {held}" for held in sink.held_events]
     lines += [f"  {problem}" for problem in found.problems]
     if found.earlier_targets:
         lines.append(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bridge.errors import BridgeError
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 
 
 class PassRunning(RuntimeError, BridgeError):
@@ -89,9 +89,13 @@ class PassLease:
         return None
 
     def renew(self) -> None:
+        self.renew_with(self.outbox)
+
+    def renew_with(self, outbox: Outbox) -> None:
+        """Renew through ``outbox``'s own connection (each sink's thread has one)."""
         expires = time.time() + self.seconds
         query = "UPDATE lease SET expires_at = ? WHERE name = 'pass' AND token = ?"
-        self.outbox.connection.execute(query, (expires, self.token))
+        outbox.connection.execute(query, (expires, self.token))
 
     def release(self) -> None:
         self.outbox.connection.execute("DELETE FROM lease WHERE name = 'pass' AND token = ?", (self.token,))
@@ -109,6 +113,8 @@ def one_pass_at_a_time(outbox: Outbox, seconds: float, purpose: str, wait: float
             raise PassRunning(msg)
         time.sleep(0.1)  # polling the lease: SQLite has no way to wait for a row to change
     try:
+        if outbox.set_aside is not None:  # opened just before `rebuild` moved it: the new outbox is the one
+            raise PassRunning(f"the outbox {outbox.path} was just set aside by a rebuild (as {outbox.set_aside})")
         yield lease
     finally:
         lease.release()

@@ -5,11 +5,12 @@ seconds) before it can learn that nothing happened. :func:`idle_pass` answers fi
 last full pass left in the outbox and from the sources' own files, and answers "nothing new" only
 when every one of these holds:
 
-- a full pass ran with this configuration (a digest of the bridge's sinks, DataHub target, flows and
+- a full pass ran with this configuration (a digest of the bridge's sinks and their options, flows and
   folders, the OpenLineage, Metaflow and Dagster settings in the environment and in their files, and
   the working folder) and found nothing damaged;
-- each sink that pass delivered to has every queued event: none held out of line, no dead letter
-  queued again, its target not failing; DataHub Lite holds the last event in its own file;
+- each configured sink, as that pass named it, has every queued event: none held out of line, no dead
+  letter queued again, its target not failing, and the sink itself says it is caught up from its own
+  state (:meth:`bridge.sinks.contract.Sink.caught_up`: its place in the outbox, or in its own file);
 - Dagster's event log, in the same SQLite file the full pass read (its ``dagster.yaml`` says where),
   holds no run started past the cursor and no new record of a run still open;
 - each followed flow's run folders in Metaflow's local metadata are those the last pass found settled
@@ -33,16 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, SecretStr
 
-from bridge.config import LineageBridge
+from bridge.config import LineageBridge, SinkSpec
 from bridge.outbox.health import LAST_PASS, Status, record_pass, status
-from bridge.outbox.queue import Outbox
-from bridge.sinks.datahub import lite_position
+from bridge.outbox.outbox import Outbox
+from bridge.sinks.contract import SinkContext, SinkDamaged, SinkMisconfigured
+from bridge.sinks.registry import config_of, sink_class
 from bridge.sources.metaflow_folders import folder_digest
 
 REPORTS_CURSOR = "dagster-reports"  # where the reports of Metaflow runs to Dagster keep their place
-CONFIGURATION = "idle-check:"  # an outbox note per configuration: the sinks a full pass with it delivered to
+CONFIGURATION = "idle-check:"  # an outbox note per configuration: each sink's name in the last full pass with it
 ENVIRONMENT = ("OPENLINEAGE", "METAFLOW", "DAGSTER_HOME", "HOME")
+CLIENT_DERIVED = "OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__"
 # The event types the Dagster source reads (bridge.translate.dagster_records.READ_TYPES), as Dagster stores them.
 READ_TYPES = (
     "PIPELINE_START",
@@ -86,22 +90,39 @@ def configuration(bridge: LineageBridge) -> str:
             bridge.flows,
             bridge.code_location,
             str(bridge.workspace_file),
-            repr(bridge.sinks),
-            repr(bridge.datahub),
-            hashlib.sha256((bridge.datahub.gms_token or "").encode()).hexdigest(),
+            [_described(spec) for spec in bridge.sinks],
             str(bridge.dagster_home),
             bridge.launcher_kinds,
         ],
-        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT)),
+        "environment": sorted((k, v) for k, v in os.environ.items() if k.startswith(ENVIRONMENT) and not _derived(k)),
         "folder": os.getcwd(),
         "files": {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in files if path.is_file()},
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def remember_configuration(outbox: Outbox, bridge: LineageBridge, sinks: list[str]) -> None:
-    """Note, after a full pass, the sinks it delivered to with this configuration."""
-    outbox.remember(CONFIGURATION + configuration(bridge), json.dumps(sinks))
+def _derived(name: str) -> bool:
+    """A variable the OpenLineage client itself sets, from ``OPENLINEAGE_URL``, once it is made in a process."""
+    return bool(os.environ.get("OPENLINEAGE_URL")) and name.startswith(CLIENT_DERIVED)
+
+
+def _described(spec: SinkSpec) -> list[object]:
+    """A sink's configuration for the digest: secrets as their digest, objects (a ready client) as their type."""
+    options = spec.options.model_dump() if isinstance(spec.options, BaseModel) else dict(spec.options)
+
+    def plain(value: object) -> object:
+        if isinstance(value, SecretStr):
+            return hashlib.sha256(value.get_secret_value().encode()).hexdigest()
+        if value is None or isinstance(value, str | int | float | bool | Path):
+            return str(value)
+        return type(value).__qualname__
+
+    return [spec.kind, spec.key, sorted((str(key), plain(value)) for key, value in options.items())]
+
+
+def remember_configuration(outbox: Outbox, digest: str, sinks: dict[str, str]) -> None:
+    """Note, after a full pass with the configuration of ``digest``, each sink's name (by its key) in that pass."""
+    outbox.remember(CONFIGURATION + digest, json.dumps(sinks))
 
 
 def idle_pass(bridge: LineageBridge) -> IdleAnswer | None:
@@ -114,10 +135,11 @@ def idle_pass(bridge: LineageBridge) -> IdleAnswer | None:
         noted = outbox.recall(CONFIGURATION + configuration(bridge))
         if noted is None:
             return None
-        sinks: list[str] = json.loads(noted)
+        named: dict[str, str] = json.loads(noted) if noted.startswith("{") else {}
+        sinks = list(named.values())
         if not (
-            _outbox_idle(outbox, bridge, sinks)
-            and _dagster_idle(outbox.cursor("dagster"), bridge)
+            _sinks_idle(outbox, bridge, named)
+            and _dagster_idle(outbox.queue.cursor("dagster"), bridge)
             and _metaflow_idle(outbox, bridge.flows)
         ):
             return None
@@ -128,28 +150,23 @@ def idle_pass(bridge: LineageBridge) -> IdleAnswer | None:
     return IdleAnswer(found, sinks, time.monotonic() - started)
 
 
-def _outbox_idle(outbox: Outbox, bridge: LineageBridge, sinks: list[str]) -> bool:
+def _sinks_idle(outbox: Outbox, bridge: LineageBridge, named: dict[str, str]) -> bool:
     last: dict[str, Any] = json.loads(outbox.recall(LAST_PASS) or '{"problems": ["no pass yet"]}')
-    if last.get("problems") or outbox.dead_letters(requeued=True):
+    if last.get("problems") or outbox.letters.dead_letters(requeued=True):
         return False
-    last_seq = outbox.last_seq()
-    states = {state.sink: state for state in outbox.sink_states()}
-    target = bridge.datahub
-    if target.kind == "lite" and target.lite_path is not None:
-        if lite_position(target.lite_path, outbox.id) < last_seq:
+    last_seq = outbox.queue.last_seq()
+    states = {state.sink: state for state in outbox.places.states()}
+    for spec in bridge.sinks:
+        name = named.get(spec.key)
+        state = states.get(name) if name else None
+        if name is None or state is None or state.failures or outbox.letters.failing(name):
             return False
-    elif target.kind == "file" and (target.file is None or not target.file.exists()):
-        return False  # a metadata file that is gone is written again from the first event
-    for name in sinks:
-        state = states.get(name)
-        if state is None or state.failures or outbox.failing_now(name):
-            return False
-        if name.startswith("datahub-lite"):
-            continue  # its place is in the Lite file, read above
-        kept = outbox.connection.execute("SELECT seq FROM sink_offsets WHERE sink = ?", (name,)).fetchone()
-        position = kept[0] if kept else state.position
-        if position is None or position < last_seq:
-            return False
+        try:
+            kind = sink_class(spec.kind)
+            if not kind.caught_up(config_of(spec, kind), SinkContext(bridge, outbox, spec.key), name, last_seq):
+                return False
+        except (SinkDamaged, SinkMisconfigured, sqlite3.DatabaseError):
+            return False  # the full pass says what is wrong, and how to repair it
     return True
 
 
@@ -233,7 +250,7 @@ def _read_only(path: Path) -> closing[sqlite3.Connection]:
 
 
 def _metaflow_idle(outbox: Outbox, flows: tuple[str, ...]) -> bool:
-    read, reported = outbox.cursor("metaflow"), outbox.cursor(REPORTS_CURSOR)
+    read, reported = outbox.queue.cursor("metaflow"), outbox.queue.cursor(REPORTS_CURSOR)
     for flow in flows:
         entry = read.get(flow, {})
         if not entry.get("folder") or not entry.get("settled"):

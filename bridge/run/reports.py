@@ -35,7 +35,7 @@ from dagster._core.definitions.data_version import (
 )
 
 from bridge.config import LineageBridge
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.run.idle import REPORTS_CURSOR
 from bridge.sources.metaflow import flow_runs, run_folders, run_record
 from bridge.translate.metaflow import FlowRunRecord
@@ -58,7 +58,7 @@ def report_metaflow_outputs(
 
     ``parents`` are the assets' parents in Dagster's asset graph (for data provenance).
     """
-    cursor = outbox.cursor(CURSOR)
+    cursor = outbox.queue.cursor(CURSOR)
     reported: list[str] = []
     for flow in bridge.flows:
         # Before the cursor was kept per flow it held one flow's "seen" list.
@@ -90,7 +90,7 @@ def _with(cursor: dict[str, Any], flow: str, entry: dict[str, Any]) -> dict[str,
 
 
 def _save(outbox: Outbox, cursor: dict[str, Any]) -> None:
-    with outbox.batch(CURSOR) as batch:
+    with outbox.queue.batch(CURSOR) as batch:
         batch.set_cursor(cursor)
 
 

@@ -11,7 +11,7 @@ from bridge.config import LineageBridge
 from bridge.errors import BridgeError
 from bridge.outbox.health import HEALTHY, status, status_lines
 from bridge.outbox.lease import PassRunning
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.run.lineage_pass import PassResult, run_pass, summary
 from bridge.run.watch import keep_watcher_running
 from bridge.sources.dagster import AssetGraph

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from bridge.config import DataHubTarget, SinkSpec
-from bridge.outbox.queue import Outbox, QueuedEvent
-from bridge.sinks.contract import Sink, SinkContext, SinkDamaged
+from pydantic import SecretStr, field_validator
+
+from bridge.outbox.queue import QueuedEvent
+from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
 from bridge.sinks.job_edges import Edges, EdgeStore
 from bridge.translate.naming import Naming
@@ -144,16 +146,41 @@ class _JobEdges:
             self.fresh = False
 
 
-class LiteSink:
+class FileConfig(SinkConfig):
+    path: Path  # the file
+
+
+class RestConfig(SinkConfig):
+    server: str  # the GMS URL
+    token: SecretStr | None = None  # a personal access token, when GMS has auth
+
+    @field_validator("server")
+    @classmethod
+    def _a_url(cls, server: str) -> str:
+        if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).netloc:
+            raise ValueError("DataHub over REST needs the GMS URL (DATAHUB_GMS_URL), e.g. http://localhost:8080")
+        return server
+
+
+def _shown_as(path: Path, context: SinkContext) -> str:
+    """A file in the lineage folder is known by its path there: moving the folder keeps the sink's place."""
+    folder = context.bridge.lineage_dir
+    return str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path)
+
+
+class LiteSink(Sink[FileConfig]):
     """DataHub Lite, written through the SDK's Lite, a batch of events per SQLite transaction."""
 
+    Config = FileConfig
     credentials_setting = "nothing: DataHub Lite is a local file"
+    target_setting = "the DataHub Lite file's path"
 
-    def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
-        self.path, self.outbox, self.naming = path, outbox, naming
-        self.target = f"DataHub Lite {path}"
-        self.name = f"datahub-lite {shown_as or path}"
-        outbox.adopt("datahub-lite", self.name)
+    def __init__(self, config: FileConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.path, self.naming = config.path, context.bridge.naming
+        self.target = f"DataHub Lite {self.path}"
+        self.name = f"datahub-lite {_shown_as(self.path, context)}"
+        self.outbox.places.adopt("datahub-lite", self.name)
         self.lite: SqliteLite | None = None
         self._position: int | None = None
         self._edges: _JobEdges | None = None
@@ -303,6 +330,17 @@ class LiteSink:
             self.lite.close()
             self.lite = None
 
+    @classmethod
+    def caught_up(cls, config: FileConfig, context: SinkContext, name: str, last_seq: int) -> bool:
+        """Its place is in its own file: a deleted or replaced file is not caught up, a damaged one raises."""
+        return lite_position(config.path, context.outbox.id) >= last_seq
+
+    @classmethod
+    def set_aside(cls, config: FileConfig, context: SinkContext, name: str) -> str:
+        aside = set_aside(config.path)
+        context.outbox.letters.forget_held(name)
+        return f"Set {config.path} aside as {aside}" if aside else f"No file at {config.path}: it is written anew"
+
 
 def _timestamp_millis(aspect: _Aspect) -> int:
     """A timeseries aspect's time: every timeseries aspect has ``timestampMillis``, which _Aspect does not declare."""
@@ -345,21 +383,22 @@ def set_aside(path: Path) -> Path | None:
     return aside
 
 
-class RestSink:
+class RestSink(Sink[RestConfig]):
     """A GMS through the SDK's REST emitter; the place is kept in the outbox, per server."""
 
+    Config = RestConfig
     credentials_setting = "the GMS token (DATAHUB_GMS_TOKEN)"
+    target_setting = "the GMS URL (DATAHUB_GMS_URL)"
 
-    def __init__(self, server: str, token: str | None, outbox: Outbox, naming: Naming) -> None:
-        self.server, self.token, self.outbox, self.naming = server, token, outbox, naming
-        self.name = f"datahub-rest {redact(server)}"
-        self.target = f"DataHub GMS {redact(server)}"
-        self.edges = _JobEdges(EdgeStore.beside(outbox, self.name), self.name, fresh=self.position() == 0)
+    def __init__(self, config: RestConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.server, self.naming = config.server, context.bridge.naming
+        self.token = config.token.get_secret_value() if config.token else None
+        self.name = f"datahub-rest {redact(self.server)}"
+        self.target = f"DataHub GMS {redact(self.server)}"
+        self.edges = _JobEdges(EdgeStore.beside(self.outbox, self.name), self.name, fresh=self.position() == 0)
         self.emitter: DataHubRestEmitter | None = None
         self.aspects = 0
-
-    def position(self) -> int:
-        return self.outbox.sink_offset(self.name)
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         mcps = [self.edges.merged(mcp) for mcp in _translated(event, self.naming)]
@@ -375,7 +414,7 @@ class RestSink:
         return True
 
     def advance(self, seq: int) -> None:
-        self.outbox.set_sink_offset(self.name, seq)
+        self.outbox.places.move(self.name, seq)
         self.edges.save()
 
     def flush(self) -> None:
@@ -391,19 +430,22 @@ class RestSink:
             self.edges.store.close()
 
 
-class FileSink:
+class FileSink(Sink[FileConfig]):
     """Metadata change proposals appended to a JSON file in DataHub's metadata-file format."""
 
+    Config = FileConfig
     credentials_setting = "nothing: a metadata file is local"
+    target_setting = "the metadata file's path"
 
-    def __init__(self, path: Path, outbox: Outbox, naming: Naming, shown_as: str | None = None) -> None:
-        self.path, self.outbox, self.naming = path, outbox, naming
-        self.target = f"DataHub metadata file {path}"
-        self.name = f"datahub-file {shown_as or path}"
-        outbox.adopt("datahub-file", self.name)
+    def __init__(self, config: FileConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.path, self.naming = config.path, context.bridge.naming
+        self.target = f"DataHub metadata file {self.path}"
+        self.name = f"datahub-file {_shown_as(self.path, context)}"
+        self.outbox.places.adopt("datahub-file", self.name)
         self.records: list[dict[str, Any]] | None = None
-        self._position = outbox.sink_offset(self.name) if path.exists() else 0
-        self.edges = _JobEdges(EdgeStore.beside(outbox, self.name), self.name, fresh=self._position == 0)
+        self._position = (self.outbox.places.offset(self.name) or 0) if self.path.exists() else 0
+        self.edges = _JobEdges(EdgeStore.beside(self.outbox, self.name), self.name, fresh=self._position == 0)
         self.aspects = 0
 
     def position(self) -> int:
@@ -427,7 +469,7 @@ class FileSink:
         part = self.path.with_name(self.path.name + ".part")
         part.write_text(json.dumps(self.records, indent=2))
         part.replace(self.path)
-        self.outbox.set_sink_offset(self.name, self._position)
+        self.outbox.places.move(self.name, self._position)
         self.edges.save()
 
     def detail(self) -> str:
@@ -437,25 +479,13 @@ class FileSink:
         if self.edges.store is not None:
             self.edges.store.close()
 
+    @classmethod
+    def caught_up(cls, config: FileConfig, context: SinkContext, name: str, last_seq: int) -> bool:
+        """A metadata file that is gone is written again from the first event."""
+        return config.path.exists() and super().caught_up(config, context, name, last_seq)
 
-def datahub_sink(
-    target: DataHubTarget, outbox: Outbox, naming: Naming, lineage_dir: Path | None = None
-) -> RestSink | FileSink | LiteSink | None:
-    """The sink for ``target`` (``None`` when DataHub is off); a file in ``lineage_dir`` is known by its path there."""
-    if target.kind == "off":
-        return None
-    if target.kind == "rest":
-        return RestSink(target.gms_url, target.gms_token, outbox, naming)
-    path = target.file if target.kind == "file" else target.lite_path
-    if path is None:  # DataHubTarget refuses a file or Lite target without its path
-        raise ValueError(f"The DataHub {target.kind} target has no path")
-    shown_as = str(path.relative_to(lineage_dir)) if lineage_dir and path.is_relative_to(lineage_dir) else None
-    if target.kind == "file":
-        return FileSink(path, outbox, naming, shown_as)
-    return LiteSink(path, outbox, naming, shown_as)
-
-
-def datahub_sink_of(spec: SinkSpec, context: SinkContext) -> Sink | None:
-    """DataHub as the bridge's :class:`~bridge.config.DataHubTarget` says (``None`` when it is off)."""
-    bridge = context.bridge
-    return datahub_sink(bridge.datahub, context.outbox, bridge.naming, bridge.lineage_dir)
+    @classmethod
+    def set_aside(cls, config: FileConfig, context: SinkContext, name: str) -> str:
+        aside = set_aside(config.path)
+        super().set_aside(config, context, name)
+        return f"Set {config.path} aside as {aside}" if aside else f"No file at {config.path}: it is written anew"

@@ -11,10 +11,12 @@ What a failure means is :func:`bridge.sinks.failures.classify`'s judgement:
   ... up to 2 minutes).
 - An event the target **refused**, or that cannot be translated, is parked at once as a dead letter
   with its reason; the events behind it go on.
-- An event the target failed on **this time** (a 500) is held out of line: it backs off on its own,
-  the later events of its run wait behind it, every other run goes on. After ``EVENT_ATTEMPTS`` it is
-  parked too.
-- Dead letters queued again (``retry``) are sent first, out of order, once each.
+- An event the target failed on **this time** (a 500, or a 502-504 a proxy gave for it) is held out of
+  line: it backs off on its own, the later events of its run wait behind it, every other run goes on.
+  After ``EVENT_ATTEMPTS`` it is parked too, whatever its code. When ``FAILURES_BEFORE_WAITING`` events in
+  a row fail so, the target itself is failing, not the events: the whole sink waits, as for one away.
+- Dead letters queued again (``retry``) are sent first, out of order, once each; what a person discarded
+  is never sent, even from a rebuilt outbox.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from bridge.outbox.queue import Failing, Outbox, QueuedEvent
+from bridge.outbox.letters import EVENT_ATTEMPTS, Failing
+from bridge.outbox.outbox import Outbox
+from bridge.outbox.queue import QueuedEvent
 from bridge.sinks.contract import Sink, SinkDamaged
-from bridge.sinks.failures import classify
+from bridge.sinks.failures import Failure, classify
 
-EVENT_ATTEMPTS = 8
+FAILURES_BEFORE_WAITING = 3
 FIRST_BACKOFF_SECONDS = 1.0
 LONGEST_BACKOFF_SECONDS = 120.0
 BATCH = 500
@@ -79,74 +83,106 @@ def backoff(attempts: int) -> float:
     return 0.0 if attempts <= 1 else min(FIRST_BACKOFF_SECONDS * 2 ** (attempts - 2), LONGEST_BACKOFF_SECONDS)
 
 
-def drain(outbox: Outbox, sink: Sink, deadline: float, renew: Callable[[], None] = lambda: None) -> DrainResult:
-    """Send what ``sink`` has not had until done, waiting on its target, or ``deadline`` (monotonic)."""
-    return _Drain(outbox, sink, deadline, renew).run()
+def drain(
+    outbox: Outbox,
+    sink: Sink[Any],
+    deadline: float,
+    renew: Callable[[], None] = lambda: None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> DrainResult:
+    """Send what ``sink`` has not had until done, waiting on its target, ``deadline`` (monotonic), or ``stopping()``."""
+    return _Drain(outbox, sink, deadline, renew, stopping).run()
 
 
 class _Drain:
-    def __init__(self, outbox: Outbox, sink: Sink, deadline: float, renew: Callable[[], None]) -> None:
-        self.outbox, self.sink, self.deadline, self.renew = outbox, sink, deadline, renew
+    def __init__(
+        self,
+        outbox: Outbox,
+        sink: Sink[Any],
+        deadline: float,
+        renew: Callable[[], None],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.outbox, self.sink, self.deadline, self.renew, self.stopping = outbox, sink, deadline, renew, stopping
+        self.letters, self.places = outbox.letters, outbox.places
         self.result = DrainResult(sink.name, sink.target)
         self.blocked: dict[str, int] = {}  # run id -> the held event its later events wait behind
-        self.wait = outbox.sink_wait(sink.name)
+        self.wait = self.places.wait(sink.name)
         self.target_failing = self.wait is not None
         self.durable_counts = (0, 0)  # sent and already there, as of the last batch made durable
+        # Events that failed on their own one after another (with their attempts before): the target may be failing.
+        self.failed_in_a_row: list[tuple[int, int]] = []
+        self.discarded = self.letters.discarded(sink.name)
 
     def run(self) -> DrainResult:
         wait = self.wait
         if wait is not None and wait.retry_after > time.time():
             self.result.waiting_on = wait.error
         elif self._redeliver() and (position := self._position()) is not None:
-            self.outbox.forget_failures(self.sink.name, after=position)  # its place went back: resent in order
-            held = self.outbox.failing_now(self.sink.name)
+            self.letters.forget_held(self.sink.name, after=position)  # its place went back: resent in order
+            held = self.letters.failing(self.sink.name)
             if self._retry_held(held):
                 self._new_events(position)
         return self._finish()
 
     def _seconds_left(self) -> float:
-        seconds_left = self.deadline - time.monotonic()
+        seconds_left = 0.0 if self.stopping() else self.deadline - time.monotonic()
         if seconds_left <= 0:
             self.result.out_of_time = True
         return seconds_left
 
     def _attempt(self, event: QueuedEvent, earlier: Failing | None) -> Outcome:
         """Send ``event`` once and judge the outcome: done (sent or parked), held out of line, or stop the sink."""
-        sink, outbox, result = self.sink, self.outbox, self.result
+        sink, letters, result = self.sink, self.letters, self.result
         try:
             sent = sink.send(event, self._seconds_left())
         except Exception as err:  # every failure is judged: wait, hold, or park
-            failure = classify(err, sink.credentials_setting)
+            failure = classify(err, sink.credentials_setting, sink.target_setting)
             attempts = (earlier.attempts if earlier else 0) + 1
+            if failure.kind == "this event":
+                self.failed_in_a_row.append((event.seq, earlier.attempts if earlier else 0))
+                if len(self.failed_in_a_row) >= FAILURES_BEFORE_WAITING:  # not the events: the target is failing
+                    failure = Failure("away", f"{FAILURES_BEFORE_WAITING} events in a row failed: {failure.reason}")
+                    self._not_the_events_fault()
             if failure.permanent or (failure.kind == "this event" and attempts >= EVENT_ATTEMPTS):
-                outbox.park(sink.name, event, failure.reason, attempts, move_offset=False)
+                letters.park(sink.name, event, failure.reason, attempts)
                 result.parked += 1
                 return "done"
             if failure.whole_sink:
-                outbox.note_sink_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
+                self.places.note_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
                 result.waiting_on = failure.reason
                 return "stop"
-            outbox.note_failure(sink.name, event.seq, attempts, failure.reason, time.time() + backoff(attempts))
+            letters.hold(sink.name, event.seq, attempts, failure.reason, time.time() + backoff(attempts))
             result.held_on = failure.reason
             return "held"
+        self.failed_in_a_row.clear()
         if sent:
             result.sent += 1
         else:
             result.already_there += 1
         if earlier is not None:
-            outbox.clear_failure(sink.name, event.seq)
+            letters.release(sink.name, event.seq)
         if self.target_failing:
-            outbox.clear_sink_failure(sink.name)
+            self.places.clear_failure(sink.name)
             self.target_failing = False
         return "done"
 
+    def _not_the_events_fault(self) -> None:
+        """The events held in a row were the target's failure, not theirs: their attempts go back to what they were,
+        so a target that is down does not get them parked."""
+        for seq, attempts in self.failed_in_a_row[:-1]:
+            held = next((f for f in self.letters.failing(self.sink.name) if f.seq == seq), None)
+            if held is not None:
+                self.letters.hold(self.sink.name, seq, attempts, held.error, held.retry_after)
+        self.result.held_on = None
+
     def _redeliver(self) -> bool:
         """Send the dead letters queued again; ``False`` when the target is away (the sink waits for the next pass)."""
-        outbox, sink, result = self.outbox, self.sink, self.result
-        for letter in outbox.dead_letters(sink.name, requeued=True):
-            event = outbox.event(letter.seq)
+        letters, sink, result = self.letters, self.sink, self.result
+        for letter in letters.dead_letters(sink.name, requeued=True):
+            event = self.outbox.queue.event(letter.seq)
             if event is None:  # its outbox was rebuilt without it: nothing left to send
-                outbox.resolve(letter.id)
+                letters.resolve(letter.id)
                 continue
             if self._seconds_left() <= 0:
                 return False
@@ -154,24 +190,24 @@ class _Drain:
                 sink.send(event, self._seconds_left())
                 sink.flush()
             except Exception as err:  # refused again: parked again; away: stays queued
-                failure = classify(err, sink.credentials_setting)
+                failure = classify(err, sink.credentials_setting, sink.target_setting)
                 if failure.whole_sink:
-                    outbox.note_sink_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
+                    self.places.note_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
                     result.waiting_on = failure.reason
                     return False
-                outbox.repark(letter.id, failure.reason)
+                letters.repark(letter.id, failure.reason)
                 result.parked += 1
                 continue
-            outbox.resolve(letter.id)
+            letters.resolve(letter.id)
             result.redelivered += 1
         return True
 
     def _retry_held(self, held: list[Failing]) -> bool:
         """Try the events held out of line, oldest first; ``False`` when the sink must stop."""
         for earlier in held:
-            event = self.outbox.event(earlier.seq)
+            event = self.outbox.queue.event(earlier.seq)
             if event is None:
-                self.outbox.clear_failure(self.sink.name, earlier.seq)
+                self.letters.release(self.sink.name, earlier.seq)
                 continue
             run = _run_of(event)
             if run in self.blocked:
@@ -189,19 +225,20 @@ class _Drain:
         return self._flushed() if held else True
 
     def _new_events(self, position: int) -> None:
-        outbox, sink = self.outbox, self.sink
-        parked = {letter.seq for letter in outbox.dead_letters(sink.name)}
-        while events := outbox.events_after(position, BATCH):
+        sink, letters = self.sink, self.letters
+        parked = {letter.seq for letter in letters.dead_letters(sink.name)}
+        while events := self.outbox.queue.after(position, BATCH):
             stop = False
             for event in events:
                 if self._seconds_left() <= 0:
                     stop = True
                     break
-                if event.seq not in parked:  # else parked by a pass that died before moving the sink's place
+                # else parked by a pass that died before moving the sink's place, or given up on by a person
+                if event.seq not in parked and event.key not in self.discarded:
                     run = _run_of(event) if self.blocked else None
                     if run in self.blocked:
                         behind = f"waiting behind event {self.blocked[run]} of its run"
-                        outbox.note_failure(sink.name, event.seq, 0, behind, 0.0)
+                        letters.hold(sink.name, event.seq, 0, behind, 0.0)
                     else:
                         outcome = self._attempt(event, None)
                         if outcome == "stop":
@@ -228,8 +265,8 @@ class _Drain:
             return None
 
     def _wait_on(self, err: Exception) -> None:
-        failure = classify(err, self.sink.credentials_setting)
-        self.outbox.note_sink_failure(self.sink.name, failure.reason, backoff, failure.wait_at_least)
+        failure = classify(err, self.sink.credentials_setting, self.sink.target_setting)
+        self.places.note_failure(self.sink.name, failure.reason, backoff, failure.wait_at_least)
         self.result.waiting_on = failure.reason
 
     def _flushed(self) -> bool:
@@ -247,19 +284,19 @@ class _Drain:
         try:
             return self.sink.position()
         except Exception:  # the target is away (already judged): the place the last pass recorded
-            known = {state.sink: state.position for state in self.outbox.sink_states()}
+            known = {state.sink: state.position for state in self.places.states()}
             return known.get(self.sink.name) or 0
 
     def _finish(self) -> DrainResult:
-        outbox, sink, result = self.outbox, self.sink, self.result
+        sink, result = self.sink, self.result
         position = self._last_known_position()
-        result.held = len(outbox.failing_now(sink.name))
-        result.pending = outbox.pending_count(sink.name, position)
-        result.dead_letters = len(outbox.dead_letters(sink.name, requeued=False))
+        result.held = len(self.letters.failing(sink.name))
+        result.pending = self.outbox.pending(sink.name, position)
+        result.dead_letters = self.letters.parked_count(sink.name)
         result.detail = sink.detail()
         counts = {"position": position, "pending": result.pending, "held": result.held, "parked": result.dead_letters}
         delivered = bool(result.sent or result.already_there or result.redelivered)
-        outbox.record_sink_state(sink.name, sink.target, counts, delivered)
+        self.places.record(sink.name, sink.target, counts, delivered)
         return result
 
 

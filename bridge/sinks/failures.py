@@ -7,10 +7,14 @@ Four kinds, each with its own treatment in :mod:`bridge.sinks.drain`:
 - ``credentials``: the target refused who we are (401, 403), or we do not trust who it is (its TLS
   certificate). Every event would get the same answer, so the whole sink waits, and the reason names
   the setting to fix.
-- ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429,
-  502-504, a locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing.
-- ``this event``: the target failed on this one event but may not next time (500 and other 5xx,
-  408, 425). The event waits and backs off on its own; the rest of the queue goes on.
+- ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429, a
+  locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing. The
+  reason names where the target is set.
+- ``this event``: the target failed on this one event but may not next time (every 5xx, 408, 425). The
+  event waits and backs off on its own; the rest of the queue goes on (:mod:`bridge.sinks.drain` decides
+  when so many fail in a row that the target itself is failing).
+
+Every reason is one line without credentials: a refusal keeps the target's own words (the start of its answer).
 """
 
 from __future__ import annotations
@@ -25,12 +29,17 @@ from bridge.errors import BridgeError
 FailureKind = Literal["refused", "credentials", "away", "this event"]
 
 CREDENTIAL_STATUS = frozenset({401, 403})
-AWAY_STATUS = frozenset({429, 502, 503, 504})
+AWAY_STATUS = frozenset({429})
 RETRY_EVENT_STATUS = frozenset({408, 425})
 TLS_SETTINGS = (
     "the target's TLS certificate is not trusted: give its CA bundle (sslContext.caCertPath in openlineage.yml, "
     "REQUESTS_CA_BUNDLE, or DataHub's ca_certificate_path)"
 )
+UNREADABLE_CERTIFICATE = (
+    "the client certificate or key cannot be read: set sslContext.clientCertPath and clientKeyPath in "
+    "openlineage.yml to readable PEM files"
+)
+ANSWER_SHOWN = 300  # characters of a refusal's answer kept in its reason
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
@@ -95,24 +104,50 @@ def _untrusted_certificate(err: BaseException | None) -> bool:
     return False
 
 
-def classify(err: BaseException, credentials_setting: str = "the target's credentials") -> Failure:
-    """What ``err`` from a sink means; ``credentials_setting`` is where a user sets the sink's credentials."""
-    reason = redact(f"{type(err).__name__}: {err}".strip())
+def answer_text(err: BaseException | None) -> str:
+    """The start of the answer the target gave with an error, on one line ("" when none)."""
+    while err is not None:
+        response = getattr(err, "response", None)
+        text = getattr(response, "text", None)
+        if isinstance(text, str) and text.strip():
+            one_line = " ".join(text.split())
+            return one_line[:ANSWER_SHOWN] + ("..." if len(one_line) > ANSWER_SHOWN else "")
+        err = err.__cause__
+    return ""
+
+
+def _unreadable_certificate(err: BaseException) -> bool:
+    text = str(err)
+    return isinstance(err, OSError) and ("certificate file" in text or "key file" in text or "cert_file" in text)
+
+
+def classify(
+    err: BaseException,
+    credentials_setting: str = "the target's credentials",
+    target_setting: str = "the target's address",
+) -> Failure:
+    """What ``err`` from a sink means; ``credentials_setting`` and ``target_setting`` are where a user sets the
+    sink's credentials and its target, named in the reason."""
+    reason = redact(" ".join(f"{type(err).__name__}: {err}".split()))
     if isinstance(err, Unsendable):
         return Failure("refused", redact(str(err)))
     if isinstance(err, NoAnswer):
         return Failure("away", redact(str(err)), wait_at_least=err.waited)
     if _untrusted_certificate(err):
         return Failure("credentials", f"{reason}; {TLS_SETTINGS}")
+    if _unreadable_certificate(err):
+        return Failure("credentials", f"{reason}; {UNREADABLE_CERTIFICATE}")
     status = http_status(err)
     if status in CREDENTIAL_STATUS:
         return Failure("credentials", f"HTTP {status}: the target refused the credentials; check {credentials_setting}")
     if status is None:
-        return Failure("away", reason)
+        return Failure("away", f"{reason}; check that the target runs and {target_setting}")
+    answer = redact(answer_text(err))
+    said = f"HTTP {status}: {reason}" + (f"; the target said: {answer}" if answer else "")
     if status in AWAY_STATUS:
-        return Failure("away", f"HTTP {status}: {reason}")
+        return Failure("away", said)
     if status in RETRY_EVENT_STATUS or status >= 500:
-        return Failure("this event", f"HTTP {status}: {reason}")
+        return Failure("this event", said)
     if 400 <= status < 500:
-        return Failure("refused", f"HTTP {status}: {reason}")
-    return Failure("away", f"HTTP {status}: {reason}")
+        return Failure("refused", said)
+    return Failure("away", said)

@@ -11,7 +11,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 
 Edges = dict[str, list[str]]
 STORE_NAME = "datahub_job_edges.sqlite"
@@ -29,10 +29,8 @@ class EdgeStore:
 
     @classmethod
     def beside(cls, outbox: Outbox, sink: str) -> EdgeStore:
-        """The store in the outbox's folder, holding what an older outbox kept of ``sink``'s edges."""
-        store = cls(outbox.path.parent / "sink-state")
-        store._take_over(outbox, sink)
-        return store
+        """The store in the outbox's folder."""
+        return cls(outbox.path.parent / "sink-state")
 
     def load(self, sink: str) -> dict[str, Edges]:
         rows = self.connection.execute("SELECT urn, edges FROM job_edges WHERE sink = ?", (sink,)).fetchall()
@@ -53,16 +51,6 @@ class EdgeStore:
         except BaseException:
             self.connection.execute("ROLLBACK")
             raise
-
-    def _take_over(self, outbox: Outbox, sink: str) -> None:
-        """Edges an outbox from before this store kept move here, once; the outbox keeps only its queue and places."""
-        legacy = outbox.connection
-        if not legacy.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'job_edges'").fetchone():
-            return
-        rows = legacy.execute("SELECT urn, edges FROM job_edges WHERE sink = ?", (sink,)).fetchall()
-        if rows:
-            self.save(sink, {urn: json.loads(edges) for urn, edges in rows})
-            legacy.execute("DELETE FROM job_edges WHERE sink = ?", (sink,))
 
     def close(self) -> None:
         self.connection.close()

@@ -4,7 +4,8 @@ The archive keeps its own place: objects are named by the outbox they come from 
 queue positions they hold (``{prefix}/{outbox id}/{first:012d}-{last:012d}.jsonl.gz``), so the
 sink's place is the highest range written, read back from the store. An object is written whole or
 not at all, so what was sent and the place move together; a replay writes the same object again.
-A rebuilt outbox (a new id) is archived again in full, under its own folder.
+A rebuilt outbox (a new id) is archived again in full, under its own folder. The place is also noted
+in the outbox, so the idle check needs no request to the store.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import field_validator
+
 from bridge.errors import BridgeError
-from bridge.outbox.queue import Outbox, QueuedEvent
-from bridge.sinks.contract import SinkContext, SinkSpec
+from bridge.outbox.queue import QueuedEvent
+from bridge.sinks.contract import Sink, SinkConfig, SinkContext
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +60,53 @@ class ArchiveLocation:
         return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
 
 
-class ObjectStoreSink:
-    """Batches of events as objects in a bucket (see the module); ``client`` is a boto3 S3 client."""
+class ObjectStoreConfig(SinkConfig):
+    url: str  # s3://bucket/prefix
+    endpoint_url: str = ""  # an S3-compatible store's endpoint; empty: AWS
+    region: str = ""
 
-    def __init__(self, client: Any, location: ArchiveLocation, outbox: Outbox, endpoint_url: str = "") -> None:
-        self.client, self.location, self.outbox = client, location, outbox
-        self.folder = location.folder(outbox.id)
-        self.name = f"object-store {location}"
-        self.target = f"object store {location}" + (f" at {endpoint_url}" if endpoint_url else "")
-        self.credentials_setting = CREDENTIALS_SETTING
+    @field_validator("url")
+    @classmethod
+    def _an_s3_url(cls, url: str) -> str:
+        ArchiveLocation.parse(url)
+        return url
+
+
+class ObjectStoreSink(Sink[ObjectStoreConfig]):
+    """Batches of events as objects in a bucket (see the module), through a boto3 S3 client made on first use."""
+
+    Config = ObjectStoreConfig
+    credentials_setting = CREDENTIALS_SETTING
+    target_setting = "the archive's URL and endpoint (TAXI_LINEAGE_ARCHIVE, S3_ENDPOINT_URL)"
+
+    def __init__(self, config: ObjectStoreConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.location = ArchiveLocation.parse(config.url)
+        self.folder = self.location.folder(self.outbox.id)
+        self.name = f"object-store {self.location}"
+        endpoint_url = config.endpoint_url
+        self.target = f"object store {self.location}" + (f" at {endpoint_url}" if endpoint_url else "")
+        self._client: Any = None
         self._durable: int | None = None
         self._buffer: list[str] = []
         self._first: int | None = None
         self._last: int | None = None
         self._objects = 0
 
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = _s3_client(self.config)
+        return self._client
+
     def position(self) -> int:
         if self._durable is None:
             self._durable = self._last_written()
         return self._durable
+
+    def advance(self, seq: int) -> None:
+        self._first = seq if self._first is None else self._first
+        self._last = seq
 
     def _last_written(self) -> int:
         last = 0
@@ -92,10 +123,6 @@ class ObjectStoreSink:
         self._first = event.seq if self._first is None else self._first
         return True
 
-    def advance(self, seq: int) -> None:
-        self._first = seq if self._first is None else self._first
-        self._last = seq
-
     def flush(self) -> None:
         if self._last is None or self._last <= self.position():
             self._reset()
@@ -109,6 +136,7 @@ class ObjectStoreSink:
             sent_up_to = self._last
             self._reset()
         self._durable = sent_up_to
+        self.outbox.places.move(self.name, sent_up_to)
         self._objects += 1
 
     def _reset(self) -> None:
@@ -137,15 +165,12 @@ class ObjectStoreSink:
         self._reset()
 
 
-def object_store_sink(spec: SinkSpec, context: SinkContext) -> ObjectStoreSink:
-    """Options: ``url`` (``s3://bucket/prefix``), ``endpoint_url`` (an S3-compatible store), ``region``."""
+def _s3_client(config: ObjectStoreConfig) -> Any:
     import boto3  # loads only when an archive is configured: a pass without one never imports it
     from botocore.config import Config  # with boto3
 
-    location = ArchiveLocation.parse(spec.options.get("url", ""))
-    endpoint_url = spec.options.get("endpoint_url", "")
     # One attempt per request: the drain judges failures and retries with its own backoff.
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=60)
-    region = spec.options.get("region") or None
-    client = boto3.client("s3", endpoint_url=endpoint_url or None, region_name=region, config=config)
-    return ObjectStoreSink(client, location, context.outbox, endpoint_url)
+    settings = Config(retries={"total_max_attempts": 1}, connect_timeout=5, read_timeout=60)
+    return boto3.client(
+        "s3", endpoint_url=config.endpoint_url or None, region_name=config.region or None, config=settings
+    )
