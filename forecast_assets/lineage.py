@@ -195,7 +195,8 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
 
 
 def sinks(settings: Settings) -> tuple[SinkSpec, ...]:
-    """The OpenLineage client's target always, DataHub unless it is off, and the archive when configured."""
+    """The OpenLineage client's target always, DataHub unless it is off, the archive when configured, and the sinks
+    ``TAXI_LINEAGE_SINKS`` adds."""
     configured = [SinkSpec("openlineage"), *filter(None, [datahub_sink(settings)])]
     if settings.lineage_archive:
         options = {
@@ -204,4 +205,5 @@ def sinks(settings: Settings) -> tuple[SinkSpec, ...]:
             "region": settings.aws_region,
         }
         configured.append(SinkSpec("object-store", options, name="archive"))
+    configured += [SinkSpec(sink.kind, sink.options, sink.name) for sink in settings.lineage_sinks]
     return tuple(configured)

@@ -8,6 +8,7 @@ and what it accepts. Nothing here reads the environment at import time.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -16,7 +17,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from taxi_core.errors import PipelineError
@@ -62,6 +73,16 @@ def default_state_dir(root: Path = PROJECT_ROOT) -> Path:
 
 def _env(*names: str) -> AliasChoices:
     return AliasChoices(*names)
+
+
+class LineageSinkSetting(BaseModel):
+    """One more lineage sink: its registered kind, its name (for `taxi-lineage rebuild NAME`) and its options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    name: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class Settings(BaseSettings):
@@ -136,6 +157,12 @@ class Settings(BaseSettings):
             "so names carry no home folder and survive moving the folder."
         ),
     )
+    lineage_sinks: list[LineageSinkSetting] = Field(
+        default_factory=list,
+        validation_alias=_env("TAXI_LINEAGE_SINKS"),
+        description='More lineage sinks, as JSON: [{"kind": "sqlite-table", "name": "sql", "options": {"path": '
+        '"/tmp/lineage.sqlite"}}]; a kind is built in (docs/configuration.md) or registered by an installed package.',
+    )
     # Inside Dagster's 60 s sensor tick limit, with room for the tick's own work.
     lineage_pass_seconds: float = Field(40.0, gt=0, le=55, validation_alias=_env("TAXI_LINEAGE_PASS_SECONDS"))
     dagster_home_dir: str = Field("", validation_alias=_env("DAGSTER_HOME"))
@@ -209,6 +236,18 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The environment arrives through :func:`load_settings` as init values, so a caller can hand in another.
         return init_settings, dotenv_settings
+
+    @field_validator("lineage_sinks", mode="before")
+    @classmethod
+    def _sinks_from_json(cls, value: Any) -> Any:
+        """The environment gives the sinks as JSON text."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else []
+            except ValueError as err:
+                msg = f'not JSON ({err}): give a list such as [{{"kind": "sqlite-table", "options": {{"path": "x"}}}}]'
+                raise ValueError(msg) from None
+        return value
 
     def path(self, *parts: str) -> Path:
         """A folder inside the state folder, made on first use."""

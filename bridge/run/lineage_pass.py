@@ -220,7 +220,7 @@ def _deliver(
         sink = build_sink(spec, SinkContext(bridge, outbox, spec.key))
         return drain(outbox, sink, deadline, lambda: lease.renew_with(outbox), stop.is_set)
     except SinkMisconfigured as err:  # a sink configured wrong: the others go on
-        return f"lineage sink {spec.key}: {redact(str(err))}"
+        return f"lineage sink {spec.key} ({spec.kind}) is configured wrong: {redact(str(err))}"
     except (SinkDamaged, sqlite3.DatabaseError) as err:
         return f"{redact(str(err))}: run `{bridge.repair_command} rebuild {spec.key}` to set it aside and refill it"
     except Exception as err:  # a sink's own bug: one line, the other sinks and the pass go on

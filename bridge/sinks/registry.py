@@ -71,7 +71,7 @@ def config_of(spec: SinkSpec, kind: type[Sink[Any]] | None = None) -> SinkConfig
             f"option {'.'.join(str(part) for part in error['loc']) or '(all)'}: {error['msg']}"
             for error in err.errors(include_url=False, include_input=False)
         )
-        raise SinkMisconfigured(redact(f"lineage sink {spec.key} ({spec.kind}): {problems}")) from None
+        raise SinkMisconfigured(redact(problems)) from None
 
 
 def build_sink(spec: SinkSpec, outbox_context: SinkContext) -> Sink[Any]:
