@@ -29,6 +29,7 @@ BUILT_IN = {
     "datahub-rest": "bridge.sinks.datahub:RestSink",
     "datahub-file": "bridge.sinks.datahub:FileSink",
     "object-store": "bridge.sinks.object_store:ObjectStoreSink",
+    "sqlite-table": "bridge.sinks.sqlite_table:SqliteTableSink",
 }
 
 

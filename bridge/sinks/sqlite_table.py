@@ -1,0 +1,124 @@
+"""Lineage events as rows of a table in a SQLite file, for tools that read SQL.
+
+    SinkSpec("sqlite-table", {"path": "lineage.sqlite", "table": "lineage_events"})
+
+Each event is a row (its queue position, key, type, job, run and JSON), written with the sink's place
+in one transaction per batch, so a killed pass leaves neither. The place is kept inside the file, per
+outbox: a deleted or replaced file is refilled from the first event, a damaged one is named for repair.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from pydantic import field_validator
+
+from bridge.outbox.queue import QueuedEvent
+from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
+
+PLACE_TABLE = "lineage_bridge_position"
+
+
+class SqliteTableConfig(SinkConfig):
+    path: Path
+    table: str = "lineage_events"
+
+    @field_validator("table")
+    @classmethod
+    def _a_plain_name(cls, table: str) -> str:
+        if not table.isidentifier():
+            raise ValueError(f"{table!r} is not a plain table name (letters, digits and underscores)")
+        return table
+
+
+class SqliteTableSink(Sink[SqliteTableConfig]):
+    Config = SqliteTableConfig
+    credentials_setting = "nothing: a SQLite file is local"
+    target_setting = "the sink's path option"
+
+    def __init__(self, config: SqliteTableConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.path, self.table = config.path, config.table
+        self.name = f"sqlite-table {self.path}#{self.table}"
+        self.target = f"SQLite table {self.table} in {self.path}"
+        self.connection: sqlite3.Connection | None = None
+        self._position: int | None = None
+
+    def position(self) -> int:
+        if self._position is None:
+            self._position = _place(self.path, self.outbox.id)
+        return self._position
+
+    def send(self, event: QueuedEvent, seconds_left: float) -> bool:
+        document = json.loads(event.payload)
+        self._open().execute(
+            f"INSERT OR REPLACE INTO {self.table} (outbox, seq, event_key, event_type, job, run_id, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.outbox.id, event.seq, event.key, document.get("eventType"),
+             f"{document['job']['namespace']}/{document['job']['name']}", document["run"]["runId"], event.payload),
+        )  # fmt: skip
+        return True
+
+    def advance(self, seq: int) -> None:
+        self._position = seq
+
+    def flush(self) -> None:
+        if self._position is None:
+            return
+        connection = self._open()
+        connection.execute(
+            f"INSERT INTO {PLACE_TABLE} (outbox, seq) VALUES (?, ?) "
+            "ON CONFLICT(outbox) DO UPDATE SET seq = excluded.seq",
+            (self.outbox.id, self._position),
+        )
+        connection.execute("COMMIT")
+
+    def close(self) -> None:
+        if self.connection is not None:
+            if self.connection.in_transaction:
+                self.connection.execute("ROLLBACK")
+            self.connection.close()
+            self.connection = None
+
+    def _open(self) -> sqlite3.Connection:
+        if self.connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.connection = sqlite3.connect(self.path, isolation_level=None)
+            self.connection.executescript(
+                f"CREATE TABLE IF NOT EXISTS {self.table} (outbox TEXT NOT NULL, seq INTEGER NOT NULL, "
+                "event_key TEXT NOT NULL, event_type TEXT, job TEXT NOT NULL, run_id TEXT NOT NULL, "
+                "payload TEXT NOT NULL, PRIMARY KEY (outbox, seq));"
+                f"CREATE TABLE IF NOT EXISTS {PLACE_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL);"
+            )
+        if not self.connection.in_transaction:
+            self.connection.execute("BEGIN IMMEDIATE")
+        return self.connection
+
+    @classmethod
+    def caught_up(cls, config: SqliteTableConfig, context: SinkContext, name: str, last_seq: int) -> bool:
+        return _place(config.path, context.outbox.id) >= last_seq
+
+    @classmethod
+    def set_aside(cls, config: SqliteTableConfig, context: SinkContext, name: str) -> str:
+        if not config.path.exists():
+            return f"No file at {config.path}: it is written anew"
+        aside = config.path.with_name(config.path.name + ".aside")
+        config.path.replace(aside)
+        return f"Set {config.path} aside as {aside}"
+
+
+def _place(path: Path, outbox_id: str) -> int:
+    """The last event of outbox ``outbox_id`` the file holds (0 for a missing or new file)."""
+    if not path.is_file():
+        return 0
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+            if not connection.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (PLACE_TABLE,)).fetchone():
+                return 0
+            row = connection.execute(f"SELECT seq FROM {PLACE_TABLE} WHERE outbox = ?", (outbox_id,)).fetchone()
+    except sqlite3.DatabaseError as err:
+        raise SinkDamaged(f"The SQLite lineage table's file {path} is damaged ({err})") from err
+    return row[0] if row else 0
