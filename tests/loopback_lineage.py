@@ -32,9 +32,10 @@ def identity(event: dict) -> tuple[str, str, str, str]:
 class LineageServer(BackgroundServer):
     """Accepts every event (201), over keep-alive connections, and records each request's headers.
 
-    ``refuse(event)`` names events answered with 400; ``fail(event, attempt)`` those answered with 500 on
-    that attempt (1, 2, ...); ``authorization`` is the ``Authorization`` header required (401 without
-    it); ``hold`` seconds is how long each request is held before the answer (a slow or hanging
+    ``refuse(event)`` names events answered with 400 (with a reason in the body); ``fail(event, attempt)`` those
+    answered with 500 on that attempt (1, 2, ...), or with the status it returns; ``drop(event, attempt)`` those
+    stored and then left without an answer (the connection closed); ``authorization`` is the ``Authorization``
+    header required (401 without it); ``hold`` seconds is how long each request is held before the answer (a slow or hanging
     backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
     ``framing`` is how each answer is framed (see :data:`FRAMINGS`); ``connections`` counts those accepted.
     """
@@ -44,7 +45,8 @@ class LineageServer(BackgroundServer):
         port: int = 0,
         refuse: Callable[[dict], bool] = lambda event: False,
         hold: float = 0.0,
-        fail: Callable[[dict, int], bool] = lambda event, attempt: False,
+        fail: Callable[[dict, int], bool | int] = lambda event, attempt: False,
+        drop: Callable[[dict, int], bool] = lambda event, attempt: False,
         authorization: str | None = None,
         tls: ssl.SSLContext | None = None,
         framing: str = "length",
@@ -53,6 +55,7 @@ class LineageServer(BackgroundServer):
         self.framing, self.connections = framing, 0
         self.port, self.received, self.refused, self.attempts = port, [], [], Counter()
         self.refuse, self.hold, self.fail, self.released = refuse, hold, fail, threading.Event()
+        self.drop = drop
         self.headers: list[dict[str, str]] = []
         self.arrived = threading.Condition()
         server = self
@@ -82,13 +85,18 @@ class LineageServer(BackgroundServer):
                     server.released.wait(server.hold)
                 refused = server.refuse(event)
                 failed = not refused and server.fail(event, attempt)
+                dropped = not refused and not failed and server.drop(event, attempt)
                 with server.arrived:
                     if not failed:
                         (server.refused if refused else server.received).append(event)
                     server.arrived.notify_all()
-                self._answer(400 if refused else 500 if failed else 201)
+                if dropped:
+                    self.close_connection = True  # stored, and gone before the answer
+                    return
+                status = 400 if refused else (500 if failed is True else int(failed)) if failed else 201
+                self._answer(status, b"event refused: facet 'schema' is not valid" if refused else b"")
 
-            def _answer(self, status: int) -> None:
+            def _answer(self, status: int, reason: bytes = b"") -> None:
                 if server.framing == "continue":
                     self.send_response_only(100)
                     self.end_headers()
@@ -102,8 +110,9 @@ class LineageServer(BackgroundServer):
                     self.wfile.write(b"accepted")
                     self.close_connection = True
                 else:
-                    self.send_header("Content-Length", "0")
+                    self.send_header("Content-Length", str(len(reason)))
                     self.end_headers()
+                    self.wfile.write(reason)
                     self.close_connection = server.framing == "dropped"
 
             def log_message(self, format, *args):  # noqa: A002

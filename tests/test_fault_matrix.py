@@ -1,0 +1,348 @@
+"""Delivery under every fault a target or a person can cause, for every built-in sink, against loopback receivers.
+
+Each case queues the golden events, runs real passes (lease, threads per sink, the real OpenLineage client
+and DataHub Lite) until nothing more can move, and checks against what the receivers really got:
+
+- **lost 0**: every event is at its target, or parked as a dead letter a person can see (and retry or discard);
+- **duplicates <= 1 per fault in flight** (an answer lost after the receiver stored the event);
+- **every message names its fix** (the setting, or the repair command), with no traceback and no secret;
+- **status tells the truth**: its exit code is the verdict the faults call for.
+
+The OpenLineage target runs over HTTP with each kind of credentials the client supports here (none, an API
+key, a user and password in the URL); the file sinks (DataHub Lite, a DataHub metadata file, a SQLite table)
+are damaged and deleted under the bridge.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import threading
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from bridge.cli.commands import rebuild
+from bridge.config import LineageBridge, SinkSpec
+from bridge.outbox.health import DAMAGED, FAILING, HEALTHY, PARKED, status
+from bridge.outbox.outbox import Outbox
+from tests.loopback_lineage import LineageServer, free_port, identity
+
+GOLDEN = sorted((Path(__file__).parent / "golden" / "openlineage").glob("*.json"))
+SECRET = "s3cret-pass"
+
+
+@dataclass(frozen=True)
+class Auth:
+    name: str
+    header: str | None  # what the receiver requires
+
+    def client(self, url: str, timeout: float = 5.0):
+        from openlineage.client import OpenLineageClient
+        from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
+
+        if self.name == "api key":
+            auth = ApiKeyTokenProvider({"apiKey": SECRET})
+            return OpenLineageClient(transport=HttpTransport(HttpConfig(url=url, timeout=timeout, auth=auth)))
+        if self.name == "user and password":
+            url = url.replace("http://", f"http://taxi:{SECRET}@")
+        return OpenLineageClient(transport=HttpTransport(HttpConfig(url=url, timeout=timeout)))
+
+
+AUTHS = [
+    Auth("none", None),
+    Auth("api key", f"Bearer {SECRET}"),
+    Auth("user and password", "Basic " + base64.b64encode(f"taxi:{SECRET}".encode()).decode()),
+]
+
+
+def golden_events() -> list[tuple[str, dict]]:
+    return [(entry["key"], entry["event"]) for path in GOLDEN for entry in json.loads(path.read_text())]
+
+
+def fill(folder: Path) -> list[dict]:
+    outbox = Outbox(folder / "outbox.sqlite")
+    with outbox.queue.batch("golden") as batch:
+        for key, event in golden_events():
+            batch.add(key, json.dumps(event))
+    outbox.close()
+    return [event for _, event in golden_events()]
+
+
+def bridge_for(folder: Path, sinks: tuple[SinkSpec, ...], pass_seconds: float = 20.0) -> LineageBridge:
+    from forecast_assets.lineage import taxi_bridge
+    from taxi_core.settings import load_settings
+
+    return replace(
+        taxi_bridge(load_settings()), lineage_dir=folder, flows=(), sinks=sinks, pass_seconds=pass_seconds,
+        watch_command=(),
+    )  # fmt: skip
+
+
+def http_sink(client, answer_seconds: float = 60.0) -> SinkSpec:
+    return SinkSpec("openlineage", {"client": client, "answer_seconds": answer_seconds})
+
+
+def lite(folder: Path) -> SinkSpec:
+    return SinkSpec("datahub-lite", {"path": folder / "lite.sqlite"}, "datahub")
+
+
+def one_pass(bridge: LineageBridge, wait: float = 0.0):
+    from dagster import DagsterInstance
+
+    from bridge.run.lineage_pass import run_pass
+
+    def no_graph():
+        raise AssertionError("nothing new in an empty instance: the asset graph is never loaded")
+
+    with DagsterInstance.ephemeral() as instance:
+        return run_pass(bridge, instance, no_graph, purpose="test", wait=wait)
+
+
+def verdict(folder: Path) -> int:
+    outbox = Outbox(folder / "outbox.sqlite")
+    try:
+        return status(outbox).code
+    finally:
+        outbox.close()
+
+
+def expire_backoffs(folder: Path, sink: str) -> None:
+    """Every held event's backoff has run out (as if its time had passed): the next pass tries it."""
+    outbox = Outbox(folder / "outbox.sqlite")
+    for held in outbox.letters.failing(sink):
+        outbox.letters.hold(sink, held.seq, held.attempts, held.error, 0.0)
+    for state in outbox.places.states():
+        if state.failures:
+            outbox.places.clear_failure(state.sink)
+    outbox.close()
+
+
+def received_once_each(server: LineageServer, queued: list[dict], missing: set[tuple] = frozenset()) -> None:
+    got = Counter(identity(event) for event in server.received)
+    expected = {identity(event) for event in queued} - set(missing)
+    assert set(got) == expected, f"lost {len(expected - set(got))}, unexpected {len(set(got) - expected)}"
+    assert server.duplicates() == 0
+
+
+def lite_holds_everything(folder: Path, queued: list[dict]) -> None:
+    outbox = Outbox(folder / "outbox.sqlite")
+    from bridge.sinks.datahub import lite_position
+
+    assert lite_position(folder / "lite.sqlite", outbox.id) == outbox.queue.last_seq() == len(queued)
+    outbox.close()
+
+
+# The OpenLineage target over HTTP, with each kind of credentials
+
+
+@pytest.fixture(params=AUTHS, ids=lambda auth: auth.name)
+def auth(request) -> Auth:
+    return request.param
+
+
+def test_a_target_that_is_down_loses_nothing_and_names_where_it_is_set(tmp_path, auth):
+    queued = fill(tmp_path)
+    port = free_port()
+    down = one_pass(bridge_for(tmp_path, (http_sink(auth.client(f"http://127.0.0.1:{port}")), lite(tmp_path))))
+    waiting = down.sink("openlineage").waiting_on
+    assert "OPENLINEAGE_URL" in waiting and SECRET not in waiting and verdict(tmp_path) == FAILING
+    lite_holds_everything(tmp_path, queued)  # one target away never keeps events from another
+    with LineageServer(port=port, authorization=auth.header) as server:
+        back = one_pass(bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path))))
+    assert back.sink("openlineage").sent == len(queued) and verdict(tmp_path) == HEALTHY
+    received_once_each(server, queued)
+
+
+def test_a_slow_target_never_starves_the_others(tmp_path, auth):
+    queued = fill(tmp_path)
+    with LineageServer(hold=0.05, authorization=auth.header) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path)), pass_seconds=1.5)
+        first = one_pass(bridge)
+        assert first.sink("openlineage").out_of_time and first.sink("openlineage").pending > 0
+        assert first.sink("datahub").pending == 0  # Lite got everything in the same pass
+        lite_holds_everything(tmp_path, queued)
+        for _ in range(10):
+            if one_pass(bridge).sink("openlineage").pending == 0:
+                break
+    received_once_each(server, queued)
+    assert verdict(tmp_path) == HEALTHY
+
+
+@pytest.mark.parametrize("code", [500, 502])
+def test_one_event_failing_every_time_is_held_then_parked_and_the_rest_goes_on(tmp_path, auth, code):
+    queued = fill(tmp_path)
+    bad = identity(queued[5])
+    with LineageServer(authorization=auth.header, fail=lambda e, attempt: code if identity(e) == bad else 0) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path)))
+        first = one_pass(bridge)
+        sink = first.sink("openlineage").sink
+        assert first.sink("openlineage").held >= 1 and verdict(tmp_path) == FAILING
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        said = status(outbox).sinks[0].held_events
+        outbox.close()
+        assert said and f"HTTP {code}" in said[0] and "attempt 1 of 8" in said[0] and SECRET not in said[0]
+        for _ in range(12):
+            expire_backoffs(tmp_path, sink)
+            if one_pass(bridge).sink("openlineage").dead_letters:
+                break
+        assert verdict(tmp_path) == PARKED  # a person decides: retry or discard
+        others = {identity(e) for e in queued if identity(e)[1] != bad[1]}
+        assert others <= {identity(e) for e in server.received}  # other runs were never held behind it
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        (letter,) = outbox.letters.dead_letters()
+        assert letter.attempts == 8 and f"HTTP {code}" in letter.error
+        outbox.letters.discard([letter.id])
+        outbox.close()
+        one_pass(bridge)
+    received_once_each(server, queued, missing={bad})
+    assert verdict(tmp_path) == HEALTHY
+
+
+def test_a_target_failing_every_event_waits_as_a_whole_and_parks_nothing(tmp_path, auth):
+    queued = fill(tmp_path)
+    with LineageServer(authorization=auth.header, fail=lambda e, attempt: 502) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)),))
+        for _ in range(10):
+            result = one_pass(bridge)
+            expire_backoffs(tmp_path, result.sink("openlineage").sink)
+        assert "3 events in a row failed: HTTP 502" in result.sink("openlineage").waiting_on
+        assert result.sink("openlineage").dead_letters == 0 and verdict(tmp_path) == FAILING
+        server.fail = lambda e, attempt: False
+        for _ in range(3):
+            one_pass(bridge)
+    received_once_each(server, queued)
+
+
+def test_three_refused_events_are_parked_with_the_receivers_reason(tmp_path, auth):
+    queued = fill(tmp_path)
+    refused = {identity(event) for event in queued[10:13]}
+    with LineageServer(authorization=auth.header, refuse=lambda e: identity(e) in refused) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path)))
+        result = one_pass(bridge)
+    assert result.sink("openlineage").dead_letters == 3 and verdict(tmp_path) == PARKED
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    letters = outbox.letters.dead_letters()
+    outbox.close()
+    assert all("HTTP 400" in letter.error and "facet 'schema' is not valid" in letter.error for letter in letters)
+    received_once_each(server, queued, missing=refused)
+
+
+def test_an_answer_lost_after_the_event_was_stored_is_sent_once_more_at_most(tmp_path, auth):
+    queued = fill(tmp_path)
+    lost = identity(queued[20])
+    with LineageServer(
+        authorization=auth.header, drop=lambda e, attempt: identity(e) == lost and attempt == 1
+    ) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)),))
+        first = one_pass(bridge)
+        assert Counter(identity(e) for e in server.received)[lost] == 1  # not sent again in the same pass
+        assert first.sink("openlineage").sent == 20  # the report counts what was acknowledged
+        assert "OPENLINEAGE_URL" in first.sink("openlineage").waiting_on
+        one_pass(bridge)
+    got = Counter(identity(event) for event in server.received)
+    assert got[lost] == 2 and server.duplicates() == 1  # the one fault in flight
+    assert set(got) == {identity(event) for event in queued} and verdict(tmp_path) == HEALTHY
+
+
+def test_two_passes_at_once_deliver_each_event_once(tmp_path, auth):
+    queued = fill(tmp_path)
+    with LineageServer(hold=0.01, authorization=auth.header) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path)))
+        passes = [threading.Thread(target=one_pass, args=(bridge, 60)) for _ in range(2)]
+        for each in passes:
+            each.start()
+        for each in passes:
+            each.join()
+    received_once_each(server, queued)
+    lite_holds_everything(tmp_path, queued)
+
+
+def test_rebuilding_the_outbox_during_a_pass_sends_nothing_twice(tmp_path, auth):
+    queued = fill(tmp_path)
+    with LineageServer(hold=0.02, authorization=auth.header) as server:
+        bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)),))
+        running = threading.Thread(target=one_pass, args=(bridge,))
+        running.start()
+        assert server.wait_for(5)
+
+        def refill_and_pass() -> int:  # the sources queue every run again; here, the same events
+            fill(tmp_path)
+            one_pass(bridge, wait=60)
+            return 0
+
+        rebuild(bridge, "outbox", refill_and_pass)  # waits for the running pass's lease
+        running.join()
+    received_once_each(server, queued)
+
+
+def test_bad_client_configuration_is_one_line_naming_the_setting_and_no_secret(tmp_path, monkeypatch, capsys):
+    fill(tmp_path)
+    bridge = bridge_for(tmp_path, (SinkSpec("openlineage"), lite(tmp_path)))
+    for url in (f"http://taxi:{SECRET}@[bad", "not a url"):
+        monkeypatch.setenv("OPENLINEAGE_URL", url)
+        result = one_pass(bridge)
+        (problem,) = result.problems
+        assert "OPENLINEAGE_URL" in problem and SECRET not in problem and "Traceback" not in problem, problem
+        assert verdict(tmp_path) == DAMAGED
+    lite_holds_everything(tmp_path, fill(tmp_path))  # the other sinks went on
+    assert SECRET not in capsys.readouterr().err
+
+
+# The sinks that keep their state in a file of their own
+
+
+FILE_SINKS = {
+    "datahub-lite": lambda folder: SinkSpec("datahub-lite", {"path": folder / "lite.sqlite"}, "datahub"),
+    "datahub-file": lambda folder: SinkSpec("datahub-file", {"path": folder / "metadata.json"}, "datahub"),
+    "sqlite-table": lambda folder: SinkSpec("sqlite-table", {"path": folder / "table.sqlite"}, "table"),
+}
+
+
+def sink_file(spec: SinkSpec) -> Path:
+    return Path(spec.options["path"])
+
+
+def held_events(spec: SinkSpec, folder: Path) -> int:
+    path = sink_file(spec)
+    if spec.kind == "datahub-file":
+        return len({record["entityUrn"] for record in json.loads(path.read_text())})  # entities written
+    query = (
+        "SELECT count(*) FROM lineage_events"
+        if spec.kind == "sqlite-table"
+        else "SELECT count(DISTINCT urn) FROM metadata_aspect_v2"
+    )
+    with sqlite3.connect(path) as connection:
+        return connection.execute(query).fetchone()[0]
+
+
+@pytest.mark.parametrize("kind", sorted(FILE_SINKS))
+def test_a_deleted_sink_file_is_refilled_and_a_damaged_one_is_named_with_its_repair(tmp_path, kind):
+    queued = fill(tmp_path)
+    spec = FILE_SINKS[kind](tmp_path)
+    bridge = bridge_for(tmp_path, (spec,))
+    one_pass(bridge)
+    full = held_events(spec, tmp_path)
+    assert full > 0 and verdict(tmp_path) == HEALTHY
+    if kind == "sqlite-table":
+        assert full == len(queued)
+
+    for suffix in ("", "-wal", "-shm"):
+        sink_file(spec).with_name(sink_file(spec).name + suffix).unlink(missing_ok=True)
+    from bridge.run.idle import idle_pass
+
+    assert idle_pass(bridge) is None  # the idle check sees the file is gone
+    one_pass(bridge)
+    assert held_events(spec, tmp_path) == full and verdict(tmp_path) == HEALTHY
+
+    if kind != "datahub-file":  # a metadata file is rewritten whole on each batch: there is no state to damage
+        sink_file(spec).write_bytes(b"this is not a SQLite file " * 200)
+        damaged = one_pass(bridge)
+        (problem,) = damaged.problems
+        assert f"taxi-lineage rebuild {spec.key}" in problem and str(sink_file(spec)) in problem
+        assert verdict(tmp_path) == DAMAGED
+        rebuild(bridge, spec.key, lambda: one_pass(bridge).health)
+        assert held_events(spec, tmp_path) == full and verdict(tmp_path) == HEALTHY
