@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
 from tests.loopback import BackgroundServer
@@ -12,14 +13,17 @@ CONFIG = {"models": {}, "noCode": "true", "versions": {"acryldata/datahub": {"ve
 
 
 class GmsStandIn(BackgroundServer):
-    def __init__(self) -> None:
+    """Records every request; ``answer(body)`` gives a POST's status (200 unless it says otherwise) and ``token`` is
+    the bearer token required (401 without it). Only what was answered 200 is kept in ``requests``."""
+
+    def __init__(self, answer: Callable[[bytes], int] = lambda body: 200, token: str | None = None) -> None:
         self.requests: list[tuple[str, object]] = []
         requests = self.requests
 
         class Handler(BaseHTTPRequestHandler):
-            def _reply(self, body: dict) -> None:
+            def _reply(self, body: dict, status: int = 200) -> None:
                 payload = json.dumps(body).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -32,6 +36,13 @@ class GmsStandIn(BackgroundServer):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
+                if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
+                    self._reply({"message": "Unauthorized"}, 401)
+                    return
+                status = answer(body)
+                if status != 200:
+                    self._reply({"message": f"refused with {status}: aspect not valid", "status": status}, status)
+                    return
                 requests.append((self.path, json.loads(body or b"{}")))
                 self._reply({})
 

@@ -21,6 +21,7 @@ import sqlite3
 import threading
 from collections import Counter
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -346,3 +347,79 @@ def test_a_deleted_sink_file_is_refilled_and_a_damaged_one_is_named_with_its_rep
         assert verdict(tmp_path) == DAMAGED
         rebuild(bridge, spec.key, lambda: one_pass(bridge).health)
         assert held_events(spec, tmp_path) == full and verdict(tmp_path) == HEALTHY
+
+
+# DataHub over REST (a GMS), with and without a token
+
+
+class OneEventFails:
+    """Answers ``status`` to every request carrying one event's aspects (they all carry its time, in milliseconds)."""
+
+    def __init__(self, event: dict, status: int) -> None:
+        millis = int(datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp() * 1000)
+        self.marker, self.status, self.answered = str(millis).encode(), status, 0
+
+    def __call__(self, body: bytes) -> int:
+        if self.marker in body:
+            self.answered += 1
+            return self.status
+        return 200
+
+
+@pytest.mark.parametrize("token", [None, SECRET], ids=["no token", "token"])
+@pytest.mark.parametrize("code", [502, 400])
+def test_a_gms_failing_or_refusing_one_event_holds_or_parks_it_and_takes_the_rest(tmp_path, token, code):
+    from tests.loopback_gms import GmsStandIn
+
+    queued = fill(tmp_path)
+    failing = OneEventFails(queued[5], code)
+    with GmsStandIn(answer=failing, token=token) as gms:
+        spec = SinkSpec("datahub-rest", {"server": gms.url, "token": token}, "datahub")
+        bridge = bridge_for(tmp_path, (spec,))
+        first = one_pass(bridge).sink("datahub")
+        if code == 502:
+            outbox = Outbox(tmp_path / "outbox.sqlite")
+            (held,) = status(outbox).sinks[0].held_events  # the events of its run wait behind it, not counted here
+            outbox.close()
+            assert "HTTP 502" in held and verdict(tmp_path) == FAILING
+            for _ in range(12):
+                expire_backoffs(tmp_path, first.sink)
+                if one_pass(bridge).sink("datahub").dead_letters:
+                    break
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        (letter,) = outbox.letters.dead_letters()
+        outbox.close()
+        assert f"HTTP {code}" in letter.error and SECRET not in letter.error and verdict(tmp_path) == PARKED
+    assert failing.answered == (8 if code == 502 else 1)  # tried until parked, or refused once
+    times = Counter(proposal["systemMetadata"]["lastObserved"] for proposal in gms.proposals())
+    expected = {int(datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp() * 1000) for e in queued}
+    assert set(times) == expected - {int(failing.marker)}  # every other event arrived
+
+
+def test_a_gms_that_is_down_or_refuses_the_token_names_the_setting(tmp_path):
+    from tests.loopback_gms import GmsStandIn
+
+    fill(tmp_path)
+    port = free_port()
+    down = SinkSpec("datahub-rest", {"server": f"http://127.0.0.1:{port}"}, "datahub")
+    assert "DATAHUB_GMS_URL" in one_pass(bridge_for(tmp_path, (down,))).sink("datahub").waiting_on
+    with GmsStandIn(token=SECRET) as gms:
+        wrong = SinkSpec("datahub-rest", {"server": gms.url, "token": "wrong"}, "datahub")
+        refused = one_pass(bridge_for(tmp_path, (wrong,))).sink("datahub").waiting_on
+    assert "DATAHUB_GMS_TOKEN" in refused and "wrong" not in refused and verdict(tmp_path) == FAILING
+    unset = SinkSpec("datahub-rest", {"server": ""}, "datahub")
+    (problem,) = one_pass(bridge_for(tmp_path, (unset,))).problems
+    assert "DATAHUB_GMS_URL" in problem and verdict(tmp_path) == DAMAGED
+
+
+def test_a_client_certificate_that_cannot_be_read_names_its_setting(tmp_path):
+    from openlineage.client import OpenLineageClient
+    from openlineage.client.transport.http import HttpConfig, HttpSslContextConfig, HttpTransport
+
+    fill(tmp_path)
+    missing = HttpSslContextConfig(client_cert_path=str(tmp_path / "client.pem"))
+    client = OpenLineageClient(
+        transport=HttpTransport(HttpConfig(url=f"https://127.0.0.1:{free_port()}", ssl_context=missing))
+    )
+    waiting = one_pass(bridge_for(tmp_path, (http_sink(client),))).sink("openlineage").waiting_on
+    assert "clientCertPath" in waiting and verdict(tmp_path) == FAILING

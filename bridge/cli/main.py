@@ -49,6 +49,7 @@ from bridge.cli.commands import (
     watch_lineage,
 )
 from bridge.config import LineageBridge
+from bridge.errors import BridgeError
 from bridge.index import queries, views
 from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message, to_mermaid, to_svg
 from bridge.index.lineage_index import LineageIndex
@@ -61,6 +62,7 @@ from bridge.index.model_versions import (
     with_provenance,
 )
 from bridge.outbox.outbox import Outbox
+from bridge.sinks.failures import redact
 
 
 @contextmanager
@@ -448,3 +450,6 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
     except UsageError as err:
         print(f"{prog} {args.command or 'pass'}: error: {err}", file=sys.stderr)
         return 2
+    except BridgeError as err:  # the bridge's own errors name what to fix: one line, no traceback
+        print(f"{prog} {args.command or 'pass'}: {redact(str(err))}", file=sys.stderr)
+        return 1

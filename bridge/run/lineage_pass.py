@@ -130,7 +130,12 @@ def run_pass(
     outbox = Outbox(bridge.outbox_path)
     try:
         with one_pass_at_a_time(outbox, LEASE_SECONDS, purpose, wait) as lease, fewer_collections():
-            result = _pass(bridge, instance, graph, outbox, deadline, lease)
+            try:
+                result = _pass(bridge, instance, graph, outbox, deadline, lease)
+            except Exception as err:  # the pass failed: status must not keep the last pass's verdict
+                said = redact(" ".join(f"{type(err).__name__}: {err}".split()))
+                record_pass(outbox, [], [f"the last lineage pass ({purpose}) failed: {said}"])
+                raise
             remember_configuration(outbox, configured, {key: sink.sink for key, sink in result.sinks.items()})
     finally:
         outbox.close()
