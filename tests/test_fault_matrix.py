@@ -423,3 +423,23 @@ def test_a_client_certificate_that_cannot_be_read_names_its_setting(tmp_path):
     )
     waiting = one_pass(bridge_for(tmp_path, (http_sink(client),))).sink("openlineage").waiting_on
     assert "clientCertPath" in waiting and verdict(tmp_path) == FAILING
+
+
+def test_a_discarded_event_stays_discarded_after_the_outbox_is_rebuilt(tmp_path):
+    queued = fill(tmp_path)
+    refused = identity(queued[3])
+    with LineageServer(refuse=lambda e: identity(e) == refused) as server:
+        bridge = bridge_for(tmp_path, (http_sink(Auth("none", None).client(server.url)),))
+        one_pass(bridge)
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        assert outbox.letters.discard() == 1
+        outbox.close()
+        server.refuse = lambda e: False  # the target would take it now: only the discard keeps it away
+
+        def refill_and_pass() -> int:
+            fill(tmp_path)  # the sources queue every run again
+            return one_pass(bridge).health
+
+        assert rebuild(bridge, "outbox", refill_and_pass) == HEALTHY
+    received_once_each(server, queued, missing={refused})
+    assert [identity(event) for event in server.refused] == [refused]
