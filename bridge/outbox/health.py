@@ -142,7 +142,8 @@ def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
         lines += [f"    held out of line: {held}" for held in sink.held_events]
     lines += [f"  {problem}" for problem in found.problems]
     if found.earlier_targets:
-        lines.append(f"  earlier targets, not configured at the latest pass: {', '.join(found.earlier_targets)}")
+        others = ", ".join(found.earlier_targets)
+        lines.append(f"  not delivered to by the latest pass (no longer configured, or failed): {others}")
     if any(sink.parked for sink in found.sinks):
         lines.append(f"  see `{repair_command} dead-letters`, then `retry` or `discard` them")
     return lines
