@@ -75,6 +75,6 @@ def config_of(spec: SinkSpec, kind: type[Sink[Any]] | None = None) -> SinkConfig
         raise SinkMisconfigured(redact(problems)) from None
 
 
-def build_sink(spec: SinkSpec, outbox_context: SinkContext) -> Sink[Any]:
+def build_sink(spec: SinkSpec, context: SinkContext) -> Sink[Any]:
     kind = sink_class(spec.kind)
-    return kind(config_of(spec, kind), outbox_context)
+    return kind(config_of(spec, kind), context)
