@@ -7,10 +7,10 @@ location facets. So, on the first event, the client's own enrichment is applied 
 added are taken; when nothing else changed (and there are no filters or dataset reduction), every
 later event is its queued JSON plus those facets, handed to the transport itself:
 
-- the HTTP transport's own ``emit``, given the event as a dictionary (which its ``Serde`` serialises
-  to the same bytes): its URL and endpoint, credentials (``user:password@`` in the URL, an API key or
-  token provider, a ``.netrc``), custom headers, compression, TLS verification, CA bundle and client
-  certificate, proxies and redirects all apply exactly as they do to ``client.emit``;
+- the HTTP transport's own request (see :class:`_TransportEmit`), through its own session: its URL and
+  endpoint, credentials (``user:password@`` in the URL, an API key or token provider, a ``.netrc``),
+  custom headers, compression, TLS verification, CA bundle and client certificate, proxies and
+  redirects all apply exactly as they do to ``client.emit``;
 - a local file transport's file, appended to as the file transport does, kept open for the pass.
 
 An event that already has one of those facets (the client would merge them), any other transport,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from typing import Any, TextIO
+from urllib.parse import urljoin
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import RunEvent
@@ -116,13 +117,32 @@ class _FileAppender:
 
 
 class _TransportEmit:
-    """The HTTP transport's own ``emit``, given the event as a dictionary."""
+    """The HTTP transport's own request for the event's JSON, posted through the transport's own session.
+
+    What ``HttpTransport.emit`` does after serializing the event, with the queued JSON as the serialization:
+    the transport prepares the body and headers (credentials, custom headers, compression), and its
+    ``requests`` session posts them with its timeout, TLS verification and client certificate (never
+    following a redirect with a certificate, as ``emit`` refuses to). ``emit`` itself walks the whole event
+    again to drop nulls the queued JSON never has: a third of a delivery to a local target.
+    """
 
     def __init__(self, transport: HttpTransport) -> None:
         self.transport = transport
+        self.url = urljoin(transport.url, transport.endpoint)
 
     def __call__(self, payload: str | None, event: dict[str, Any]) -> None:
-        self.transport.emit(event)  # type: ignore[arg-type]  # Serde.to_json takes a dictionary as it is
+        transport = self.transport
+        text = payload if payload is not None else json.dumps(event, sort_keys=True)
+        body, headers = transport._prepare_request(text)
+        post: dict[str, Any] = {"data": body, "headers": headers, "timeout": transport.timeout}
+        post["verify"] = transport.verify
+        if transport.cert is not None:
+            post["cert"], post["allow_redirects"] = transport.cert, False
+        answer = transport.session.post(self.url, **post)
+        answer.close()
+        if transport.cert is not None and answer.is_redirect:
+            raise RuntimeError("Refusing to follow a redirect with a client certificate: the transport refuses it too")
+        answer.raise_for_status()
 
     def close(self) -> None:
         """The transport's session is the sink's to close."""
