@@ -1,6 +1,7 @@
 """Delivery goes through the OpenLineage client's ``emit``: its own configuration (transport, filters, tags) applies."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -8,8 +9,13 @@ from openlineage.client import OpenLineageClient
 from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileConfig, FileTransport
 
-from bridge.outbox.queue import Outbox
-from bridge.sinks.openlineage import deliver, make_client, run_event_from_json, target_of
+from bridge.config import LineageBridge
+from bridge.outbox.outbox import Outbox
+from bridge.sinks.contract import SinkContext
+from bridge.sinks.drain import DrainResult, drain
+from bridge.sinks.openlineage import OpenLineageConfig, OpenLineageSink
+from bridge.sinks.openlineage_client import make_client, run_event_from_json, target_of
+from bridge.translate.naming import Naming
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 
@@ -17,10 +23,20 @@ GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 def _queued(tmp_path) -> tuple[Outbox, list[dict]]:
     events = [entry for path in sorted(GOLDEN_EVENTS.glob("*.json")) for entry in json.loads(path.read_text())]
     outbox = Outbox(tmp_path / "outbox.sqlite")
-    with outbox.batch("golden") as batch:
+    with outbox.queue.batch("golden") as batch:
         for entry in events:
             batch.add(entry["key"], json.dumps(entry["event"]))
     return outbox, [entry["event"] for entry in events]
+
+
+def deliver(outbox: Outbox, client: OpenLineageClient) -> DrainResult:
+    """Drain the outbox into the OpenLineage sink sending through ``client``, with an hour to do it."""
+    bridge = LineageBridge(naming=Naming(), lineage_dir=outbox.path.parent / "lineage")
+    sink = OpenLineageSink(OpenLineageConfig(client=client), SinkContext(bridge, outbox, "openlineage"))
+    try:
+        return drain(outbox, sink, time.monotonic() + 3600)
+    finally:
+        sink.close()
 
 
 def test_a_queued_event_becomes_the_clients_typed_event_unchanged():
@@ -79,8 +95,8 @@ def test_a_transport_that_fails_keeps_the_rest_queued_in_order(tmp_path, monkeyp
     ids=["job-and-run-tags", "the-clients-own-run-tag"],
 )
 def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path, monkeypatch, configured_tags):
-    """The fast path (bridge.sinks.raw_send) adds the client's own facets (its tags) and nothing else."""
-    from bridge.sinks.raw_send import raw_sender
+    """The fast path (bridge.sinks.enriched_send) adds the client's own facets (its tags) and nothing else."""
+    from bridge.sinks.enriched_send import enriched_sender
 
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "openlineage.yml"
@@ -93,7 +109,7 @@ def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path,
 
     fast = client(tmp_path / "fast.jsonl")
     first = json.dumps(events[0])
-    assert raw_sender(fast, run_event_from_json(first), first) is not None
+    assert enriched_sender(fast, run_event_from_json(first), first) is not None
     deliver(outbox, fast)
     emitted = client(tmp_path / "emitted.jsonl")
     for event in events:
@@ -109,7 +125,7 @@ def test_queued_json_is_sent_exactly_as_the_clients_emit_would_send_it(tmp_path,
 
 
 def test_a_configured_filter_keeps_every_event_on_the_clients_emit(tmp_path, monkeypatch):
-    from bridge.sinks.raw_send import raw_sender
+    from bridge.sinks.enriched_send import enriched_sender
 
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "openlineage.yml"
@@ -118,4 +134,4 @@ def test_a_configured_filter_keeps_every_event_on_the_clients_emit(tmp_path, mon
     _, events = _queued(tmp_path)
     client = OpenLineageClient(transport=FileTransport(FileConfig(log_file_path=str(tmp_path / "x"), append=True)))
     first = json.dumps(events[0])
-    assert raw_sender(client, run_event_from_json(first), first) is None
+    assert enriched_sender(client, run_event_from_json(first), first) is None

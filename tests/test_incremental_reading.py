@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from metaflow import Runner
 
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.run.lineage_pass import queue_source
 from bridge.sources import metaflow as metaflow_source
 from bridge.sources.metaflow import MetaflowSource
@@ -26,14 +26,14 @@ def _flow_file(folder: Path) -> Path:
 
 def test_an_event_already_queued_takes_no_sequence_number(tmp_path):
     outbox = Outbox(tmp_path / "outbox.sqlite")
-    with outbox.batch("source") as batch:
+    with outbox.queue.batch("source") as batch:
         assert [batch.add(key, "{}") for key in ("a", "b")] == [True, True]
     for _ in range(50):  # a source that reads the same running run on every pass
-        with outbox.batch("source") as batch:
+        with outbox.queue.batch("source") as batch:
             assert [batch.add(key, "{}") for key in ("a", "b")] == [False, False]
-    with outbox.batch("source") as batch:
+    with outbox.queue.batch("source") as batch:
         assert batch.add("c", "{}")
-    assert [event.seq for event in outbox.events_after(0)] == [1, 2, 3]
+    assert [event.seq for event in outbox.queue.after(0)] == [1, 2, 3]
 
 
 @pytest.mark.integration
@@ -47,15 +47,15 @@ def test_a_run_read_again_queues_nothing_and_reads_its_finished_tasks_once(tmp_p
     source = MetaflowSource([FLOW_NAME], naming(tmp_path))
     added, _ = queue_source(outbox, source)
     assert added > 0
-    last = outbox.last_seq()
+    last = outbox.queue.last_seq()
     tasks = {task.pathspec for step in run for task in step}
     assert tasks <= set(metaflow_source._COMPLETED)  # each finished task, as it was read
     for _ in range(5):  # as the watcher re-reads a run it has not yet seen finish
-        with outbox.batch("metaflow") as batch:
+        with outbox.queue.batch("metaflow") as batch:
             batch.set_cursor({})  # the run looks new again
         again, _ = queue_source(outbox, MetaflowSource([FLOW_NAME], naming(tmp_path)))
         assert again == 0
-    assert outbox.last_seq() == last
-    with outbox.batch("probe") as batch:
+    assert outbox.queue.last_seq() == last
+    with outbox.queue.batch("probe") as batch:
         assert batch.add("a new event", "{}")
-    assert outbox.last_seq() == last + 1  # the sequence did not run ahead
+    assert outbox.queue.last_seq() == last + 1  # the sequence did not run ahead

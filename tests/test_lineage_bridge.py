@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from openlineage.client import OpenLineageClient
 
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.run.lineage_pass import queue_source, run_pass, sources_for
 from forecast_assets.lineage import naming
 from tests.lineage_bridges import bridge_at
@@ -254,10 +254,10 @@ def test_an_interrupted_pass_resumes_with_nothing_lost_or_repeated(pipeline, gra
     outbox = Outbox(tmp_path / "outbox.sqlite")
     with pytest.raises(Exception, match="ExplodingEvent"):
         queue_source(outbox, Interrupted())
-    assert outbox.counts()["queued"] == 0 and outbox.cursor("dagster") == {}
+    assert outbox.queue.count_after(0) == 0 and outbox.queue.cursor("dagster") == {}
     added, _ = queue_source(outbox, source)
-    assert added == len(full) == outbox.counts()["queued"]
-    keys = [event.key for event in outbox.events_after(0, 100_000)]
+    assert added == len(full) == outbox.queue.count_after(0)
+    keys = [event.key for event in outbox.queue.after(0, 100_000)]
     assert len(keys) == len(set(keys))
     assert queue_source(outbox, source)[0] == 0
 

@@ -19,7 +19,7 @@ from dagster import DagsterEvent, DagsterEventType, EventLogEntry, EventLogRecor
 from openlineage.client.serde import Serde
 
 from bridge.index.lineage_index import dataset_label, dataset_version
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.translate.dagster import translate_run
 from bridge.translate.dagster_records import DagsterRunRecords
 from bridge.translate.datahub import flow_and_job
@@ -49,7 +49,7 @@ GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 def queued(state):
     """The outbox of a demo (trained without weather, by Dagster) and a shell run with weather."""
     outbox = Outbox(state / "lineage" / "outbox.sqlite")
-    with outbox.batch("golden") as batch:
+    with outbox.queue.batch("golden") as batch:
         for path in sorted(GOLDEN_EVENTS.glob("*.json")):
             for entry in json.loads(path.read_text()):
                 batch.add(entry["key"], json.dumps(entry["event"]))

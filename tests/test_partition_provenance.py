@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, TimestamptzType
 from bridge.index import queries
 from bridge.index.lineage_index import LineageIndex
 from bridge.index.model_versions import Input, PartitionRead, Source, partition_changes, trained_versions
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.sources.iceberg_contents import partitions_read
 from bridge.translate.events import DatasetRef, EventSpec, JobRef, ModelTraining, event_key, run_event
 from bridge.translate.naming import IcebergTables, Naming
@@ -154,7 +154,7 @@ class History:
 
 def _index(folder: Path, events: list[tuple[str, str]]) -> LineageIndex:
     outbox = Outbox(folder / "outbox.sqlite")
-    with outbox.batch("truth") as batch:
+    with outbox.queue.batch("truth") as batch:
         for key, payload in events:
             batch.add(key, payload)
     return LineageIndex(folder / "index.sqlite", outbox)
