@@ -16,8 +16,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bridge.config import DataHubTarget, LineageBridge
-from bridge.outbox.queue import Outbox
+from bridge.config import LineageBridge
+from bridge.outbox.outbox import Outbox
 
 GOLDEN_EVENTS = Path(__file__).parent / "golden" / "openlineage"
 
@@ -35,7 +35,7 @@ def fill(folder: Path, copies: int = 1, first: int | None = None) -> list[dict]:
     returns them in order."""
     outbox = Outbox(folder / "outbox.sqlite")
     queued = []
-    with outbox.batch("golden") as batch:
+    with outbox.queue.batch("golden") as batch:
         for copy in range(copies):
             for key, event in golden_events()[:first]:
                 batch.add(f"{key}#{copy}" if copy else key, json.dumps(event))
@@ -48,11 +48,10 @@ def rig_bridge(folder: Path, pass_seconds: float = 40.0, lite: bool = True) -> L
     """The project's bridge over ``folder``: no flows to follow, DataHub Lite in the folder."""
     from forecast_assets.lineage import taxi_bridge
     from taxi_core.settings import load_settings
+    from tests.lineage_bridges import lite_sink, with_datahub
 
-    datahub = DataHubTarget(kind="lite", lite_path=folder / "lite.sqlite") if lite else DataHubTarget(kind="off")
-    return replace(
-        taxi_bridge(load_settings()), lineage_dir=folder, flows=(), datahub=datahub, pass_seconds=pass_seconds
-    )
+    bridge = replace(taxi_bridge(load_settings()), lineage_dir=folder, flows=(), pass_seconds=pass_seconds)
+    return with_datahub(bridge, lite_sink(folder / "lite.sqlite") if lite else None)
 
 
 def http_client(url: str, timeout: float = 5.0):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetKey, AssetSpec, DataVersion, Definitions, MaterializeResult, asset
 
-from bridge.config import DataHubTarget, LineageBridge
+from bridge.config import LineageBridge, SinkSpec
 from bridge.run.sensor import lineage_sensor
 from bridge.translate.naming import Naming
 
@@ -32,7 +32,7 @@ def shop_bridge(root: Path) -> LineageBridge:
         lineage_dir=root / "lineage",
         flows=(FLOW,),
         code_location="shop",
-        datahub=DataHubTarget(kind="lite", lite_path=root / "lite.sqlite"),
+        sinks=(SinkSpec("openlineage"), SinkSpec("datahub-lite", {"path": root / "lite.sqlite"}, "datahub")),
     )
 
 
