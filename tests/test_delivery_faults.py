@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from bridge.cli import main as cli
-from bridge.outbox.queue import Outbox
-from bridge.sinks.datahub import LiteSink
+from bridge.outbox.outbox import Outbox
+from bridge.sinks.contract import SinkContext
+from bridge.sinks.datahub import FileConfig, LiteSink
 from bridge.sinks.drain import drain
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
+from tests.lineage_bridges import with_datahub
 from tests.loopback_lineage import LineageServer, identity
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +42,7 @@ def clean_replay(folder: Path, into: Path) -> list[tuple]:
     with sqlite3.connect(folder / "outbox.sqlite") as source, sqlite3.connect(copy) as target:
         source.backup(target)
     outbox = Outbox(copy)
-    sink = LiteSink(into, outbox, rig_bridge(folder).naming)
+    sink = LiteSink(FileConfig(path=into), SinkContext(rig_bridge(folder), outbox, "datahub"))
     try:
         assert not drain(outbox, sink, float("inf")).failing
     finally:
@@ -99,7 +101,11 @@ def test_a_hanging_receiver_is_waited_on_once_then_left_alone_and_the_pass_start
     from dataclasses import replace
 
     fill(folder)
-    bridge = replace(rig_bridge(folder, pass_seconds=3, lite=False), answer_seconds=2)
+    from bridge.config import SinkSpec
+
+    bridge = replace(
+        rig_bridge(folder, pass_seconds=3, lite=False), sinks=(SinkSpec("openlineage", {"answer_seconds": 2}),)
+    )
     with LineageServer(hold=30) as server:
         started = time.monotonic()
         result = one_pass(bridge, http_client(server.url, timeout=1))
@@ -115,8 +121,8 @@ def test_a_hanging_receiver_is_waited_on_once_then_left_alone_and_the_pass_start
     assert again.sink("openlineage").waiting_on == result.sink("openlineage").waiting_on and again.health == 3
     outbox = Outbox(folder / "outbox.sqlite")
     assert (
-        outbox.sink_wait(result.sink("openlineage").sink).failures == 1
-        and outbox.failing_now(result.sink("openlineage").sink) == []
+        outbox.places.wait(result.sink("openlineage").sink).failures == 1
+        and outbox.letters.failing(result.sink("openlineage").sink) == []
     )
 
 
@@ -179,7 +185,7 @@ def test_a_pass_killed_while_writing_lite_leaves_it_as_a_clean_replay_after_the_
 def fill_keys(folder: Path) -> list[str]:
     outbox = Outbox(folder / "outbox.sqlite")
     try:
-        return [event.key for event in outbox.events_after(0, 100_000)]
+        return [event.key for event in outbox.queue.after(0, 100_000)]
     finally:
         outbox.close()
 
@@ -231,12 +237,11 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
 
     from dagster import DagsterInstance, build_sensor_context
 
-    from bridge.config import DataHubTarget
     from bridge.run.sensor import LineageFailing, lineage_sensor
     from tests.loopback_lineage import free_port
     from tests.reuse_project.shop import definitions, shop_bridge
 
-    bridge = replace(shop_bridge(tmp_path), flows=(), datahub=DataHubTarget(kind="off"))
+    bridge = with_datahub(replace(shop_bridge(tmp_path), flows=()), None)
     fill(bridge.lineage_dir)
     port = free_port()
     openlineage_env.setenv("OPENLINEAGE_URL", f"http://user:secret@127.0.0.1:{port}")
@@ -247,7 +252,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
         with pytest.raises(LineageFailing, match=failing) as tick:
             sensor(context)
     assert "secret" not in str(tick.value)
-    from bridge.sinks.openlineage import make_client, target_of
+    from bridge.sinks.openlineage_client import make_client, target_of
 
     assert target_of(make_client(tmp_path / "unused.jsonl")) == f"http http://127.0.0.1:{port}/api/v1/lineage"
 
@@ -310,11 +315,10 @@ def test_a_sensor_tick_logs_what_its_pass_did_and_how_each_target_stands(tmp_pat
 
     from dagster import DagsterInstance, SkipReason, build_sensor_context
 
-    from bridge.config import DataHubTarget
     from bridge.run.sensor import lineage_sensor
     from tests.reuse_project.shop import definitions, shop_bridge
 
-    bridge = replace(shop_bridge(tmp_path), flows=(), datahub=DataHubTarget(kind="off"))
+    bridge = with_datahub(replace(shop_bridge(tmp_path), flows=()), None)
     queued = fill(bridge.lineage_dir)
     with LineageServer() as server, DagsterInstance.ephemeral() as instance:
         openlineage_env.setenv("OPENLINEAGE_URL", server.url)
