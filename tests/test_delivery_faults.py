@@ -100,9 +100,9 @@ def one_pass_skipped(folder: Path, url: str) -> str:
 def test_a_hanging_receiver_is_waited_on_once_then_left_alone_and_the_pass_starts_nothing_after(folder):
     from dataclasses import replace
 
-    fill(folder)
     from bridge.config import SinkSpec
 
+    fill(folder)
     bridge = replace(
         rig_bridge(folder, pass_seconds=3, lite=False), sinks=(SinkSpec("openlineage", {"answer_seconds": 2}),)
     )
