@@ -15,7 +15,7 @@ import trustme
 
 from bridge.cli import main as cli
 from bridge.outbox.health import FAILING, HEALTHY, PARKED
-from bridge.sinks.openlineage import make_client, run_event_from_json
+from bridge.sinks.openlineage_client import make_client, run_event_from_json
 from tests.delivery_rig import fill, http_client, one_pass, rig_bridge
 from tests.loopback_lineage import LineageServer, identity
 
