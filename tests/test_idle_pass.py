@@ -14,11 +14,11 @@ import pytest
 from dagster import DagsterInstance, Definitions, asset, materialize
 from metaflow import Runner
 
-from bridge.config import DataHubTarget
 from bridge.run.idle import READ_TYPES, dagster_event_log, idle_pass
 from bridge.run.lineage_pass import run_pass
 from bridge.translate.dagster_records import READ_TYPES as DAGSTER_READ_TYPES
 from taxi_core.settings import PROJECT_ROOT
+from tests.lineage_bridges import with_datahub
 from tests.reuse_project.shop import CONSOLIDATED, TABLES, definitions, shop_bridge
 
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "score_flow.py"
@@ -37,14 +37,15 @@ PASS = """
 import sys
 from pathlib import Path
 from bridge.cli import main as cli
-from bridge.config import DataHubTarget, LineageBridge
+from bridge.config import LineageBridge, SinkSpec
 from bridge.translate.naming import Naming
 root = Path(sys.argv[1])
 bridge = LineageBridge(
     naming=Naming(locations={"shop/orders": f"{root}/orders.csv", "shop/daily_totals": f"{root}/daily_totals.csv"},
                   job_namespace="shop"),
     lineage_dir=root / "lineage", code_location="shop", workspace_file=root / "workspace.yaml",
-    datahub=DataHubTarget(kind="lite", lite_path=root / "lite.sqlite"), dagster_home=root / "home",
+    sinks=(SinkSpec("openlineage"), SinkSpec("datahub-lite", {"path": root / "lite.sqlite"}, "datahub")),
+    dagster_home=root / "home",
 )
 code = cli.main(["pass"], bridge)
 print("loaded:", sorted(m for m in ("dagster", "metaflow", "openlineage.client", "datahub") if m in sys.modules))
@@ -142,11 +143,13 @@ def test_a_changed_setting_or_target_runs_the_full_pass(tmp_path, monkeypatch, o
         assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=TABLES).success
         run_pass(bridge, instance, defs.resolve_asset_graph())
     assert idle_pass(bridge) is not None
-    assert idle_pass(replace(bridge, datahub=DataHubTarget("off"))) is None  # another target: its sinks never ran
+    assert idle_pass(with_datahub(bridge, None)) is None  # another target: its sinks never ran
     openlineage_env.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")
     assert idle_pass(bridge) is None
     openlineage_env.delenv("OPENLINEAGE_URL")
-    (bridge.datahub.lite_path).unlink()  # an emptied DataHub Lite is written again from the first event
+    Path(
+        bridge.sink_spec("datahub").options["path"]
+    ).unlink()  # an emptied DataHub Lite is written again from the first event
     assert idle_pass(bridge) is None
 
 
