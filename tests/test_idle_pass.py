@@ -147,9 +147,8 @@ def test_a_changed_setting_or_target_runs_the_full_pass(tmp_path, monkeypatch, o
     openlineage_env.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")
     assert idle_pass(bridge) is None
     openlineage_env.delenv("OPENLINEAGE_URL")
-    Path(
-        bridge.sink_spec("datahub").options["path"]
-    ).unlink()  # an emptied DataHub Lite is written again from the first event
+    # An emptied DataHub Lite is written again from the first event.
+    Path(bridge.sink_spec("datahub").options["path"]).unlink()
     assert idle_pass(bridge) is None
 
 
