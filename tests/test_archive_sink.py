@@ -4,6 +4,7 @@ other sinks go on without it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -11,8 +12,8 @@ import pytest
 from bridge.config import SinkSpec
 from bridge.outbox.health import FAILING, HEALTHY
 from bridge.sinks.drain import BATCH
-from bridge.sinks.openlineage import make_client
-from bridge.sinks.registry import UnknownSinkKind, factory
+from bridge.sinks.openlineage_client import make_client
+from bridge.sinks.registry import BUILT_IN, UnknownSinkKind, kinds, sink_class
 from tests.dagster_ui import free_port
 from tests.delivery_rig import fill, one_pass, rig_bridge
 from tests.loopback_lineage import identity
@@ -70,7 +71,8 @@ def test_the_project_archives_when_told_where(monkeypatch, tmp_path):
     from taxi_core.settings import SettingsError, load_settings
 
     environ = {"TAXI_STATE_DIR": str(tmp_path), "TAXI_S3_ENDPOINT_URL": "http://127.0.0.1:9000"}
-    assert [spec.kind for spec in taxi_bridge(load_settings(environ)).sinks] == ["openlineage", "datahub"]
+    sinks = taxi_bridge(load_settings(environ)).sinks
+    assert [(spec.kind, spec.key) for spec in sinks] == [("openlineage", "openlineage"), ("datahub-lite", "datahub")]
     bridge = taxi_bridge(load_settings(environ | {"TAXI_LINEAGE_ARCHIVE": "s3://lineage/taxi"}))
     (archive,) = [spec for spec in bridge.sinks if spec.kind == "object-store"]
     assert archive.options["url"] == "s3://lineage/taxi" and archive.options["endpoint_url"] == "http://127.0.0.1:9000"
@@ -79,5 +81,7 @@ def test_the_project_archives_when_told_where(monkeypatch, tmp_path):
 
 
 def test_an_unknown_sink_kind_names_the_known_ones():
-    with pytest.raises(UnknownSinkKind, match="use one of datahub, object-store, openlineage"):
-        factory("kafka")
+    known = sorted(kinds())
+    assert set(BUILT_IN) <= set(known) and {"openlineage", "datahub-lite", "object-store"} <= set(known)
+    with pytest.raises(UnknownSinkKind, match=re.escape(f"use one of {', '.join(known)}")):
+        sink_class("kafka")
