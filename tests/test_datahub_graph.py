@@ -5,14 +5,13 @@ from pathlib import Path
 import pytest
 from openlineage.client import OpenLineageClient
 
-from bridge.config import DataHubTarget
-from bridge.outbox.queue import Outbox
+from bridge.outbox.outbox import Outbox
 from bridge.run.lineage_pass import run_pass
-from bridge.sinks.datahub import FileSink, LiteSink, RestSink
+from bridge.sinks.contract import SinkContext
+from bridge.sinks.datahub import FileConfig, FileSink, LiteSink, RestConfig, RestSink
 from bridge.sinks.drain import drain
 from bridge.sinks.lite import open_lite
-from forecast_assets.lineage import naming
-from tests.lineage_bridges import bridge_at
+from tests.lineage_bridges import bridge_at, lite_sink
 
 pytestmark = pytest.mark.integration
 
@@ -24,7 +23,7 @@ ICEBERG = "urn:li:dataset:(urn:li:dataPlatform:iceberg,{},PROD)"
 def graph(pipeline, by_hand_run, dagster_run, tmp_path_factory):
     folder = tmp_path_factory.mktemp("datahub")
     client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(folder / "ol.jsonl")}})
-    bridge = bridge_at(folder, pipeline.settings, DataHubTarget(kind="lite", lite_path=folder / "lite.sqlite"))
+    bridge = bridge_at(folder, pipeline.settings, lite_sink(folder / "lite.sqlite"))
     result = run_pass(bridge, pipeline.instance, pipeline.definitions().resolve_asset_graph(), client)
     assert not result.sink("datahub").failing and result.sink("datahub").sent == sum(result.queued.values())
     lite = open_lite(folder / "lite.sqlite")
@@ -32,6 +31,11 @@ def graph(pipeline, by_hand_run, dagster_run, tmp_path_factory):
     yield lite, outbox
     outbox.close()
     lite.close()
+
+
+def _context(outbox, pipeline) -> SinkContext:
+    """What a DataHub sink over the graph fixture's outbox is given: the project's bridge in that outbox's folder."""
+    return SinkContext(bridge_at(outbox.path.parent, pipeline.settings), outbox, "datahub")
 
 
 def _drained(outbox, sink, position=None):
@@ -160,8 +164,9 @@ def test_a_replay_leaves_the_graph_unchanged(graph, pipeline):
         return lite.sqlite_client.execute(query).fetchall()
 
     before = rows()
-    result = _drained(outbox, LiteSink(Path(lite.location()), outbox, naming(pipeline.settings)), position=0)
-    assert not result.failing and result.sent == outbox.counts()["queued"] > 0
+    sink = LiteSink(FileConfig(path=Path(lite.location())), _context(outbox, pipeline))
+    result = _drained(outbox, sink, position=0)
+    assert not result.failing and result.sent == outbox.queue.count_after(0) > 0
     after = rows()
     changed = [(old, new) for old, new in zip(before, after, strict=False) if old != new]
     assert len(after) == len(before) and not changed, changed[:1]  # not one new version row, nor lastObserved
@@ -210,9 +215,9 @@ def test_the_rest_emitter_sends_the_graph_to_a_gms(graph, pipeline):
 
     _, outbox = graph
     with GmsStandIn() as gms:
-        sink = RestSink(gms.url, None, outbox, naming(pipeline.settings))
+        sink = RestSink(RestConfig(server=gms.url), _context(outbox, pipeline))
         result = _drained(outbox, sink)
-    assert not result.failing and result.sent == outbox.counts()["queued"]
+    assert not result.failing and result.sent == outbox.queue.count_after(0)
     assert len(gms.proposals()) == sink.aspects
     assert {
         ICEBERG.format("nyc_taxi.yellow_rides_hourly_forecast"),
@@ -227,7 +232,7 @@ def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, pipel
     from pathlib import Path
 
     _, outbox = graph
-    sink = FileSink(tmp_path / "metadata.json", outbox, naming(pipeline.settings))
+    sink = FileSink(FileConfig(path=tmp_path / "metadata.json"), _context(outbox, pipeline))
     _drained(outbox, sink)
     datahub_cli = Path(sys.executable).parent / "datahub"
     check = subprocess.run(
