@@ -170,7 +170,7 @@ def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(s
     from bridge.sinks.lite import open_for_reading
 
     bridge = shop_bridge(shop["root"])
-    lite = open_for_reading(bridge.datahub.lite_path)
+    lite = open_for_reading(Path(bridge.sink_spec("datahub").options["path"]))
     graph = LineageGraph.from_lite(lite)
     lite.close()
     graph_edges = {(graph.labels[a], graph.labels[b]) for a, b in graph.edges}
@@ -192,7 +192,7 @@ def test_the_picture_is_laid_out_by_graphviz_with_whole_names_and_comes_as_merma
     from bridge.sinks.lite import open_for_reading
 
     bridge = shop_bridge(shop["root"])
-    lite = open_for_reading(bridge.datahub.lite_path)
+    lite = open_for_reading(Path(bridge.sink_spec("datahub").options["path"]))
     graph = LineageGraph.from_lite(lite).without_dead_ends()
     lite.close()
     assert cli.main(["picture", "--out", str(shop["root"] / "g.svg")], bridge) == 0

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from dagster import AssetKey, DagsterEventType, DagsterInstance
 
 from forecast_assets.definitions import build_definitions
-from forecast_assets.lineage import naming, taxi_bridge
+from forecast_assets.lineage import lite_path, naming, taxi_bridge
 from forecast_assets.lineage_cli import main as lineage_command
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
 from forecast_assets.sources.tlc_format import trip_file_name
@@ -283,7 +283,7 @@ class History:
     def _datahub_runs(self) -> list[dict]:
         from bridge.sinks.lite import open_lite
 
-        lite = open_lite(taxi_bridge(self.settings).datahub.lite_path, read_only=True)
+        lite = open_lite(lite_path(self.settings), read_only=True)
         try:
             runs = []
             for urn in lite.list_ids():
