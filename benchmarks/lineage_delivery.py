@@ -74,14 +74,25 @@ def _rate(count: int, seconds: float) -> str:
     return f"{count / seconds:>9,.0f}/s"
 
 
+def _context(outbox, naming, key: str):
+    """A sink's context over ``outbox``: a bridge with ``naming`` whose lineage folder is the outbox's."""
+    from bridge.config import LineageBridge
+    from bridge.sinks.contract import SinkContext
+
+    return SinkContext(LineageBridge(naming=naming, lineage_dir=outbox.path.parent), outbox, key)
+
+
 def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
-    from bridge.outbox.queue import Outbox
+    from bridge.outbox.outbox import Outbox
     from bridge.sinks.drain import drain
-    from bridge.sinks.openlineage import OpenLineageSink
+    from bridge.sinks.openlineage import OpenLineageConfig, OpenLineageSink
+    from bridge.translate.naming import Naming
 
     outbox = Outbox(outbox_path)
     started = time.perf_counter()
-    result = drain(outbox, OpenLineageSink(outbox, client), float("inf"))
+    sink = OpenLineageSink(OpenLineageConfig(client=client), _context(outbox, Naming(), "openlineage"))
+    result = drain(outbox, sink, float("inf"))
+    sink.close()
     seconds = time.perf_counter() - started
     outbox.close()
     assert not result.failing, result.waiting_on
@@ -90,7 +101,7 @@ def ours_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
 
 def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
     """Delivery as it was: a new connection per call, an fsync'ed commit per event, the client's retries."""
-    from bridge.sinks.openlineage import run_event_from_json
+    from bridge.sinks.openlineage_client import run_event_from_json
 
     def connection():
         return sqlite3.connect(outbox_path, timeout=30, isolation_level=None)
@@ -107,12 +118,12 @@ def before_to_openlineage(outbox_path: Path, client) -> tuple[int, float]:
 
 
 def ours_to_lite(outbox_path: Path, lite_path: Path, naming) -> tuple[int, int, float]:
-    from bridge.outbox.queue import Outbox
-    from bridge.sinks.datahub import LiteSink
+    from bridge.outbox.outbox import Outbox
+    from bridge.sinks.datahub import FileConfig, LiteSink
     from bridge.sinks.drain import drain
 
     outbox = Outbox(outbox_path)
-    sink = LiteSink(lite_path, outbox, naming)
+    sink = LiteSink(FileConfig(path=lite_path), _context(outbox, naming, "datahub"))
     started = time.perf_counter()
     result = drain(outbox, sink, float("inf"))
     sink.close()
@@ -294,21 +305,21 @@ def _ours(home: Path, base: LineageBridge, graph, folder: Path, sink: str, url: 
     from openlineage.client.transport.file import FileConfig, FileTransport
     from openlineage.client.transport.http import HttpConfig, HttpTransport
 
-    from bridge.config import DataHubTarget, SinkSpec
+    from bridge.config import SinkSpec
     from bridge.run.lineage_pass import run_pass
 
     folder.mkdir(parents=True)
     if sink == "lite":
-        datahub, sinks, client = DataHubTarget("lite", lite_path=folder / "lite.sqlite"), (SinkSpec("datahub"),), None
+        sinks, client = (SinkSpec("datahub-lite", {"path": folder / "lite.sqlite"}, "datahub"),), None
     else:
-        datahub, sinks = DataHubTarget("off"), (SinkSpec("openlineage"),)
+        sinks = (SinkSpec("openlineage"),)
         transport = (
             FileTransport(FileConfig(log_file_path=str(folder / "events.jsonl"), append=True))
             if sink == "file"
             else HttpTransport(HttpConfig(url=url))
         )
         client = OpenLineageClient(transport=transport)
-    bridge = replace(base, lineage_dir=folder / "lineage", flows=(), datahub=datahub, sinks=sinks)
+    bridge = replace(base, lineage_dir=folder / "lineage", flows=(), sinks=sinks)
     delivered = 0
     with DagsterInstance.from_config(str(home)) as instance:
         _ = instance.event_log_storage, instance.run_storage  # loaded, as in a running sensor or watcher

@@ -13,10 +13,10 @@ GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden" / "openlineage
 
 
 def demo_events(outbox_path: Path) -> list[dict]:
-    from bridge.outbox.queue import Outbox
+    from bridge.outbox.outbox import Outbox
 
     if outbox_path.exists():
-        return [json.loads(q.payload) for q in Outbox(outbox_path).events_after(0, limit=10_000_000)]
+        return [json.loads(q.payload) for q in Outbox(outbox_path).queue.after(0, limit=10_000_000)]
     print(f"No outbox at {outbox_path}: using the golden events of a demo and a weather run")
     return [entry["event"] for path in sorted(GOLDEN.glob("*.json")) for entry in json.loads(path.read_text())]
 
@@ -42,10 +42,10 @@ def as_another_run(event: dict, copy: int) -> dict:
 
 
 def fill(folder: Path, events: list[dict], scale: int) -> Path:
-    from bridge.outbox.queue import Outbox
+    from bridge.outbox.outbox import Outbox
 
     outbox = Outbox(folder / "outbox.sqlite")
-    with outbox.batch("benchmark") as batch:
+    with outbox.queue.batch("benchmark") as batch:
         for copy in range(scale):
             for number, event in enumerate(events):
                 batch.add(f"{copy}/{number}", json.dumps(as_another_run(event, copy)))
