@@ -148,7 +148,7 @@ def one_round(root: Path, instance, defs, arrivals: Path, env: dict) -> list[tup
 def idle_pass_ms(root: Path, instance, repeat: int = 20) -> float:
     """The median in-process pass with nothing new, over the project's lineage folder."""
     from bridge.run.lineage_pass import run_pass
-    from bridge.sinks.openlineage import make_client
+    from bridge.sinks.openlineage_client import make_client
     from tests.reuse_project.shop import definitions, shop_bridge
 
     bridge = replace(shop_bridge(root), workspace_file=root / "workspace.yaml")
