@@ -41,11 +41,11 @@ def _time(question: Callable[[], object], repeat: int) -> float:
 def _baseline(outbox_path: Path) -> Callable[[], dict]:
     """Without an index: parse every queued event and rebuild the graph, last runs and versions."""
     from bridge.index.lineage_index import event_facts
-    from bridge.outbox.queue import Outbox
+    from bridge.outbox.outbox import Outbox
 
     def answer() -> dict:
         edges, runs, versions = set(), {}, {}
-        for queued in Outbox(outbox_path).events_after(0, limit=10_000_000):
+        for queued in Outbox(outbox_path).queue.after(0, limit=10_000_000):
             event = json.loads(queued.payload)
             facts = event_facts(event)
             edges |= facts.edges
@@ -64,7 +64,7 @@ def _scale_rows(events: list[dict], scale: int, repeat: int) -> list[tuple]:
 def _timed_queries(folder: Path, events: list[dict], scale: int, repeat: int) -> list[tuple]:
     from bridge.index import queries
     from bridge.index.lineage_index import LineageIndex
-    from bridge.outbox.queue import Outbox
+    from bridge.outbox.outbox import Outbox
 
     outbox_path = fill(folder, events, scale)
     queued = len(events) * scale
