@@ -24,6 +24,7 @@ from bridge.config import LineageBridge
 from bridge.errors import BridgeError
 from bridge.outbox.database import OutboxDamaged
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
+from bridge.outbox.lease import PassRunning, one_pass_at_a_time
 from bridge.outbox.outbox import Outbox
 from bridge.sinks.failures import redact
 
@@ -76,7 +77,6 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
     if idle is not None:
         return _print_idle(idle)
     # Dagster, Metaflow and the OpenLineage client load only for a pass with something to do.
-    from bridge.outbox.lease import PassRunning
     from bridge.run.lineage_pass import run_pass
     from bridge.sources.code_location import load_asset_graph
 
@@ -234,8 +234,6 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:
     """Set ``what`` aside (the outbox, or the sink configured under that key) under the pass lease, then refill it."""
-    from bridge.outbox.lease import PassRunning
-
     if what != "outbox" and bridge.sink_spec(what) is None:
         known = ", ".join(["outbox", *(spec.key for spec in bridge.sinks)])
         raise UsageError(f"nothing called {what!r} to rebuild: name one of {known}")
@@ -249,7 +247,6 @@ def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> 
 
 def _rebuild_sink(bridge: LineageBridge, key: str) -> str:
     # The sink's kind may load its SDK: only commands that write need it.
-    from bridge.outbox.lease import one_pass_at_a_time
     from bridge.sinks.contract import SinkContext, SinkMisconfigured
     from bridge.sinks.registry import build_sink, config_of, sink_class
 
@@ -272,8 +269,6 @@ def _rebuild_sink(bridge: LineageBridge, key: str) -> str:
 
 def _rebuild_outbox(bridge: LineageBridge) -> str:
     """Move the outbox aside while holding its lease: no pass delivers from it during or after the move."""
-    from bridge.outbox.lease import one_pass_at_a_time
-
     path = bridge.outbox_path
     said = f"No outbox at {path}: a new one is filled from the sources"
     if path.exists():

@@ -92,7 +92,8 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
             read_environment_once(transport)
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
-        from requests.exceptions import ReadTimeout  # loaded with the client by now
+        # Loaded with the client by now; deferred so the idle check, which imports this module, never loads them.
+        from requests.exceptions import ReadTimeout
 
         from bridge.sinks.enriched_send import enriched_sender
         from bridge.sinks.openlineage_client import idempotency_key
@@ -152,6 +153,7 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
 
 def _configured_client(events_file: Path) -> OpenLineageClient:
     """:func:`make_client`, its configuration errors as one line naming the setting (never a credential)."""
+    # The client loads only when a pass delivers (see the module's docstring).
     from bridge.sinks.openlineage_client import make_client
 
     try:
@@ -184,6 +186,7 @@ def _parsed(event: QueuedEvent) -> dict[str, Any]:
 
 
 def _typed(event: QueuedEvent) -> RunEvent:
+    # The client loads only when a pass delivers (see the module's docstring).
     from bridge.sinks.openlineage_client import run_event_from_json
 
     try:
