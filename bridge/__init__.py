@@ -3,7 +3,8 @@
 The public API, by module (importing the package itself loads nothing, so a Metaflow step that
 records lineage does not pay for Dagster or DataHub):
 
-- ``bridge.config``: ``LineageBridge``, ``DataHubTarget``: what a project hands the bridge;
+- ``bridge.config``: ``LineageBridge``, ``SinkSpec``: what a project hands the bridge;
+- ``bridge.sinks.contract``: ``Sink``, ``SinkConfig``: a sink kind of one's own (``bridge.sinks.registry``);
 - ``bridge.translate.naming``: ``Naming``, ``IcebergTables``, ``GlueTables``: how datasets are named;
 - ``bridge.run.sensor``: ``lineage_sensor``: the bridge as a Dagster sensor;
 - ``bridge.run.lineage_pass``: ``run_pass``: one pass, from anywhere;

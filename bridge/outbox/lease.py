@@ -3,7 +3,8 @@
 A pass takes the lease (holder, a fencing token, an expiry), renews it as it works and gives it
 back at the end. A second pass waits briefly for it, then says who holds it. A holder that died is
 detected at once on the same machine (its process is gone), and elsewhere once the lease expires.
-Every write that moves a sink checks the token (:meth:`bridge.outbox.queue.Outbox._check_fence`).
+Every write that moves a sink checks the token (:meth:`bridge.outbox.database.Database.fenced`,
+:meth:`bridge.outbox.places.SinkPlaces.move`).
 """
 
 from __future__ import annotations

@@ -158,6 +158,12 @@ class ObjectStoreSink(Sink[ObjectStoreConfig]):
         except BotoCoreError as err:
             raise ObjectStoreError(f"{self.target} cannot be reached to {what}: {err}", None) from err
 
+    @classmethod
+    def set_aside(cls, config: ObjectStoreConfig, context: SinkContext, name: str) -> str:
+        """An archive is never deleted from: its place is read back from the store, so what it holds stays."""
+        super().set_aside(config, context, name)
+        return f"{name} keeps the objects it holds (an archive is never deleted from); what it lacks is written next"
+
     def detail(self) -> str:
         return f"{self._objects} objects written" if self._objects else ""
 

@@ -103,6 +103,7 @@ class SqliteTableSink(Sink[SqliteTableConfig]):
 
     @classmethod
     def set_aside(cls, config: SqliteTableConfig, context: SinkContext, name: str) -> str:
+        context.outbox.letters.forget_held(name)
         if not config.path.exists():
             return f"No file at {config.path}: it is written anew"
         aside = config.path.with_name(config.path.name + ".aside")
