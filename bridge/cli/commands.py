@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -308,6 +309,9 @@ def _instance(bridge: LineageBridge) -> DagsterInstance:
     """The instance the bridge names, or the one ``DAGSTER_HOME`` names (as Dagster's own commands open it)."""
     from dagster import DagsterInstance  # Dagster loads only for the commands that read its event log
 
+    home = bridge.dagster_home or (Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else None)
+    if home is not None and not home.is_dir():
+        raise UsageError(f"The Dagster instance's folder {home} does not exist: set DAGSTER_HOME to the instance's")
     if bridge.dagster_home is None:
         return DagsterInstance.get()
     return DagsterInstance.from_config(str(bridge.dagster_home))

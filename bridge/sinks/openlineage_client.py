@@ -33,7 +33,7 @@ def make_client(events_file: Path) -> OpenLineageClient:
     The client resolves its own configuration; only when it fell back to printing to the console does
     the bridge choose the transport, keeping the rest of the client's configuration (filters, tags, facets).
     """
-    with _without_console_fallback_warning():
+    with _client_warnings_told_plainly():
         client = OpenLineageClient()
     configured = (client.config.transport or {}).get("type")  # what the client itself looks at
     if client.transport.kind == ConsoleTransport.kind and not configured:
@@ -43,18 +43,24 @@ def make_client(events_file: Path) -> OpenLineageClient:
 
 
 @contextmanager
-def _without_console_fallback_warning() -> Iterator[None]:
-    """Hide the client's "will print events to console" warning: when it falls back, the bridge picks the file."""
+def _client_warnings_told_plainly() -> Iterator[None]:
+    """While the client reads its configuration: its "will print events to console" warning is hidden (when it
+    falls back, the bridge picks the file), and its other warnings lose any credentials (it quotes the
+    environment's values, ``user:password@`` in ``OPENLINEAGE_URL`` included)."""
     logger = logging.getLogger("openlineage.client.client")
 
-    def not_the_fallback(record: logging.LogRecord) -> bool:
-        return "transport configuration" not in record.getMessage()
+    def told_plainly(record: logging.LogRecord) -> bool:
+        said = record.getMessage()
+        if "transport configuration" in said:
+            return False
+        record.msg, record.args = redact(said), ()
+        return True
 
-    logger.addFilter(not_the_fallback)
+    logger.addFilter(told_plainly)
     try:
         yield
     finally:
-        logger.removeFilter(not_the_fallback)
+        logger.removeFilter(told_plainly)
 
 
 def run_event_from_json(payload: str) -> RunEvent:
