@@ -280,7 +280,7 @@ def test_rebuilding_the_outbox_during_a_pass_sends_nothing_twice(tmp_path, auth)
     received_once_each(server, queued)
 
 
-def test_bad_client_configuration_is_one_line_naming_the_setting_and_no_secret(tmp_path, monkeypatch, capsys):
+def test_bad_client_configuration_is_one_line_naming_the_setting_and_no_secret(tmp_path, monkeypatch, capsys, caplog):
     fill(tmp_path)
     bridge = bridge_for(tmp_path, (SinkSpec("openlineage"), lite(tmp_path)))
     for url in (f"http://taxi:{SECRET}@[bad", "not a url"):
@@ -291,6 +291,7 @@ def test_bad_client_configuration_is_one_line_naming_the_setting_and_no_secret(t
         assert verdict(tmp_path) == DAMAGED
     lite_holds_everything(tmp_path, fill(tmp_path))  # the other sinks went on
     assert SECRET not in capsys.readouterr().err
+    assert "OPENLINEAGE" in caplog.text and SECRET not in caplog.text  # the client's own warnings quote the URL
 
 
 # The sinks that keep their state in a file of their own
