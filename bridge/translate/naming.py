@@ -111,7 +111,10 @@ class Naming:
         if not text:
             return text
         for folder, named in sorted(self.local_folders.items(), key=lambda item: -len(item[0])):
-            text = text.replace(folder.rstrip("/"), named)
+            # A whole folder only (not /root in /root2), and a file:// URL of it named once, not file://file://.
+            scheme = "(?:file://)?" if named.startswith("file://") else ""
+            pattern = re.compile(f"{scheme}{re.escape(folder.rstrip('/'))}(?![\\w.-])")
+            text = pattern.sub(named.replace("\\", "\\\\"), text)  # the name as it is, no group references
         return text
 
     def table(self, identifier: str) -> DatasetName:
