@@ -35,8 +35,8 @@ class LineageServer(BackgroundServer):
     ``refuse(event)`` names events answered with 400 (with a reason in the body); ``fail(event, attempt)`` those
     answered with 500 on that attempt (1, 2, ...), or with the status it returns; ``drop(event, attempt)`` those
     stored and then left without an answer (the connection closed); ``authorization`` is the ``Authorization``
-    header required (401 without it); ``hold`` seconds is how long each request is held before the answer (a slow or hanging
-    backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
+    header required (401 without it); ``hold`` seconds is how long each request is held before the answer (a
+    slow or hanging backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
     ``framing`` is how each answer is framed (see :data:`FRAMINGS`); ``connections`` counts those accepted.
     """
 

@@ -205,11 +205,24 @@ def test_however_a_target_frames_its_answers_each_event_arrives_once_in_order(fo
     queued = fill(folder, first=8)
     with LineageServer(framing=framing) as server:
         result = one_pass(rig_bridge(folder, lite=False), http_client(server.url))
-    assert result.health == HEALTHY and result.sink("openlineage").sent == len(queued)
-    assert [identity(e) for e in server.received] == [identity(e) for e in queued]
-    assert set(server.attempts.values()) == {1}
+        # A target that closes a kept connection right after its answer, without saying so, may close it under
+        # the next request: that event is held (the target may have it) and sent again by a later pass.
+        for _ in range(len(queued) if framing == "dropped" else 0):
+            if result.sink("openlineage").pending == 0:
+                break
+            assert result.sink("openlineage").held_on.endswith("closed the connection without an answer")
+            result = one_pass(rig_bridge(folder, lite=False), http_client(server.url))
+    assert result.health == HEALTHY and result.sink("openlineage").pending == 0
+    assert server.duplicates() == 0 and set(server.attempts.values()) <= {1, 2}
+    for run in {identity(e)[1] for e in queued}:  # in order within each run
+        assert [identity(e) for e in server.received if identity(e)[1] == run] == [
+            identity(e) for e in queued if identity(e)[1] == run
+        ]
+    if framing != "dropped":
+        assert [identity(e) for e in server.received] == [identity(e) for e in queued]
+        assert set(server.attempts.values()) == {1} and result.sink("openlineage").sent == len(queued)
     # A connection is kept while the target's answers allow it, and only then.
-    assert server.connections == (len(queued) if framing in ("unframed", "dropped") else 1)
+    assert server.connections >= len(queued) if framing in ("unframed", "dropped") else server.connections == 1
 
 
 def test_a_new_target_gets_the_whole_history_and_a_rebuilt_outbox_sends_only_what_a_target_lacks(

@@ -10,7 +10,8 @@ Four kinds, each with its own treatment in :mod:`bridge.sinks.drain`:
 - ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429, a
   locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing. The
   reason names where the target is set.
-- ``this event``: the target failed on this one event but may not next time (every 5xx, 408, 425). The
+- ``this event``: the target failed on this one event but may not next time (every 5xx, 408, 425, or
+  the connection closed before the answer: it may have the event, so it is not sent again in the same pass). The
   event waits and backs off on its own; the rest of the queue goes on (:mod:`bridge.sinks.drain` decides
   when so many fail in a row that the target itself is failing).
 
@@ -121,6 +122,19 @@ def _unreadable_certificate(err: BaseException) -> bool:
     return isinstance(err, OSError) and ("certificate file" in text or "key file" in text or "cert_file" in text)
 
 
+def _closed_without_an_answer(err: BaseException | None) -> bool:
+    """The connection was open and the target closed it before answering this request (by name: the classes are
+    ``http.client``'s and ``urllib3``'s, raised through ``requests``)."""
+    seen = 0
+    while err is not None and seen < 10:
+        if type(err).__name__ in ("RemoteDisconnected", "IncompleteRead") or isinstance(
+            err, ConnectionResetError | BrokenPipeError
+        ):
+            return True
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return False
+
+
 def classify(
     err: BaseException,
     credentials_setting: str = "the target's credentials",
@@ -140,6 +154,8 @@ def classify(
     status = http_status(err)
     if status in CREDENTIAL_STATUS:
         return Failure("credentials", f"HTTP {status}: the target refused the credentials; check {credentials_setting}")
+    if status is None and _closed_without_an_answer(err):  # it may have the event: not sent again in this pass
+        return Failure("this event", f"{reason}; the target closed the connection without an answer")
     if status is None:
         return Failure("away", f"{reason}; check that the target runs and {target_setting}")
     answer = redact(answer_text(err))
