@@ -124,7 +124,7 @@ def _unreadable_certificate(err: BaseException) -> bool:
 
 def _closed_without_an_answer(err: BaseException | None) -> bool:
     """The connection was open and the target closed it before answering this request (by name: the classes are
-    ``http.client``'s and ``urllib3``'s, raised through ``requests``)."""
+    the standard library's and ``urllib3``'s, raised through ``requests``)."""
     seen = 0
     while err is not None and seen < 10:
         if type(err).__name__ in ("RemoteDisconnected", "IncompleteRead") or isinstance(
