@@ -14,9 +14,7 @@ Each sink knows where it is in a way that follows the sink itself:
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +26,7 @@ from pydantic import SecretStr, field_validator
 from bridge.outbox.queue import QueuedEvent
 from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
+from bridge.sinks.file_place import CREATE_PLACE_TABLE, keep_place, place_in_file, set_aside
 from bridge.sinks.job_edges import Edges, EdgeStore
 from bridge.translate.naming import Naming
 
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
     from datahub.lite.sqlite_lite import SqliteLite
     from datahub.metadata.schema_classes import DataJobInputOutputClass, _Aspect
 
-POSITION_TABLE = "lineage_bridge_position"
 # A job's edges: its input and output datasets, upstream jobs and column lineage (each as sorted JSON).
 
 
@@ -233,9 +231,7 @@ class LiteSink(Sink[FileConfig]):
             self.lite._commit = self.lite._rollback = lambda: None  # type: ignore[method-assign]
             # Lite rebuilds its browse index from the whole graph on close: only what this pass wrote is.
             self.lite.reindex = self._reindex_written  # type: ignore[method-assign]
-            connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {POSITION_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL)"
-            )
+            connection.execute(CREATE_PLACE_TABLE)
         if not self.lite.sqlite_client.in_transaction:
             self.lite.sqlite_client.execute("BEGIN IMMEDIATE")
         return self.lite
@@ -308,11 +304,7 @@ class LiteSink(Sink[FileConfig]):
         connection = lite.sqlite_client
         if not connection.in_transaction:
             connection.execute("BEGIN IMMEDIATE")
-        connection.execute(
-            f"INSERT INTO {POSITION_TABLE} (outbox, seq) VALUES (?, ?) "
-            "ON CONFLICT(outbox) DO UPDATE SET seq = excluded.seq",
-            (self.outbox.id, self.position()),
-        )
+        keep_place(connection, self.outbox.id, self.position())
         connection.execute("COMMIT")
         if self._edges is not None:
             self._edges.forget_latest()
@@ -349,38 +341,8 @@ def _timestamp_millis(aspect: _Aspect) -> int:
 
 
 def lite_position(path: Path, outbox_id: str) -> int:
-    """The last event of outbox ``outbox_id`` that the Lite file at ``path`` holds (0 for a new or empty file).
-
-    Read with plain SQLite: a pass with nothing new never loads DataHub.
-    """
-    if not path.is_file() or path.stat().st_size == 0:
-        return 0
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            if not connection.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (POSITION_TABLE,)
-            ).fetchone():
-                return 0
-            row = connection.execute(f"SELECT seq FROM {POSITION_TABLE} WHERE outbox = ?", (outbox_id,)).fetchone()
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as err:
-        msg = f"The DataHub Lite file {path} is damaged ({err})"
-        raise LiteDamaged(msg) from err
-    return row[0] if row else 0
-
-
-def set_aside(path: Path) -> Path | None:
-    """Move a Lite file (and its WAL) out of the way, so the next write starts a new one; where it went."""
-    if not path.exists():
-        return None
-    aside = path.with_name(f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}.aside")
-    for suffix in ("", "-wal", "-shm"):
-        part = path.with_name(path.name + suffix)
-        if part.exists():
-            shutil.move(part, aside.with_name(aside.name + suffix))
-    return aside
+    """The last event of outbox ``outbox_id`` that the Lite file at ``path`` holds (0 for a new or empty file)."""
+    return place_in_file(path, outbox_id, f"The DataHub Lite file {path}", LiteDamaged)
 
 
 class RestSink(Sink[RestConfig]):

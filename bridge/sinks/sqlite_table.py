@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
 from pathlib import Path
 
 from pydantic import field_validator
 
 from bridge.outbox.queue import QueuedEvent
-from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
-
-PLACE_TABLE = "lineage_bridge_position"
+from bridge.sinks.contract import Sink, SinkConfig, SinkContext
+from bridge.sinks.file_place import CREATE_PLACE_TABLE, keep_place, place_in_file, set_aside
 
 
 class SqliteTableConfig(SinkConfig):
@@ -69,11 +67,7 @@ class SqliteTableSink(Sink[SqliteTableConfig]):
         if self._position is None:
             return
         connection = self._open()
-        connection.execute(
-            f"INSERT INTO {PLACE_TABLE} (outbox, seq) VALUES (?, ?) "
-            "ON CONFLICT(outbox) DO UPDATE SET seq = excluded.seq",
-            (self.outbox.id, self._position),
-        )
+        keep_place(connection, self.outbox.id, self._position)
         connection.execute("COMMIT")
 
     def close(self) -> None:
@@ -91,7 +85,7 @@ class SqliteTableSink(Sink[SqliteTableConfig]):
                 f"CREATE TABLE IF NOT EXISTS {self.table} (outbox TEXT NOT NULL, seq INTEGER NOT NULL, "
                 "event_key TEXT NOT NULL, event_type TEXT, job TEXT NOT NULL, run_id TEXT NOT NULL, "
                 "payload TEXT NOT NULL, PRIMARY KEY (outbox, seq));"
-                f"CREATE TABLE IF NOT EXISTS {PLACE_TABLE} (outbox TEXT PRIMARY KEY, seq INTEGER NOT NULL);"
+                f"{CREATE_PLACE_TABLE};"
             )
         if not self.connection.in_transaction:
             self.connection.execute("BEGIN IMMEDIATE")
@@ -104,22 +98,9 @@ class SqliteTableSink(Sink[SqliteTableConfig]):
     @classmethod
     def set_aside(cls, config: SqliteTableConfig, context: SinkContext, name: str) -> str:
         context.outbox.letters.forget_held(name)
-        if not config.path.exists():
-            return f"No file at {config.path}: it is written anew"
-        aside = config.path.with_name(config.path.name + ".aside")
-        config.path.replace(aside)
-        return f"Set {config.path} aside as {aside}"
+        aside = set_aside(config.path)
+        return f"Set {config.path} aside as {aside}" if aside else f"No file at {config.path}: it is written anew"
 
 
 def _place(path: Path, outbox_id: str) -> int:
-    """The last event of outbox ``outbox_id`` the file holds (0 for a missing or new file)."""
-    if not path.is_file():
-        return 0
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as connection:
-            if not connection.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (PLACE_TABLE,)).fetchone():
-                return 0
-            row = connection.execute(f"SELECT seq FROM {PLACE_TABLE} WHERE outbox = ?", (outbox_id,)).fetchone()
-    except sqlite3.DatabaseError as err:
-        raise SinkDamaged(f"The SQLite lineage table's file {path} is damaged ({err})") from err
-    return row[0] if row else 0
+    return place_in_file(path, outbox_id, f"The SQLite lineage table's file {path}")
