@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import re
 import signal
 import sys
@@ -22,6 +23,7 @@ from taxi_core.settings import PROJECT_ROOT
 
 TRAIN_FLOW_FILE = PROJECT_ROOT / "flows" / "train.py"
 ERROR_TAIL_LINES = 25
+LOG_POLL_SECONDS = 0.05  # how often a running flow's log is read for new lines
 # The runtime writes every line a task prints, and its own news of the task, prefixed with the task:
 #   2025-01-25 10:00:00.123 [1795332/load/2 (pid 4242)] Task is starting.
 TASK_LINE = re.compile(
@@ -202,15 +204,42 @@ async def _run_flow(parameters: dict, env: dict, on_event: Callable[[FlowEvent],
 
 
 async def _follow(running, stream: str, handle: Callable[[str], None]) -> None:
-    """Every line of one output stream as it is written, until the process has ended and the stream is read."""
-    read_to = None
-    async for position, line in running.stream_log(stream):
-        read_to = position
+    """Every whole line of one output stream as it is written, until the process has ended and the stream is read.
+
+    Metaflow's own ``stream_log`` hands on whatever ``readline`` returns, so a line the runtime is still writing
+    arrives in two pieces ("Task fini", "shed successfully"); lines here are only ever whole.
+    """
+    lines = WholeLines()
+    with open(running.command_obj.log_files[stream], "rb") as log:
+        while True:
+            ended = running.returncode is not None  # read before the file: a last write is still read below
+            chunk = log.read()
+            for line in lines.feed(chunk):
+                handle(line)
+            if not chunk:
+                if ended:
+                    break
+                await asyncio.sleep(LOG_POLL_SECONDS)
+    for line in lines.rest():
         handle(line)
-    await running.wait()
-    # The stream stops at its first empty read once the process has ended; lines written in between are read here.
-    async for _, line in running.stream_log(stream, read_to):
-        handle(line)
+
+
+class WholeLines:
+    """Bytes as they are appended to a log, out as whole lines of text; a multi-byte character may be split too."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        *whole, self._pending = (self._pending + self._decoder.decode(chunk)).split("\n")
+        return [line.rstrip("\r") for line in whole]
+
+    def rest(self) -> list[str]:
+        """The last line when the stream ended without a newline."""
+        tail = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        return [tail.rstrip("\r")] if tail else []
 
 
 def _run_to_end(coroutine):
