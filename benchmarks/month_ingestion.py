@@ -150,9 +150,10 @@ def _timed(action) -> float:
 
 def compare_wap_with_straight_write(spark, month: str, repeat: int):
     from forecast_assets.audit_run import audit_month
-    from forecast_assets.audits import RAW_YELLOW_AUDITS, MonthFacts
+    from forecast_assets.audits import MonthFacts
     from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
+    from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
     from taxi_core.months import MonthWindow
 
     window = MonthWindow.from_partition_key(f"{month}-01")

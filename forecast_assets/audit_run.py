@@ -49,9 +49,9 @@ def measure(
 ) -> Measured:
     """``observed``: the aggregate pass's values as observed while ``rows`` were written; run on ``rows`` if None."""
     values = dict(observed) if observed is not None else AggregatePass.of(audits, facts).run(rows)
-    for audit in audits:
-        if audit.query is not None:
-            values |= audit.query(rows, facts)
+    queries = {audit.query: None for audit in audits if audit.query is not None}  # one run of a shared query
+    for query in queries:
+        values |= query(rows, facts)
     return Measured(values)
 
 

@@ -7,7 +7,6 @@ check and turn each result into Dagster's, so a source's declaration stays light
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,27 +15,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
+from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.sources.noaa_format import VALUE_RANGES
 from taxi_core.months import MonthWindow
 
-# Real TLC files carry a few trips whose clock is off; tolerate them up to this share of the month.
-OUTLIER_TOLERANCE = 0.001
-# Beyond this share the file is not this month's data at all, and it is not published.
-OUTSIDE_MONTH_LIMIT = 0.01
-# Refunds and voided trips make about 1% of real TLC fares negative; more than this is suspect.
-NEGATIVE_FARE_TOLERANCE = 0.02
-# Real files repeat a handful of trip records; a larger share is a file written twice over, not published.
-DUPLICATE_LIMIT = 0.01
-# The zones that together carry this share of recent months' trips are the usual ones...
-USUAL_ZONES_TRIP_SHARE = 0.95
-# ...and a month must have pickups in at least this share of them.
-ZONE_COVERAGE_MIN = 0.9
-# A month's rows against the median of its published neighbours: outside this range it is held back.
-ROWS_AGAINST_RECENT = (0.5, 2.0)
-RAW_YELLOW_KEYS = ["tpep_pickup_datetime", "pulocationid"]
-# TLC publishes no trip id; a repeated record of all of these is a duplicated trip.
-TRIP_RECORD = ["vendorid", "tpep_pickup_datetime", "tpep_dropoff_datetime", "pulocationid", "dolocationid",
-               "trip_distance", "total_amount"]  # fmt: skip
 WEATHER_KEYS = ["county_fips", "date", "element"]
 ACTUALS_KEYS = ["pickup_hour", "pulocationid"]
 
@@ -64,6 +46,8 @@ class MonthFacts:
     expected_rows: int | None = None
     # Published months near this one (nearest first), for the audits that compare a month with its neighbours.
     neighbours: tuple[NeighbourMonth, ...] = ()
+    # The zones as published, for the audits that check ids against them or compare boroughs.
+    zones: ZoneReference | None = None
 
     @property
     def month(self) -> MonthWindow:
@@ -123,7 +107,7 @@ class Audit:
     query: Query | None = None
 
 
-def _count_of(condition: Column) -> Column:
+def count_of(condition: Column) -> Column:
     return F.sum(condition.cast("int"))
 
 
@@ -131,11 +115,21 @@ def _null_keys(keys: list[str]) -> tuple[Aggregates, Judge]:
     names = {key: f"null_{key}" for key in keys}
 
     def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
-        return {name: _count_of(F.col(key).isNull()) for key, name in names.items()}
+        return {name: count_of(F.col(key).isNull()) for key, name in names.items()}
 
     def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
         nulls = {name: measured.count(name) for name in names.values()}
-        return AuditResult(passed=sum(nulls.values()) == 0, metadata=nulls)
+        found = {key: nulls[name] for key, name in names.items() if nulls[name]}
+        return AuditResult(
+            passed=not found,
+            description=(
+                f"{' and '.join(f'{count:,} rows have no {key}' for key, count in found.items())} (of "
+                f"{measured.rows:,}): every row needs one. Ask for a clean file."
+                if found
+                else None
+            ),
+            metadata=nulls,
+        )
 
     return aggregates, judge
 
@@ -158,6 +152,12 @@ def _duplicate_keys(keys: list[str], severity: Severity = ERROR) -> tuple[Query,
         return AuditResult(
             passed=found.keys == 0,
             severity=severity,
+            description=(
+                f"{found.keys:,} values of {', '.join(keys)} repeat, on {found.rows:,} rows: at most one row may "
+                "carry each. Ask for a clean file."
+                if found.keys
+                else None
+            ),
             metadata={"duplicate_keys": found.keys, "rows_with_duplicate_keys": found.rows},
         )
 
@@ -191,36 +191,15 @@ def repeats(rows: DataFrame, keys: Sequence[str]) -> Repeats:
 def _row_count_matches_source(measured: Measured, facts: MonthFacts) -> AuditResult:
     expected = -1 if facts.expected_rows is None else facts.expected_rows
     table_rows = measured.rows
-    return AuditResult(passed=table_rows == expected, metadata={"table_rows": table_rows, "source_rows": expected})
-
-
-OUTSIDE_MONTH = "pickups_outside_month"
-
-
-def _outside_month(facts: MonthFacts) -> Mapping[str, Column]:
-    pickup, window = F.col("tpep_pickup_datetime"), facts.month
-    return {OUTSIDE_MONTH: _count_of((pickup < F.lit(window.start)) | (pickup >= F.lit(window.end)))}
-
-
-def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:
-    total, outside, window = measured.rows, measured.count(OUTSIDE_MONTH), facts.month
-    share = outside / total if total else 1.0
-    not_this_month = share > OUTSIDE_MONTH_LIMIT
     return AuditResult(
-        passed=share <= OUTLIER_TOLERANCE,
-        severity=ERROR if not_this_month else WARN,
+        passed=table_rows == expected,
         description=(
-            f"{share:.1%} of {total} pickups fall outside {window.month}: this is not {window.month}'s data"
-            if not_this_month
-            else None
+            None
+            if table_rows == expected
+            else f"the table holds {table_rows:,} rows where the staged file has {expected:,}: the read lost or "
+            "added rows. Report it with the file."
         ),
-        metadata={
-            "rows": total,
-            OUTSIDE_MONTH: outside,
-            "share": share,
-            "tolerated_share": OUTLIER_TOLERANCE,
-            "refused_above_share": OUTSIDE_MONTH_LIMIT,
-        },
+        metadata={"table_rows": table_rows, "source_rows": expected},
     )
 
 
@@ -230,7 +209,7 @@ def counted_warning(
     """Non-blocking: warns when over ``tolerance`` of the rows meet ``condition``; ``counted`` names their count."""
 
     def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
-        return {counted: _count_of(condition())}
+        return {counted: count_of(condition())}
 
     def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
         total, found = measured.rows, measured.count(counted)
@@ -244,108 +223,58 @@ def counted_warning(
     return Audit(name, description, False, judge, aggregates)
 
 
-def _duplicate_trips(measured: Measured, facts: MonthFacts) -> AuditResult:
-    found: Repeats = measured.values[repeats_name(TRIP_RECORD)]
-    total = measured.rows
-    records, extra = found.keys, found.rows - found.keys
-    share = extra / total if total else 0.0
-    over = share > DUPLICATE_LIMIT
-    return AuditResult(
-        passed=records == 0,
-        severity=ERROR if over else WARN,
-        description=(
-            f"{extra} of {total} rows ({share:.1%}) repeat another trip record exactly, above the "
-            f"{DUPLICATE_LIMIT:.0%} real files show: the file looks written twice over. Ask for a clean file."
-            if over
-            else None
-        ),
-        metadata={
-            "repeated_records": records,
-            "extra_copies": extra,
-            "rows": total,
-            "share": share,
-            "refused_above_share": DUPLICATE_LIMIT,
-        },
+# A rate audit holds a month back when its share is this many times what real files show: an order of magnitude.
+REFUSED_TIMES_TOLERATED = 10
+
+
+@dataclass(frozen=True)
+class Rate:
+    """How often real files carry rows of a kind, and the share of a month's rows tolerated before it warns."""
+
+    tolerated: float
+    real: str  # the real files' rate it came from, for the check's description and metadata
+
+    @property
+    def refused_above(self) -> float:
+        return self.tolerated * REFUSED_TIMES_TOLERATED
+
+
+def rate_audit(name: str, what: str, condition: Callable[[], Column], counted: str, rate: Rate) -> Audit:
+    """Blocking at an order of magnitude: warns when over ``rate.tolerated`` of the rows meet ``condition``, and
+    holds the month back above ``rate.refused_above``; ``counted`` names their count, ``what`` says what they are."""
+
+    def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
+        return {counted: count_of(condition())}
+
+    def judge(measured: Measured, facts: MonthFacts) -> AuditResult:
+        total, found = measured.rows, measured.count(counted)
+        share = found / total if total else 0.0
+        refused = share > rate.refused_above
+        return AuditResult(
+            passed=share <= rate.tolerated,
+            severity=ERROR if refused else WARN,
+            description=(
+                None
+                if share <= rate.tolerated
+                else f"{found:,} of {total:,} rows ({share:.2%}) {what}, {share / rate.tolerated:.0f}x the "
+                f"{rate.tolerated:.2%} tolerated ({rate.real})"
+                + (": the values are damaged. Ask for a clean file." if refused else ".")
+            ),
+            metadata={
+                counted: found,
+                "rows": total,
+                "share": share,
+                "tolerated_share": rate.tolerated,
+                "refused_above_share": rate.refused_above,
+                "real_files": rate.real,
+            },
+        )
+
+    description = (
+        f"Few rows {what}: {rate.real}; warns above {rate.tolerated:.2%} of the month and holds it back above "
+        f"{rate.refused_above:.1%}."
     )
-
-
-def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_ZONES_TRIP_SHARE) -> set[int]:
-    """The busiest zones that together carry ``trip_share`` of the neighbours' trips."""
-    trips: dict[int, int] = {}
-    for neighbour in neighbours:
-        for zone, count in neighbour.trips_by_zone.items():
-            trips[zone] = trips.get(zone, 0) + count
-    wanted, carried, usual = trip_share * sum(trips.values()), 0, set()
-    for zone, count in sorted(trips.items(), key=lambda item: (-item[1], item[0])):
-        if carried >= wanted:
-            break
-        usual.add(zone)
-        carried += count
-    return usual
-
-
-ZONES_WITH_PICKUPS = "zones_with_pickups"
-
-
-def _zones_with_pickups(facts: MonthFacts) -> Mapping[str, Column]:
-    return {ZONES_WITH_PICKUPS: F.collect_set("pulocationid")}  # at most a few hundred ids; nulls are left out
-
-
-def _zones_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
-    usual = usual_zones(facts.neighbours)
-    if not usual:
-        return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
-    present = {int(zone) for zone in measured.values[ZONES_WITH_PICKUPS]}
-    covered = usual & present
-    share = len(covered) / len(usual)
-    passed = share >= ZONE_COVERAGE_MIN
-    missing = sorted(usual - present)
-    return AuditResult(
-        passed=passed,
-        description=(
-            None
-            if passed
-            else f"{facts.month.month} has pickups in {len(covered)} of the {len(usual)} zones that carry "
-            f"{USUAL_ZONES_TRIP_SHARE:.0%} of trips in {facts.compared_with()} (at least {ZONE_COVERAGE_MIN:.0%} "
-            "needed): the file's zone ids look damaged. Ask for a clean file."
-        ),
-        metadata={
-            "usual_zones": len(usual),
-            "usual_zones_with_pickups": len(covered),
-            "share": share,
-            "required_share": ZONE_COVERAGE_MIN,
-            "missing_zones": ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else ""),
-            ZONES_WITH_PICKUPS: len(present),
-            "compared_with": facts.compared_with(),
-        },
-    )
-
-
-def _rows_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
-    total = measured.rows
-    if not facts.neighbours:
-        return AuditResult(passed=True, metadata={"rows": total, "compared_with": facts.compared_with()})
-    typical = statistics.median(neighbour.rows for neighbour in facts.neighbours)
-    ratio = total / typical if typical else float("inf")
-    low, high = ROWS_AGAINST_RECENT
-    passed = low <= ratio <= high
-    return AuditResult(
-        passed=passed,
-        description=(
-            None
-            if passed
-            else f"{facts.month.month} has {total} rows, {ratio:.2f}x the median of {facts.compared_with()} "
-            f"({typical:.0f}); outside {low}x-{high}x the month is held back. Check the file is whole; a real "
-            "change in demand is published by raising the bounds."
-        ),
-        metadata={
-            "rows": total,
-            "median_of_recent_months": typical,
-            "ratio": ratio,
-            "accepted_ratio": f"{low}-{high}",
-            "compared_with": facts.compared_with(),
-        },
-    )
+    return Audit(name, description, True, judge, aggregates)
 
 
 OUT_OF_RANGE, MISSING_VALUES = "values_out_of_range", "missing_values"
@@ -355,7 +284,7 @@ def _weather_ranges(facts: MonthFacts) -> Mapping[str, Column]:
     out_of_range = F.lit(False)
     for element, (low, high) in VALUE_RANGES.items():
         out_of_range = out_of_range | ((F.col("element") == element) & ~F.col("value").between(low, high))
-    return {OUT_OF_RANGE: _count_of(out_of_range), MISSING_VALUES: _count_of(F.col("value").isNull())}
+    return {OUT_OF_RANGE: count_of(out_of_range), MISSING_VALUES: count_of(F.col("value").isNull())}
 
 
 def _weather_values_in_physical_range(measured: Measured, facts: MonthFacts) -> AuditResult:
@@ -407,55 +336,6 @@ def row_count_matches_source(prefix: str, description: str) -> Audit:
     return Audit(f"{prefix}_row_count_matches_source", description, True, _row_count_matches_source)
 
 
-RAW_YELLOW_AUDITS = [
-    row_count_matches_source("raw_yellow", "The month's partition holds exactly as many rows as the staged TLC file."),
-    no_null_keys("raw_yellow", RAW_YELLOW_KEYS),
-    Audit(
-        "raw_yellow_no_duplicate_trips",
-        f"No trip record appears twice: TLC files have a few true duplicates, so a few warn; more than "
-        f"{DUPLICATE_LIMIT:.0%} of the rows and the month is not published.",
-        True,
-        _duplicate_trips,
-        query=lambda rows, facts: {repeats_name(TRIP_RECORD): repeats(rows, TRIP_RECORD)},
-    ),
-    Audit(
-        "raw_yellow_zones_like_recent_months",
-        f"The month has pickups in at least {ZONE_COVERAGE_MIN:.0%} of the zones that carry "
-        f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
-        True,
-        _zones_like_recent_months,
-        _zones_with_pickups,
-    ),
-    Audit(
-        "raw_yellow_rows_like_recent_months",
-        f"The month's rows are {ROWS_AGAINST_RECENT[0]}x-{ROWS_AGAINST_RECENT[1]}x the median of the nearest "
-        "published months.",
-        True,
-        _rows_like_recent_months,
-    ),
-    Audit(
-        "raw_yellow_pickups_inside_month",
-        f"Pickups fall inside the file's month: a few clock errors warn; more than {OUTSIDE_MONTH_LIMIT:.0%} "
-        "outside (or an empty month) means the file is not this month's and it is not published.",
-        True,
-        _pickups_inside_month,
-        _outside_month,
-    ),
-    counted_warning(
-        "raw_yellow_no_negative_fares",
-        f"Fares and totals are not negative (refunds and voids make a few; warns above {NEGATIVE_FARE_TOLERANCE:.0%}).",
-        lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0),
-        "negative_fares",
-        NEGATIVE_FARE_TOLERANCE,
-    ),
-    counted_warning(
-        "raw_yellow_pickups_before_dropoffs",
-        f"No trip ends before it starts (warns above {OUTLIER_TOLERANCE:.1%} of trips).",
-        lambda: F.col("tpep_dropoff_datetime") < F.col("tpep_pickup_datetime"),
-        "dropoffs_before_pickups",
-        OUTLIER_TOLERANCE,
-    ),
-]
 RAW_WEATHER_AUDITS = [
     row_count_matches_source("raw_weather", "One row per NYC county, day and element in the source files."),
     no_null_keys("raw_weather", WEATHER_KEYS),

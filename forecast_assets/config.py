@@ -12,6 +12,18 @@ class TableWriteConfig(Config):
             "(by default such a month is reported unchanged and no Iceberg snapshot is written)."
         ),
     )
+    accept: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Audits (check names) whose failure does not hold this month back, for a month that is right though "
+            "unlike its neighbours (a real change in demand). Give a reason: both are recorded on the published "
+            "snapshot, in the check results and in the lineage."
+        ),
+    )
+    reason: str = Field(
+        default="",
+        description="Why the audits in accept are accepted, in a sentence a reader of the lineage understands.",
+    )
 
 
 class ActualsConfig(TableWriteConfig):

@@ -12,10 +12,11 @@ from pyiceberg.expressions import EqualTo
 from forecast_assets.assets.lakehouse_tables import eligible_zones
 from forecast_assets.assets.publishing import REUSED
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
-from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS, RAW_YELLOW_AUDITS
+from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS
 from forecast_assets.definitions import build_definitions
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from forecast_assets.sources.tlc_format import trip_file_name
+from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
 from taxi_core.names import TOP_ZONES
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table

@@ -6,6 +6,9 @@ ingestion job and compares every table's published (``main``) snapshot before an
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -89,8 +92,13 @@ DIRTY_CASES = {
             "PULocationID",
             pa.nulls(t.num_rows, t.schema.field("PULocationID").type),
         ),
-        # With no zone at all, the month also lacks every usual zone.
-        {"raw_yellow_no_null_keys", "raw_yellow_zones_like_recent_months"},
+        # With no zone at all, the month also lacks every usual zone, every borough and the neighbours' zone mix.
+        {
+            "raw_yellow_no_null_keys",
+            "raw_yellow_zones_like_recent_months",
+            "raw_yellow_zone_mix_like_recent_months",
+            "raw_yellow_boroughs_like_recent_months",
+        },
     ),
     "five_percent_exact_duplicates": (
         lambda t: pa.concat_tables([t, t.filter(pa.array(_some_rows(t, 0.05)))]),
@@ -102,7 +110,11 @@ DIRTY_CASES = {
             "PULocationID",
             pa.array(np.full(t.num_rows, 132), type=t.schema.field("PULocationID").type),
         ),
-        {"raw_yellow_zones_like_recent_months"},
+        {
+            "raw_yellow_zones_like_recent_months",
+            "raw_yellow_zone_mix_like_recent_months",
+            "raw_yellow_boroughs_like_recent_months",
+        },
     ),
     "a_third_of_the_month": (
         lambda t: t.filter(pa.array(_some_rows(t, 0.3))),
@@ -130,6 +142,13 @@ def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, var
     message = failure.step_failure_data.user_failure_data.description
     assert message.startswith(f"{RAW_YELLOW} {MONTH} was NOT published: {', '.join(sorted(expected_failures))}")
     assert f"The published table still holds snapshot {before[RAW_YELLOW]}" in message
+    # Each failed audit's figures, the file as served (name, address, sha256) and how to publish it anyway.
+    for name in expected_failures:
+        assert f"\n- {name}: " in message
+    served = _trip_file(variant)
+    assert f"{served.name} from http://127.0.0.1:" in message
+    assert f"sha256:{hashlib.sha256(served.read_bytes()).hexdigest()}" in message
+    assert "accept:" in message and "reason:" in message
     held_back = pipeline.latest_metadata(RAW_YELLOW)
     assert held_back["publication"].value == "held back"
     assert held_back[SNAPSHOT_ID].value == before[RAW_YELLOW]
@@ -191,30 +210,40 @@ def test_a_republished_file_replaces_the_month(pipeline, variant):
     assert pipeline.latest_metadata(ACTUALS)["publication"].value == "published"
 
 
-def test_negative_fares_and_backwards_trips_are_counted_and_published(pipeline, variant):
+def test_a_few_negative_fares_and_backwards_trips_are_counted_published_and_told_in_the_log(pipeline, variant):
+    # 5% of fares (real files: 1.3-1.5%) and 0.5% of trips backwards (real: 0.002%): unusual, not damage.
+    negative, backwards = (0.05, 3), (0.005, 4)
+
     def spoil(trips: pa.Table) -> pa.Table:
-        rows = _some_rows(trips, 0.05, seed=3)
+        rows = _some_rows(trips, *negative)
         index = trips.schema.get_field_index("fare_amount")
         fares = trips.column("fare_amount").to_numpy(zero_copy_only=False)
         trips = trips.set_column(index, "fare_amount", pa.array(np.where(rows, -np.abs(fares) - 1, fares)))
         index = trips.schema.get_field_index("tpep_dropoff_datetime")
         pickups = trips.column("tpep_pickup_datetime")
+        earlier = pickups.to_numpy() - np.timedelta64(5, "m")
         dropoffs = pa.array(
-            np.where(rows, pickups.to_numpy() - np.timedelta64(5, "m"), trips.column(index).to_numpy()),
+            np.where(_some_rows(trips, *backwards), earlier, trips.column(index).to_numpy()),
             type=trips.schema.field(index).type,
         )
         return trips.set_column(index, "tpep_dropoff_datetime", dropoffs)
 
     trips = _rewrite_trips(variant, spoil)
-    spoiled = int(_some_rows(trips, 0.05, seed=3).sum())
     result = _run(pipeline, variant)
     assert result.success
     warned = {e.check_name: e for e in result.get_asset_check_evaluations() if not e.passed}
     assert set(warned) == {"raw_yellow_no_negative_fares", "raw_yellow_pickups_before_dropoffs"}
     assert all(e.severity.value == "WARN" for e in warned.values())
-    assert warned["raw_yellow_no_negative_fares"].metadata["negative_fares"].value >= spoiled
-    assert warned["raw_yellow_pickups_before_dropoffs"].metadata["dropoffs_before_pickups"].value >= spoiled
+    assert warned["raw_yellow_no_negative_fares"].metadata["negative_fares"].value >= _some_rows(trips, *negative).sum()
+    assert (
+        warned["raw_yellow_pickups_before_dropoffs"].metadata["dropoffs_before_pickups"].value
+        >= _some_rows(trips, *backwards).sum()
+    )
     assert pipeline.latest_metadata(RAW_YELLOW)["publication"].value == "published"
+    # Told where the user reads the run, not only as check records.
+    warnings = [e.user_message for e in pipeline.instance.all_logs(result.run_id) if e.level == logging.WARNING]
+    for name in warned:
+        assert any(message.startswith(f"{RAW_YELLOW} {MONTH}: {name}: ") for message in warnings), warnings
 
 
 def _in_2019_shape(trips: pa.Table) -> pa.Table:
@@ -292,3 +321,82 @@ def test_network_faults_are_retried_then_refused_with_no_table_changed(
     assert message.startswith(f"Could not download {server.url}/{TRIP_DIR}/{name}: the body ended early")
     assert message.endswith("this run does not write nyc_taxi.raw_yellow or anything built from it.")
     assert server.requests == FAST_RETRIES["download_attempts"]
+
+
+ROWS_AUDIT, RAW_YELLOW_OP = "raw_yellow_rows_like_recent_months", "nyc_taxi__raw_yellow"
+
+
+def _accepting(audits: list[str], reason: str) -> dict:
+    return {"ops": {RAW_YELLOW_OP: {"config": {"accept": audits, "reason": reason}}}}
+
+
+def _own_properties(snapshot) -> dict:
+    """What the write recorded on the snapshot: a cherry-picked copy's summary points at the original."""
+    summary = snapshot.summary
+    source = summary.additional_properties.get("source-snapshot-id")
+    return table(RAW_YELLOW).snapshot_by_id(int(source)).summary if source else summary
+
+
+def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_lineage_record_why(
+    pipeline, variant, tmp_path
+):
+    from openlineage.client import OpenLineageClient
+
+    from bridge.run.lineage_pass import run_pass
+    from tests.lineage_bridges import bridge_at
+
+    trips = _rewrite_trips(variant, lambda t: t.filter(pa.array(_some_rows(t, 0.3))))
+    assert not _run(pipeline, variant).success  # a third of the month: held back
+    reason = "A real strike: TLC confirms a third of the usual trips"
+
+    result = _run(pipeline, variant, _accepting([ROWS_AUDIT], reason))
+
+    assert result.success
+    month = table(RAW_YELLOW).scan(row_filter=f"source_month == '{MONTH}'").to_arrow()
+    assert month.num_rows == trips.num_rows
+    published = table(RAW_YELLOW).current_snapshot()
+    properties = _own_properties(published)
+    assert properties["audit.accepted"] == ROWS_AUDIT and properties["audit.accepted-reason"] == reason
+    [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == ROWS_AUDIT]
+    assert not check.passed and check.severity.value == "WARN"
+    assert check.metadata["accepted"].value == reason and reason in check.description
+    assert pipeline.latest_metadata(RAW_YELLOW)["accepted_audits"].value == ROWS_AUDIT
+
+    events_file = tmp_path / "events.jsonl"
+    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(events_file)}})
+    graph = pipeline.definitions().resolve_asset_graph()
+    run_pass(bridge_at(tmp_path, pipeline.settings), pipeline.instance, graph, client)
+    events = [json.loads(line) for line in events_file.read_text().splitlines()]
+    outputs = [
+        output
+        for event in events
+        if event["eventType"] == "COMPLETE"
+        for output in event.get("outputs", [])
+        if output["facets"].get("version", {}).get("datasetVersion") == str(published.snapshot_id)
+    ]
+    assert outputs, "no lineage event names the accepted month's snapshot"
+    assertions = {a["assertion"]: a for a in outputs[0]["facets"]["dataQualityAssertions"]["assertions"]}
+    assert assertions[ROWS_AUDIT]["success"] is False and reason in assertions[ROWS_AUDIT]["description"]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (
+            _accepting(["raw_yellow_rows_like_recent_mnths"], "a reason"),
+            f"accept names raw_yellow_rows_like_recent_mnths, which is not an audit of {RAW_YELLOW}; its audits are ",
+        ),
+        (_accepting([ROWS_AUDIT], " "), f"accept lists {ROWS_AUDIT} but gives no reason"),
+    ],
+    ids=["misspelt_audit", "no_reason"],
+)
+def test_an_acceptance_that_cannot_be_recorded_is_refused_before_anything_is_written(
+    pipeline, variant, config, expected
+):
+    before, staged_before = published_snapshots(), branches(RAW_YELLOW)
+    result = _run(pipeline, variant, config)
+    assert not result.success
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == RAW_YELLOW_OP)
+    assert failure.step_failure_data.user_failure_data.description.startswith(expected)
+    assert published_snapshots() == before
+    assert branches(RAW_YELLOW) == staged_before

@@ -466,7 +466,12 @@ def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion,
         evaluation = event_data(record, AssetCheckEvaluation)
         severity = evaluation.severity.value.lower() if evaluation.severity else "error"
         by_asset.setdefault(evaluation.asset_key, []).append(
-            Assertion(name=evaluation.check_name, success=evaluation.passed, severity=severity)
+            Assertion(
+                name=evaluation.check_name,
+                success=evaluation.passed,
+                severity=severity,
+                description=evaluation.description,
+            )
         )
     return {key: tuple(assertions) for key, assertions in by_asset.items()}
 

@@ -290,7 +290,10 @@ def _assertion_aspects(event: dict[str, Any], dataset: dict[str, Any], naming: N
             asserteeUrn=target,
             assertionUrn=urn,
             status=models.AssertionRunStatusClass.COMPLETE,
-            result=models.AssertionResultClass(type=outcome),
+            # What the check said of this run (the figures of a failure, an accepted failure's reason).
+            result=models.AssertionResultClass(
+                type=outcome, nativeResults={"description": check["description"]} if check.get("description") else None
+            ),
         )
         aspects += [(urn, info), (urn, run_event)]
     return aspects

@@ -122,9 +122,15 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
         month = MonthWrite(
             spec=source.table,
             audits=list(source.audits),
-            facts=MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours),
+            facts=MonthFacts(
+                window,
+                expected_rows=source.expected_rows(staged),
+                neighbours=neighbours,
+                zones=source.zone_reference(spark.session) if source.zone_reference else None,
+            ),
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
+            files=staged.described,
             metadata={
                 "source_file": staged.file_names,
                 "source_fingerprint": staged.fingerprints,
@@ -132,7 +138,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
                 **_read({AssetKey(source.file_asset): staged.version}),
             },
         )
-        yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
+        yield from write_audit_publish(context, spark, month, config)
 
     return _table_asset(
         source.table,
@@ -185,7 +191,7 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
             **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): trips_month.snapshot_id if trips_month else None}),
         },
     )
-    yield from write_audit_publish(context, spark, month, config.rewrite_unchanged)
+    yield from write_audit_publish(context, spark, month, config)
 
 
 def actuals_asset(months: PartitionsDefinition) -> AssetsDefinition:

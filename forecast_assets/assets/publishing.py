@@ -38,7 +38,8 @@ from forecast_assets.assets.table_metadata import (
     table_schema,
 )
 from forecast_assets.audit_run import AggregatePass, audit_month
-from forecast_assets.audits import ERROR, Audit, AuditResult, MonthFacts
+from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, MonthFacts
+from forecast_assets.config import TableWriteConfig
 from forecast_assets.lakehouse.publication import (
     PublishedMonth,
     StagedMonth,
@@ -74,6 +75,8 @@ class MonthWrite:
     identity: dict[str, str]
     build_rows: Callable[[], MonthRows]
     metadata: dict = field(default_factory=dict)
+    # The source files as a user finds them again (name, address, sha256), for a held-back month's message.
+    files: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,60 @@ REUSED = "reused_from_publication"
 STAGING_ONLY = ("staged_branch", "read_staged_with")  # the branch is dropped once the month is published
 
 
+ACCEPTED = "accepted"
+ACCEPTED_PROPERTY, REASON_PROPERTY = "audit.accepted", "audit.accepted-reason"
+
+
 def _blocked(audit: Audit, result: AuditResult) -> bool:
     return audit.blocking and not result.passed and result.severity == ERROR
+
+
+def _reason(audit: Audit, result: AuditResult) -> str:
+    """What failed, in figures: the audit's own sentence, or its measurements where it has none."""
+    if result.description:
+        return result.description
+    measured = ", ".join(f"{key} {value}" for key, value in result.metadata.items() if key not in STAGING_ONLY)
+    return f"{audit.description} Measured: {measured}."
+
+
+def _acceptance(month: MonthWrite, config: TableWriteConfig) -> set[str]:
+    """The audits this run accepts, checked before anything is read: each must be one of the table's, with a
+    reason."""
+    accepted = set(config.accept)
+    if not accepted:
+        return accepted
+    names = {audit.name for audit in month.audits}
+    unknown = sorted(accepted - names)
+    if unknown:
+        msg = (
+            f"accept names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not an audit of "
+            f"{month.spec.identifier}; its audits are {', '.join(sorted(names))}."
+        )
+        raise Failure(description=msg, allow_retries=False)
+    if not config.reason.strip():
+        msg = (
+            f"accept lists {', '.join(sorted(accepted))} but gives no reason: add reason: '<why this month is "
+            "right though its audits fail>', which is recorded with the published month and in the lineage."
+        )
+        raise Failure(description=msg, allow_retries=False)
+    return accepted
+
+
+def _accepted(
+    judged: list[tuple[Audit, AuditResult]], accepted: set[str], reason: str, run_id: str
+) -> list[tuple[Audit, AuditResult]]:
+    """Accepted audits that would hold the month back, turned into warnings that say who accepted them and why."""
+    turned = []
+    for audit, result in judged:
+        if audit.name in accepted and _blocked(audit, result):
+            result = replace(
+                result,
+                severity=WARN,
+                description=f"Accepted by run {run_id[:8]}: {reason}. {_reason(audit, result)}",
+                metadata={**result.metadata, ACCEPTED: reason},
+            )
+        turned.append((audit, result))
+    return turned
 
 
 def _partition(context: AssetExecutionContext) -> str:
@@ -179,17 +234,20 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
 
 
 def write_audit_publish(
-    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, rewrite_unchanged: bool = False
+    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, config: TableWriteConfig
 ) -> Iterator:
     if not context.selected_asset_keys:
         yield from audit_published(context, spark, month)
         return
+    accepted = _acceptance(month, config)
     session, spec, window = spark.session, month.spec, month.facts.window
     published = published_month(session, spec, _partition(context))
-    if published is not None and published.built_from(month.identity) and not rewrite_unchanged:
+    if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
         yield _unchanged(context, spark, month, published)
         return
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
+    if accepted:
+        properties |= {ACCEPTED_PROPERTY: ", ".join(sorted(accepted)), REASON_PROPERTY: config.reason}
     what = f"Writing {spec.identifier} {_label(month)} to a staging branch (Spark reads and transforms the source)"
     # The audits' aggregate pass is computed while the month is written, so the staged rows are not read for it.
     aggregate_pass = AggregatePass.of(_selected_audits(context, month), month.facts)
@@ -206,8 +264,12 @@ def write_audit_publish(
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
         observed=aggregate_pass.values(staged.observed),
     )
+    judged = _accepted(judged, accepted, config.reason, context.run.run_id)
     checks = _check_results(context, judged)
-    blocked = [audit.name for audit, result in judged if _blocked(audit, result)]
+    for audit, result in judged:
+        if not result.passed and not _blocked(audit, result):
+            context.log.warning(f"{spec.identifier} {_label(month)}: {audit.name}: {_reason(audit, result)}")
+    blocked = [(audit, result) for audit, result in judged if _blocked(audit, result)]
     if blocked:
         result, message = _held_back(context, spark, month, staged, published, blocked, checks)
         yield result
@@ -223,10 +285,13 @@ def write_audit_publish(
         f"Published {spec.identifier} {_label(month)}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
     columns = derived_column_lineage(built.column_lineage, spec.identifier, context.log.warning)
+    overridden = [audit.name for audit, result in judged if ACCEPTED in result.metadata]
+    acceptance = {"accepted_audits": ", ".join(overridden), "acceptance_reason": config.reason} if overridden else {}
     yield MaterializeResult(
         metadata=table_metadata(
             spec, write, rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
         )
+        | acceptance
         | code_ran(context),
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=checks,
@@ -290,21 +355,30 @@ def _held_back(
     month: MonthWrite,
     staged: StagedMonth,
     published: PublishedMonth | None,
-    blocked: list[str],
+    blocked: list[tuple[Audit, AuditResult]],
     checks: list[AssetCheckResult],
 ) -> tuple[MaterializeResult, str]:
     spec = month.spec
+    names = [audit.name for audit, _ in blocked]
     current = published_snapshot(spark.session, spec)
     kept = f"still holds snapshot {current}" if current is not None else "is still empty"
+    reasons = "\n".join(f"- {audit.name}: {_reason(audit, result)}" for audit, result in blocked)
+    files = f"\nFrom {month.files}." if month.files else ""
+    accept = "\n".join(f"          - {name}" for name in names)
     message = (
-        f"{spec.identifier} {_label(month)} was NOT published: {', '.join(blocked)} failed on the staged month. "
+        f"{spec.identifier} {_label(month)} was NOT published: {', '.join(names)} failed on the staged month.\n"
+        f"{reasons}{files}\n"
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
-        f"{staged.how_to_read}. Fix the source and materialize the partition again."
+        f"{staged.how_to_read}.\n"
+        "Fix the source and materialize the partition again. If the month is right as it is (a real change), "
+        f"publish it by accepting the audits with a reason, in the launchpad's config:\n"
+        f"  ops:\n    {context.op_def.name}:\n      config:\n        accept:\n{accept}\n"
+        "        reason: <why this month is right>"
     )
     metadata = {
         TABLE_NAME: spec.identifier,
         PUBLICATION: HELD_BACK,
-        "failed_checks": ", ".join(blocked),
+        "failed_checks": ", ".join(names),
         "staged_branch": staged.branch,
         "staged_snapshot_id": MV.int(staged.write.snapshot_id),
         "staged_rows": MV.int(staged.write.rows_written),

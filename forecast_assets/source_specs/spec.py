@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.audits import Audit
 from forecast_assets.lakehouse.tables import TableSpec
+from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.sources.download import FetchRecord
 from forecast_assets.sources.stage import combined_fingerprint
 from taxi_core.months import MonthWindow
@@ -69,6 +70,14 @@ class StagedFiles:
     def file_names(self) -> str:
         return ", ".join(name.rsplit("/", 1)[-1] for name in self.names)
 
+    @property
+    def described(self) -> str:
+        """Each file as a user finds it again: name, address and sha256."""
+        return "; ".join(
+            f"{name.rsplit('/', 1)[-1]} from {record.url} ({record.fingerprint})"
+            for name, record in zip(self.names, self.records, strict=True)
+        )
+
 
 @dataclass(frozen=True)
 class SourceRows:
@@ -111,6 +120,8 @@ class SourceSpec:
     expected_rows: Callable[[StagedFiles], int | None] = no_expected_rows
     # A zone column to compare a month with its published neighbours by (the audits' ``neighbours``).
     neighbours_by: str | None = None
+    # The zones the audits hold the rows to (the audits' ``zones``), read from the published tables.
+    zone_reference: Callable[[SparkSession], ZoneReference] | None = None
     # When a missing file is expected (TLC and NOAA publish a month some weeks after it ends).
     publishing_delay: str = ""
     folder: str = ""

@@ -8,13 +8,25 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from forecast_assets.audits import Audit, counted_warning, no_duplicate_keys, no_null_keys, row_count_matches_source
+from forecast_assets.audits import (
+    WARN,
+    Audit,
+    AuditResult,
+    Measured,
+    MonthFacts,
+    counted_warning,
+    no_duplicate_keys,
+    no_null_keys,
+    row_count_matches_source,
+)
 from forecast_assets.lakehouse.tables import TableSpec
+from forecast_assets.lakehouse.zone_reference import published_lookup_and_trips
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
 from forecast_assets.sources.download import SourceInvalid
 from forecast_assets.sources.verify import HTML_STARTS
@@ -24,6 +36,7 @@ ZONE_FILE = "taxi_zone_lookup.csv"
 # The file's columns as TLC names them, and the table's names for them.
 COLUMNS = {"LocationID": "location_id", "Borough": "borough", "Zone": "zone", "service_zone": "service_zone"}
 # Every borough TLC's lookup has named: the five, Newark airport, and the two zones of unknown location.
+BYTE_ORDER_MARK = "\ufeff"
 KNOWN_BOROUGHS = ("Bronx", "Brooklyn", "Manhattan", "Queens", "Staten Island", "EWR", "Unknown", "N/A")
 
 TAXI_ZONES = TableSpec(
@@ -63,7 +76,8 @@ def _verify(path: Path, url: str, file: SourceFile, window: MonthWindow | None) 
         )
         raise SourceInvalid(msg)
     try:
-        rows = csv.DictReader(io.StringIO(data.decode("utf-8")))
+        # "utf-8-sig": a lookup saved by a spreadsheet starts with a byte-order mark, which is not part of its header.
+        rows = csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
     except UnicodeDecodeError as err:
         raise SourceInvalid(f"{where} is not UTF-8 text, so not TLC's zone lookup CSV; download it again") from err
     header = rows.fieldnames or []
@@ -99,6 +113,8 @@ def _verify(path: Path, url: str, file: SourceFile, window: MonthWindow | None) 
 def _read(spark: SparkSession, staged: StagedFiles) -> SourceRows:
     # Every column as text, by its header name: the audits, not a parse, judge the values.
     csv_rows = spark.read.options(header="true", mode="FAILFAST").csv(list(staged.paths))
+    # Spark keeps a byte-order mark in the first column's name, where verify has already accepted it.
+    csv_rows = csv_rows.toDF(*(name.lstrip(BYTE_ORDER_MARK) for name in csv_rows.columns))
     zones = csv_rows.select(
         *(F.col(f"`{name}`").cast(TAXI_ZONES.columns[column]).alias(column) for name, column in COLUMNS.items()),
         F.lit(staged.file_names).alias("source_file"),
@@ -107,8 +123,62 @@ def _read(spark: SparkSession, staged: StagedFiles) -> SourceRows:
     return SourceRows(zones, csv_rows)
 
 
+LOOKUP_IDS = "lookup_zone_ids"
+
+
+def _lookup_ids(facts: MonthFacts) -> Mapping[str, Column]:
+    return {LOOKUP_IDS: F.collect_set("location_id")}  # a few hundred ids
+
+
+def _keeps_every_zone_in_use(measured: Measured, facts: MonthFacts) -> AuditResult:
+    """A zone published trips name may not leave the lookup; a zone no trip names may, with a warning."""
+    reference = facts.zones
+    if reference is None:
+        return AuditResult(passed=True, metadata={"compared_with": "nothing published"})
+    lookup = {int(zone) for zone in measured.values[LOOKUP_IDS] or []}
+    in_use, published = reference.trips_by_zone, reference.boroughs
+    lost_in_use = sorted(zone for zone in in_use if zone not in lookup)
+    lost_unused = sorted(zone for zone in published if zone not in lookup and zone not in in_use)
+    added = sorted(zone for zone in lookup if zone not in published) if published else []
+    trips_lost = sum(in_use[zone] for zone in lost_in_use)
+    metadata = {
+        "zones": len(lookup),
+        "published_zones": len(published),
+        "zones_in_published_trips": len(in_use),
+        "zones_in_use_missing": _listed(lost_in_use),
+        "trips_naming_missing_zones": trips_lost,
+        "zones_dropped_unused": _listed(lost_unused),
+        "zones_added": _listed(added),
+        "compared_with": reference.source,
+    }
+    if lost_in_use:
+        description = (
+            f"the lookup lacks {len(lost_in_use)} zones that {trips_lost:,} published trips name "
+            f"({_listed(lost_in_use)}; it has {len(lookup)} zones, the published one {len(published)}): those trips "
+            "would lose their borough and zone. Download TLC's lookup again; a zone TLC retired stays in the "
+            "lookup while trips name it."
+        )
+        return AuditResult(passed=False, description=description, metadata=metadata)
+    if lost_unused:
+        description = f"the lookup drops {len(lost_unused)} zones no published trip names: {_listed(lost_unused)}."
+        return AuditResult(passed=False, severity=WARN, description=description, metadata=metadata)
+    return AuditResult(passed=True, metadata=metadata)
+
+
+def _listed(zones: list[int], most: int = 20) -> str:
+    return ", ".join(map(str, zones[:most])) + (f" ... ({len(zones)} in all)" if len(zones) > most else "")
+
+
 AUDITS: list[Audit] = [
     row_count_matches_source("taxi_zones", "The table holds exactly as many zones as the staged lookup file."),
+    Audit(
+        "taxi_zones_keeps_every_zone_in_use",
+        "Every zone id the published trips name (pickup or dropoff) is in the lookup; a published zone no trip "
+        "names may go, with a warning; new zones are welcome.",
+        True,
+        _keeps_every_zone_in_use,
+        _lookup_ids,
+    ),
     no_null_keys("taxi_zones", ["location_id"]),
     no_duplicate_keys("taxi_zones", ["location_id"]),
     counted_warning(
@@ -136,4 +206,5 @@ SOURCE = SourceSpec(
     code_version="1",
     monthly=False,
     expected_rows=lambda staged: staged.rows,
+    zone_reference=published_lookup_and_trips,
 )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from forecast_assets.audits import RAW_YELLOW_AUDITS
 from forecast_assets.lakehouse.tables import TableSpec
+from forecast_assets.lakehouse.zone_reference import published_lookup
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
 from forecast_assets.sources.tlc_format import RAW_COLUMN_DESCRIPTIONS, RAW_COLUMN_TYPES, trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
@@ -18,6 +18,7 @@ from forecast_assets.transforms.raw_yellow import (
     normalize_trips,
     with_timestamps,
 )
+from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
 from taxi_core.months import MonthWindow
 from taxi_core.names import TLC_BASE_URL, TRIP_FILES, TRIP_FOLDER
 
@@ -73,5 +74,6 @@ SOURCE = SourceSpec(
     code_version="2",
     expected_rows=lambda staged: staged.rows,
     neighbours_by="pulocationid",
+    zone_reference=published_lookup,
     publishing_delay="TLC publishes a month some weeks after it ends",
 )

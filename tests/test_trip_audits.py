@@ -1,0 +1,234 @@
+"""The trip audits on a real sample month damaged as a careful data engineer would damage it.
+
+Each case is one known change to the month's rows (a week dropped, ids shifted, a borough removed, values
+spoiled), so which audits must hold it back is known without the audits; the legitimate changes (a quiet day,
+a few bad values) must publish with a warning at most. The neighbour month and the zone lookup are read here
+with pyarrow and the csv module, not by the project's code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from forecast_assets.audit_run import audit_month
+from forecast_assets.audits import ERROR, MonthFacts
+from forecast_assets.lakehouse.neighbours import NeighbourMonth
+from forecast_assets.lakehouse.zone_reference import ZoneReference
+from forecast_assets.trip_audits import RAW_YELLOW_AUDITS, missing_local_hours, zone_mix_distance
+from taxi_core.months import MonthWindow
+from taxi_core.zones import ZONE_LOOKUP
+from tests.sample_months import TEST_MONTHS
+
+pytestmark = pytest.mark.integration
+
+NEIGHBOUR, MONTH = TEST_MONTHS
+PICKUP, DROPOFF = "tpep_pickup_datetime", "tpep_dropoff_datetime"
+COLUMNS = ["VendorID", PICKUP, DROPOFF, "PULocationID", "DOLocationID", "trip_distance", "fare_amount", "total_amount"]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from forecast_assets.definitions import resources_for
+    from taxi_core.settings import load_settings
+
+    return resources_for(load_settings())["spark"].session
+
+
+def _trips(sample_source, month: str) -> pd.DataFrame:
+    trips = pq.read_table(sample_source.trip_path(month), columns=COLUMNS).to_pandas()
+    return trips.rename(columns=str.lower)
+
+
+@pytest.fixture(scope="module")
+def boroughs() -> dict[int, str]:
+    lookup = pd.read_csv(ZONE_LOOKUP)
+    return dict(zip(lookup["LocationID"], lookup["Borough"], strict=True))
+
+
+@pytest.fixture(scope="module")
+def month(sample_source) -> pd.DataFrame:
+    return _trips(sample_source, MONTH)
+
+
+@pytest.fixture(scope="module")
+def facts(sample_source, boroughs) -> MonthFacts:
+    neighbour = _trips(sample_source, NEIGHBOUR)
+    by_zone = neighbour["pulocationid"].value_counts()
+    return MonthFacts(
+        MonthWindow.from_partition_key(MONTH),
+        neighbours=(NeighbourMonth(NEIGHBOUR, len(neighbour), {int(z): int(n) for z, n in by_zone.items()}),),
+        zones=ZoneReference(boroughs, "TLC's lookup, read with pandas"),
+    )
+
+
+def _verdicts(spark, trips: pd.DataFrame, facts: MonthFacts) -> tuple[set[str], set[str], dict]:
+    """The audits that hold the month back, those that only warn, and every result by name."""
+    judged = audit_month(spark.createDataFrame(trips), RAW_YELLOW_AUDITS, replace(facts, expected_rows=len(trips)))
+    blocked = {a.name for a, r in judged if a.blocking and not r.passed and r.severity == ERROR}
+    warned = {a.name for a, r in judged if not r.passed} - blocked
+    return blocked, warned, {a.name: r for a, r in judged}
+
+
+def _day(trips: pd.DataFrame) -> pd.Series:
+    return trips[PICKUP].dt.normalize()
+
+
+def _without_days(first: int, last: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        day = _day(trips).dt.day
+        return trips[(day < first) | (day > last)]
+
+    return change
+
+
+def _zones_shifted(by: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        return trips.assign(pulocationid=trips["pulocationid"] + by, dolocationid=trips["dolocationid"] + by)
+
+    return change
+
+
+def _without_borough(name: str, boroughs: dict[int, str]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        return trips[trips["pulocationid"].map(boroughs) != name]
+
+    return change
+
+
+def _some(trips: pd.DataFrame, share: float, seed: int = 5) -> np.ndarray:
+    return np.random.default_rng(seed).random(len(trips)) < share
+
+
+def _negative_fares(share: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        rows = _some(trips, share)
+        return trips.assign(
+            fare_amount=np.where(rows, -trips["fare_amount"].abs() - 1, trips["fare_amount"]),
+            total_amount=np.where(rows, -trips["total_amount"].abs() - 1, trips["total_amount"]),
+        )
+
+    return change
+
+
+def _dropoffs_moved(share: float, by: pd.Timedelta) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        rows = _some(trips, share)
+        return trips.assign(**{DROPOFF: trips[DROPOFF].where(~rows, trips[PICKUP] + by)})
+
+    return change
+
+
+def _distances(share: float, miles: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        return trips.assign(trip_distance=np.where(_some(trips, share), miles, trips["trip_distance"]))
+
+    return change
+
+
+def _one_day_cut_to(day: int, share: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        on_day = (_day(trips).dt.day == day).to_numpy()
+        return trips[~on_day | _some(trips, share)]
+
+    return change
+
+
+def _ten_times_over(trips: pd.DataFrame) -> pd.DataFrame:
+    """Ten copies of the month, each a second later than the last: a busier month, not a duplicated file."""
+    copies = [trips.assign(**{PICKUP: trips[PICKUP] + pd.Timedelta(seconds=s)}) for s in range(10)]
+    return pd.concat(copies, ignore_index=True)
+
+
+DAYS = "raw_yellow_every_day_has_its_trips"
+HELD_BACK = {
+    # case: (change, audits that must hold it back)
+    "missing_last_week": (_without_days(25, 31), {DAYS}),
+    "missing_first_week": (_without_days(1, 7), {DAYS}),
+    "missing_one_day": (_without_days(12, 12), {DAYS}),
+    "zone_ids_plus_one": (
+        _zones_shifted(+1),
+        {"raw_yellow_zone_ids_known", "raw_yellow_zone_mix_like_recent_months"},
+    ),
+    "zone_ids_minus_one": (
+        _zones_shifted(-1),
+        {"raw_yellow_zone_ids_known", "raw_yellow_zone_mix_like_recent_months"},
+    ),
+    "every_fare_negative": (_negative_fares(1.0), {"raw_yellow_no_negative_fares"}),
+    "a_fifth_of_trips_backwards": (
+        _dropoffs_moved(0.2, pd.Timedelta(minutes=-10)),
+        {"raw_yellow_pickups_before_dropoffs"},
+    ),
+    "a_tenth_of_distances_absurd": (_distances(0.1, 5000.0), {"raw_yellow_distances_possible"}),
+    "a_tenth_of_distances_negative": (_distances(0.1, -3.0), {"raw_yellow_distances_possible"}),
+    "a_tenth_of_trips_three_days_long": (
+        _dropoffs_moved(0.1, pd.Timedelta(days=3)),
+        {"raw_yellow_durations_possible"},
+    ),
+    "ten_times_the_trips": (_ten_times_over, {"raw_yellow_rows_like_recent_months"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD_BACK))
+def test_a_damaged_month_is_held_back_by_the_audit_that_names_the_damage(spark, month, facts, case):
+    change, expected = HELD_BACK[case]
+    blocked, _, results = _verdicts(spark, change(month), facts)
+    assert expected <= blocked
+    for name in expected:
+        assert results[name].description, f"{name} holds the month back without saying why"
+
+
+@pytest.mark.parametrize("borough", ["Bronx", "Brooklyn", "Queens"])
+def test_a_borough_gone_from_the_month_holds_it_back(spark, month, facts, boroughs, borough):
+    blocked, _, results = _verdicts(spark, _without_borough(borough, boroughs)(month), facts)
+    assert "raw_yellow_boroughs_like_recent_months" in blocked
+    assert f"{borough} has 0 pickups" in results["raw_yellow_boroughs_like_recent_months"].description
+
+
+def test_the_missing_week_is_named_day_by_day(spark, month, facts):
+    _, _, results = _verdicts(spark, _without_days(25, 31)(month), facts)
+    assert "7 of 31 days" in results[DAYS].description
+    assert f"{MONTH}-25..01-31 (0 trips a day)" in results[DAYS].description
+
+
+PUBLISHED = {
+    # case: (change, audits that may warn)
+    "as_sampled": (lambda trips: trips, set()),
+    "a_quiet_day": (_one_day_cut_to(15, 0.4), {DAYS}),
+    "some_negative_fares": (_negative_fares(0.05), {"raw_yellow_no_negative_fares"}),
+    "some_trips_backwards": (_dropoffs_moved(0.005, pd.Timedelta(minutes=-10)), {"raw_yellow_pickups_before_dropoffs"}),
+    "a_few_absurd_distances": (_distances(0.0002, 5000.0), set()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PUBLISHED))
+def test_a_legitimate_month_is_published_warning_at_most_where_it_is_unusual(spark, month, facts, case):
+    change, may_warn = PUBLISHED[case]
+    blocked, warned, _ = _verdicts(spark, change(month), facts)
+    assert blocked == set()
+    assert warned == may_warn
+
+
+def test_the_first_month_published_is_judged_on_its_own_days(spark, month, facts):
+    alone = replace(facts, neighbours=())
+    assert _verdicts(spark, month, alone)[0] == set()
+    blocked, _, results = _verdicts(spark, _without_days(22, 28)(month), alone)
+    assert DAYS in blocked and f"the median day of {MONTH}" in results[DAYS].description
+
+
+def test_the_hour_clocks_skip_in_spring_is_not_a_missing_hour():
+    march = MonthWindow.from_partition_key("2025-03-01")
+    assert [f"{hour:%Y-%m-%d %H}" for hour in missing_local_hours(march.start, march.end)] == ["2025-03-09 02"]
+    november = MonthWindow.from_partition_key("2024-11-01")
+    assert missing_local_hours(november.start, november.end) == set()
+
+
+def test_the_zone_mix_distance_is_the_share_of_trips_that_would_have_to_move():
+    assert zone_mix_distance({1: 50, 2: 50}, {1: 50, 2: 50}) == 0
+    assert zone_mix_distance({1: 100}, {2: 7}) == 1
+    assert zone_mix_distance({1: 75, 2: 25}, {1: 50, 2: 50}) == pytest.approx(0.25)
