@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from dagster import (
     AssetSpec,
     Definitions,
@@ -21,7 +23,7 @@ from forecast_assets.resources import IcebergCatalogResource, SourceResource, Sp
 from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig
 from taxi_core.months import MonthWindow
-from taxi_core.settings import Settings, load_settings
+from taxi_core.settings import Settings, SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
 
@@ -111,6 +113,12 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
 @definitions
 def defs() -> Definitions:
     """What ``workspace.yaml`` loads: the definitions for the settings of the loading process."""
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except SettingsError:
+        # A setting is wrong, not the code: the loader's stack (some 50 lines in `dagster job execute`, in the
+        # UI's code location error) would bury the one line that names the setting and the fix.
+        sys.tracebacklimit = 0
+        raise
     apply_tool_environment(settings)
     return build_definitions(settings)

@@ -175,8 +175,14 @@ class Settings(BaseSettings):
     @classmethod
     def _writable_state_dir(cls, value: Path) -> Path:
         path = value.expanduser().resolve()
+        if not path.exists() and not path.parent.exists():
+            msg = (
+                f"neither it nor its parent {path.parent} exists: a mistyped folder would start a new, empty "
+                f"lakehouse. Check the path, or create the folder (mkdir -p {path}) to start one there"
+            )
+            raise ValueError(msg)
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            path.mkdir(exist_ok=True)
             # A probe of its own: two commands starting at once must not delete each other's.
             with tempfile.TemporaryFile(dir=path, prefix=".writable-"):
                 pass

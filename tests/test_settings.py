@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +70,13 @@ def test_a_state_folder_that_cannot_be_written_is_named(tmp_path):
         load_settings({"TAXI_STATE_DIR": str(blocker / "state")})
 
 
+def test_a_state_folder_whose_parent_is_missing_is_refused_not_created(tmp_path):
+    mistyped = tmp_path / "typo" / "state"
+    with pytest.raises(SettingsError, match=r"TAXI_STATE_DIR='.*typo/state': neither it nor its parent .*typo exists"):
+        load_settings({"TAXI_STATE_DIR": str(mistyped)})
+    assert not (tmp_path / "typo").exists()
+
+
 def test_the_secret_token_is_not_shown(tmp_path):
     settings = _settings(tmp_path, DATAHUB_GMS_TOKEN="s3cret")
     assert "s3cret" not in repr(settings) and settings.datahub_gms_token.get_secret_value() == "s3cret"
@@ -105,3 +113,20 @@ def test_commands_starting_at_once_in_a_new_state_folder_all_find_it_writable(tm
 def test_a_last_month_before_the_first_is_refused_naming_both(tmp_path):
     with pytest.raises(SettingsError, match="TAXI_LAST_MONTH=2024-11 is before TAXI_FIRST_MONTH=2024-12"):
         _settings(tmp_path, TAXI_FIRST_MONTH="2024-12", TAXI_LAST_MONTH="2024-11")
+
+
+def test_a_bad_setting_is_one_line_where_dagster_loads_the_code(tmp_path):
+    home = tmp_path / "dagster"  # as ./run makes it
+    home.mkdir()
+    (home / "dagster.yaml").symlink_to(PROJECT_ROOT / "dagster.yaml")
+    environ = {**os.environ, "TAXI_STATE_DIR": str(tmp_path), "DAGSTER_HOME": str(home), "TAXI_CATALOG": "foo"}
+    dagster = Path(sys.executable).with_name("dagster")
+    command = [str(dagster), "job", "execute", "-m", "forecast_assets.definitions", "-j", "reference_data"]
+    done = subprocess.run(command, env=environ, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300)
+    assert done.returncode != 0
+    dagsters_own = ("Warning", "callback(")  # the CLI's notice that `dg launch` supersedes `job execute`
+    own = [line for line in done.stderr.splitlines() if line.strip() and not any(d in line for d in dagsters_own)]
+    assert own == [
+        "taxi_core.settings.SettingsError: Invalid setting: TAXI_CATALOG='foo': Input should be 'sql', 'postgres' or "
+        "'glue'"
+    ]

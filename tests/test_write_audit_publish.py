@@ -400,3 +400,21 @@ def test_an_acceptance_that_cannot_be_recorded_is_refused_before_anything_is_wri
     assert failure.step_failure_data.user_failure_data.description.startswith(expected)
     assert published_snapshots() == before
     assert branches(RAW_YELLOW) == staged_before
+
+
+def test_a_partition_outside_the_months_is_refused_before_any_download(pipeline):
+    from taxi_core.settings import load_settings
+
+    job = pipeline.definitions().resolve_job_def("monthly_ingestion")
+    before = published_snapshots()
+    # As `dagster job execute --tags '{"dagster/partition": ...}'` launches it: Dagster does not check the key.
+    result = job.execute_in_process(
+        instance=pipeline.instance, tags={"dagster/partition": "2031-02-01"}, raise_on_error=False
+    )
+    assert not result.success
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "taxi_trip_files")
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith("Partition 2031-02-01 is not one of taxi_trip_files's months (")
+    assert "TAXI_LAST_MONTH" in message
+    assert not list(load_settings().state_dir.rglob("*2031-02*"))
+    assert published_snapshots() == before

@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
 from forecast_assets.lineage import naming
@@ -149,3 +150,97 @@ def test_a_bad_file_fails_clearly_and_leaves_the_published_table_as_it_was(
     assert "this run does not write nyc_taxi.taxi_zones" in message
     assert table(ZONES).current_snapshot().snapshot_id == before
     assert pipeline.latest_metadata(ZONE_FILES)["source_fingerprint"].value == staged_before
+
+
+@pytest.fixture
+def restored_lookup(published, pipeline):
+    """After the test, TLC's lookup as the sample source serves it is published again."""
+    yield
+    assert pipeline.run_job(JOB).success
+
+
+def _lookup_lines(path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def _write_lines(path, lines: list[str], newline: str = "\n", prefix: str = "") -> None:
+    path.write_bytes((prefix + newline.join(lines) + newline).encode())
+
+
+def _zones_in_published_trips() -> dict[int, int]:
+    """Trips per zone id (pickups and dropoffs) in the published raw trips, read with pyiceberg."""
+    trips = table("nyc_taxi.raw_yellow").scan(selected_fields=("pulocationid", "dolocationid")).to_pandas()
+    return pd.concat([trips["pulocationid"], trips["dolocationid"]]).value_counts().to_dict()
+
+
+def _busiest_zone() -> int:
+    return max(_zones_in_published_trips().items(), key=lambda item: item[1])[0]
+
+
+HELD_BACK_LOOKUPS = {
+    "half_the_zones": lambda path: _write_lines(path, _lookup_lines(path)[:133]),
+    "the_busiest_zone_lost": lambda path: _write_lines(
+        path, [line for line in _lookup_lines(path) if not line.startswith(f"{_busiest_zone()},")]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELD_BACK_LOOKUPS))
+def test_a_lookup_without_zones_the_trips_use_is_held_back(published, pipeline, sample_source, tmp_path, case):
+    root = tmp_path / "source"
+    shutil.copytree(sample_source.root / ZONES_DIR, root / ZONES_DIR)
+    served = root / ZONES_DIR / LOOKUP
+    HELD_BACK_LOOKUPS[case](served)
+    in_use = _zones_in_published_trips()
+    lost = sorted(set(in_use) - {row[0] for row in _file_rows(served)})
+    before = table(ZONES).current_snapshot().snapshot_id
+
+    with serve_folder(root) as base_url:
+        result = pipeline.run_job(JOB, base_url=base_url)
+
+    assert not result.success
+    assert table(ZONES).current_snapshot().snapshot_id == before
+    failure = next(e for e in result.get_step_failure_events() if e.step_key == "nyc_taxi__taxi_zones")
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith(f"{ZONES} (whole table) was NOT published: taxi_zones_keeps_every_zone_in_use failed")
+    trips = sum(in_use[zone] for zone in lost)
+    assert f"the lookup lacks {len(lost)} zones that {trips:,} published trips name" in message
+    assert _sha256(served) in message
+
+
+LEGITIMATE_LOOKUPS = {
+    "byte_order_mark": lambda path: _write_lines(path, _lookup_lines(path), prefix="\ufeff"),
+    "crlf_line_ends": lambda path: _write_lines(path, _lookup_lines(path), newline="\r\n"),
+    "every_field_quoted": lambda path: _requoted(path),
+    "a_new_zone_appended": lambda path: _write_lines(
+        path, [*_lookup_lines(path), '266,"Queens","A zone TLC added","Boro Zone"']
+    ),
+}
+
+
+def _requoted(path) -> None:
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, quoting=csv.QUOTE_ALL).writerows(rows)
+
+
+@pytest.mark.parametrize("case", sorted(LEGITIMATE_LOOKUPS))
+def test_a_legitimate_lookup_is_published_as_the_file_says(
+    published, restored_lookup, pipeline, sample_source, tmp_path, case
+):
+    root = tmp_path / "source"
+    shutil.copytree(sample_source.root / ZONES_DIR, root / ZONES_DIR)
+    served = root / ZONES_DIR / LOOKUP
+    LEGITIMATE_LOOKUPS[case](served)
+
+    with serve_folder(root) as base_url:
+        result = pipeline.run_job(JOB, base_url=base_url)
+
+    assert result.success, [e.step_failure_data.error for e in result.get_step_failure_events()]
+    with served.open(newline="", encoding="utf-8-sig") as handle:
+        expected = sorted(
+            (int(row["LocationID"]), row["Borough"], row["Zone"], row["service_zone"]) for row in csv.DictReader(handle)
+        )
+    published_rows = table(ZONES).scan(selected_fields=("location_id", "borough", "zone", "service_zone")).to_pandas()
+    assert sorted(published_rows.itertuples(index=False, name=None)) == expected

@@ -88,6 +88,21 @@ def _missing(err: SourceMissing, url: str, spec: SourceSpec, window: MonthWindow
     )
 
 
+def _refuse_unknown_month(partition_key: str, months: PartitionsDefinition, spec: SourceSpec) -> None:
+    """Before any download: a partition outside the months (a launch by tag, a month still to come) is refused."""
+    if months.has_partition_key(partition_key):
+        return
+    first, last = months.get_first_partition_key(), months.get_last_partition_key()
+    span = f"{first} to {last}" if first and last else "none yet"
+    msg = (
+        f"Partition {partition_key} is not one of {spec.file_asset}'s months ({span}): nothing was downloaded. "
+        f"Pick a month in that range, or move TAXI_FIRST_MONTH / TAXI_LAST_MONTH (the settings file "
+        f"`./run demo` writes, or the environment) to a month {spec.publisher} has published"
+        f"{f' ({spec.publishing_delay})' if spec.publishing_delay else ''}."
+    )
+    raise Failure(description=msg, allow_retries=False)
+
+
 def _one_file_metadata(staged: StagedFile, url: str, staging: StagingResource) -> dict:
     record = staged.record
     return {
@@ -119,6 +134,8 @@ def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsD
     """The asset of ``spec``'s files: partitioned by ``months`` when the source publishes monthly."""
 
     def materialize(context: AssetExecutionContext, source: SourceResource, staging: StagingResource):
+        if spec.monthly:
+            _refuse_unknown_month(context.partition_key, months, spec)
         window = partition_window(context, spec)
         files = spec.files_for(window)
         staged_files = [_stage(context, spec, file, window, source, staging) for file in files]
