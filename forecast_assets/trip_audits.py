@@ -100,17 +100,17 @@ CALENDAR = "trip_calendar"
 
 def _trip_calendar(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
     """One grouping of the month by hour and pickup zone (at most ~200k groups) answers the zone, borough, day
-    and hour audits together."""
+    and hour audits together. Zones count every trip (where a trip starts does not depend on its clock); days
+    and hours, the pickups inside the month."""
     window = facts.month
-    pickup = F.col(PICKUP)
     counted = (
-        rows.where((pickup >= F.lit(window.start)) & (pickup < F.lit(window.end)))
-        .groupBy(F.date_trunc("hour", pickup).alias("hour"), F.col(PICKUP_ZONE).alias("zone"))
+        rows.groupBy(F.date_trunc("hour", F.col(PICKUP)).alias("hour"), F.col(PICKUP_ZONE).alias("zone"))
         .count()
         .toPandas()
     )
     by_zone = counted.dropna(subset=["zone"]).groupby("zone")["count"].sum()
-    by_hour = counted.groupby("hour")["count"].sum()
+    inside = counted[(counted["hour"] >= window.start) & (counted["hour"] < window.end)]
+    by_hour = inside.groupby("hour")["count"].sum()
     by_day: dict[date, int] = {}
     for hour, trips in by_hour.items():
         day = hour.date()

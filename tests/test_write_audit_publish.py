@@ -165,7 +165,8 @@ def test_another_months_file_is_refused(pipeline, variant):
     result = _run(pipeline, variant)
     assert not result.success
     assert published_snapshots() == before
-    assert _failed_checks(result) == {"raw_yellow_pickups_inside_month"}
+    # Every pickup is outside the month, so none of its days has its trips either.
+    assert _failed_checks(result) == {"raw_yellow_pickups_inside_month", "raw_yellow_every_day_has_its_trips"}
     check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "raw_yellow_pickups_inside_month")
     assert check.metadata["share"].value == 1.0
     assert "not 2025-01's data" in check.description
@@ -363,7 +364,7 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
     assert pipeline.latest_metadata(RAW_YELLOW)["accepted_audits"].value == ROWS_AUDIT
 
     events_file = tmp_path / "events.jsonl"
-    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(events_file)}})
+    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(events_file), "append": True}})
     graph = pipeline.definitions().resolve_asset_graph()
     run_pass(bridge_at(tmp_path, pipeline.settings), pipeline.instance, graph, client)
     events = [json.loads(line) for line in events_file.read_text().splitlines()]

@@ -366,7 +366,8 @@ def _held_back(
     files = f"\nFrom {month.files}." if month.files else ""
     accept = "\n".join(f"          - {name}" for name in names)
     message = (
-        f"{spec.identifier} {_label(month)} was NOT published: {', '.join(names)} failed on the staged month.\n"
+        f"{spec.identifier} {_label(month)} was NOT published: {', '.join(sorted(names))} failed on the staged "
+        "month.\n"
         f"{reasons}{files}\n"
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
         f"{staged.how_to_read}.\n"
