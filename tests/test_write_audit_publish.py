@@ -364,7 +364,8 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
     assert pipeline.latest_metadata(RAW_YELLOW)["accepted_audits"].value == ROWS_AUDIT
 
     events_file = tmp_path / "events.jsonl"
-    client = OpenLineageClient(config={"transport": {"type": "file", "log_file_path": str(events_file), "append": True}})
+    transport = {"type": "file", "log_file_path": str(events_file), "append": True}
+    client = OpenLineageClient(config={"transport": transport})
     graph = pipeline.definitions().resolve_asset_graph()
     run_pass(bridge_at(tmp_path, pipeline.settings), pipeline.instance, graph, client)
     events = [json.loads(line) for line in events_file.read_text().splitlines()]
