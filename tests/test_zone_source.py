@@ -61,6 +61,7 @@ def test_its_checks_ran_on_the_staged_table_and_passed(published):
         "taxi_zones_no_null_keys",
         "taxi_zones_no_duplicate_keys",
         "taxi_zones_boroughs_known",
+        "taxi_zones_keeps_every_zone_in_use",
     }
     assert all(evaluations.values()), evaluations
 
