@@ -210,7 +210,10 @@ def test_however_a_target_frames_its_answers_each_event_arrives_once_in_order(fo
         for _ in range(len(queued) if framing == "dropped" else 0):
             if result.sink("openlineage").pending == 0:
                 break
-            assert result.sink("openlineage").held_on.endswith("closed the connection without an answer")
+            # None when this pass hit no new failure: it ran out of time on a busy machine, or the held event
+            # was not yet due.
+            held = result.sink("openlineage").held_on
+            assert held is None or held.endswith("closed the connection without an answer"), held
             result = one_pass(rig_bridge(folder, lite=False), http_client(server.url))
     assert result.health == HEALTHY and result.sink("openlineage").pending == 0
     assert server.duplicates() == 0 and set(server.attempts.values()) <= {1, 2}
