@@ -71,9 +71,9 @@ def _load() -> str:
     return " ".join(loadavg.read_text().split()[:3]) if loadavg.exists() else "unknown"
 
 
-def _timed(action: Callable[[], object]) -> float:
+def _timed(action: Callable[..., object], *args: object) -> float:
     started = time.perf_counter()
-    action()
+    action(*args)
     return time.perf_counter() - started
 
 
@@ -138,7 +138,7 @@ def measure(args: argparse.Namespace) -> int:
     written = _timed(lambda: source.write_months([NEIGHBOUR, AUDITED]))
     path = source.trip_path(AUDITED)
     trips = pq.read_metadata(path).num_rows
-    print(f"sample months {NEIGHBOUR} and {AUDITED}: {args.trips:,} trips a month requested, written in {written:.1f} s")
+    print(f"sample months {NEIGHBOUR} and {AUDITED}: {args.trips:,} a month asked for, written in {written:.1f} s")
 
     window = MonthWindow.from_partition_key(f"{AUDITED}-01")
     zones = ZoneReference({zone.location_id: zone.borough for zone in load_zones()}, "TLC's zone lookup (shipped)")
@@ -168,7 +168,7 @@ def measure(args: argparse.Namespace) -> int:
     writes: dict[str, list[float]] = {label: [] for label in write_labels}
     for _ in range(args.repeat):
         for label, audits_label in write_labels.items():
-            writes[label].append(_timed(lambda: write(audits_label)))
+            writes[label].append(_timed(write, audits_label))
     # Every audit's values, as observed in the last write; each set's own pass reads its names from them.
     observed = {label: passes[label].values(observed_json["every audit (now)"]) for label in sets}
 
@@ -190,7 +190,7 @@ def measure(args: argparse.Namespace) -> int:
     for _ in range(args.repeat):
         for way, run in ways.items():
             for label in sets:
-                timings[way, label].append(_timed(lambda: run(label)))
+                timings[way, label].append(_timed(run, label))
 
     def median(seconds: list[float]) -> float:
         return statistics.median(seconds)

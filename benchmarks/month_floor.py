@@ -29,14 +29,8 @@ from forecast_assets.source_specs import noaa_weather, yellow_trips
 from forecast_assets.sources.noaa_format import COLUMNS, DAY_COLUMNS, MISSING_VALUE, NYC_COUNTY_FIPS
 from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
-from forecast_assets.trip_audits import (
-    DUPLICATE_LIMIT,
-    OUTSIDE_MONTH_LIMIT,
-    ROWS_AGAINST_RECENT,
-    TRIP_RECORD,
-    ZONE_COVERAGE_MIN,
-    usual_zones,
-)
+from forecast_assets.trip_audits import DUPLICATE_LIMIT, OUTSIDE_MONTH_LIMIT, ROWS_AGAINST_RECENT, TRIP_RECORD
+from forecast_assets.trip_zones import ZONE_COVERAGE_MIN, usual_zones
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.months import MonthWindow
 from taxi_core.names import ACTUALS

@@ -107,6 +107,11 @@ class Audit:
     query: Query | None = None
 
 
+def listed(values: Sequence[Any], most: int = 20) -> str:
+    """The first ``most`` values for a message, and how many there are in all when that is more."""
+    return ", ".join(map(str, values[:most])) + (f" ... ({len(values)} in all)" if len(values) > most else "")
+
+
 def count_of(condition: Column) -> Column:
     return F.sum(condition.cast("int"))
 

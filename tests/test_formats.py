@@ -65,7 +65,7 @@ def test_noaa_rows_are_checked_for_month_element_and_shape():
 
 def test_the_usual_zones_are_the_busiest_carrying_the_share_of_recent_trips():
     from forecast_assets.lakehouse.neighbours import NeighbourMonth
-    from forecast_assets.trip_audits import usual_zones
+    from forecast_assets.trip_zones import usual_zones
 
     neighbours = [
         NeighbourMonth("2024-12", 100, {1: 60, 2: 30, 3: 9, 4: 1}),

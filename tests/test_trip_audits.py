@@ -20,7 +20,9 @@ from forecast_assets.audit_run import audit_month
 from forecast_assets.audits import ERROR, MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.lakehouse.zone_reference import ZoneReference
-from forecast_assets.trip_audits import RAW_YELLOW_AUDITS, missing_local_hours, zone_mix_distance
+from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
+from forecast_assets.trip_calendar import missing_local_hours
+from forecast_assets.trip_zones import zone_mix_distance
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
 from tests.sample_months import TEST_MONTHS

@@ -21,6 +21,7 @@ from forecast_assets.audits import (
     Measured,
     MonthFacts,
     counted_warning,
+    listed,
     no_duplicate_keys,
     no_null_keys,
     row_count_matches_source,
@@ -145,28 +146,24 @@ def _keeps_every_zone_in_use(measured: Measured, facts: MonthFacts) -> AuditResu
         "zones": len(lookup),
         "published_zones": len(published),
         "zones_in_published_trips": len(in_use),
-        "zones_in_use_missing": _listed(lost_in_use),
+        "zones_in_use_missing": listed(lost_in_use),
         "trips_naming_missing_zones": trips_lost,
-        "zones_dropped_unused": _listed(lost_unused),
-        "zones_added": _listed(added),
+        "zones_dropped_unused": listed(lost_unused),
+        "zones_added": listed(added),
         "compared_with": reference.source,
     }
     if lost_in_use:
         description = (
             f"the lookup lacks {len(lost_in_use)} zones that {trips_lost:,} published trips name "
-            f"({_listed(lost_in_use)}; it has {len(lookup)} zones, the published one {len(published)}): those trips "
+            f"({listed(lost_in_use)}; it has {len(lookup)} zones, the published one {len(published)}): those trips "
             "would lose their borough and zone. Download TLC's lookup again; a zone TLC retired stays in the "
             "lookup while trips name it."
         )
         return AuditResult(passed=False, description=description, metadata=metadata)
     if lost_unused:
-        description = f"the lookup drops {len(lost_unused)} zones no published trip names: {_listed(lost_unused)}."
+        description = f"the lookup drops {len(lost_unused)} zones no published trip names: {listed(lost_unused)}."
         return AuditResult(passed=False, severity=WARN, description=description, metadata=metadata)
     return AuditResult(passed=True, metadata=metadata)
-
-
-def _listed(zones: list[int], most: int = 20) -> str:
-    return ", ".join(map(str, zones[:most])) + (f" ... ({len(zones)} in all)" if len(zones) > most else "")
 
 
 AUDITS: list[Audit] = [

@@ -1,0 +1,264 @@
+"""A trip month's zones: its ids against the published zone lookup, and its zone mix and boroughs against the
+published months around it. Ids shifted by one keep the usual zones covered and a borough with 1% of the trips
+hardly moves a count, so each is judged on its own."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, count_of, listed
+from forecast_assets.lakehouse.neighbours import NeighbourMonth
+from forecast_assets.trip_calendar import DROPOFF_ZONE, PICKUP_ZONE, calendar_of
+
+# The zones that together carry this share of recent months' trips are the usual ones...
+USUAL_ZONES_TRIP_SHARE = 0.95
+# ...and a month must have pickups in at least this share of them.
+ZONE_COVERAGE_MIN = 0.9
+# Every id in real files is in TLC's lookup (264 and 265 name the unknown locations); a few strays warn.
+UNKNOWN_ZONE_TOLERANCE = 0.0001
+# How far the month's trips per zone may lie from the neighbours' (total variation: half the summed absolute
+# differences of the two shares). Real neighbouring months differ by a few hundredths; ids shifted by one, or
+# trips filed under another zone, move most of the trips.
+ZONE_MIX_REFUSED_ABOVE = 0.25
+# A borough's trips against what its share in the neighbours predicts (judged where that is at least
+# BOROUGH_JUDGED_FROM trips): outside this range a borough has gone missing or swallowed another's trips.
+BOROUGH_TRIPS_AGAINST_RECENT = (1 / 3, 3.0)
+BOROUGH_JUDGED_FROM = 30
+# The share of a borough's usual zones (those with pickups in the neighbours) that must have pickups.
+BOROUGH_ZONES_MIN = 0.5
+BOROUGH_ZONES_JUDGED_FROM = 4
+
+
+def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_ZONES_TRIP_SHARE) -> set[int]:
+    """The busiest zones that together carry ``trip_share`` of the neighbours' trips."""
+    trips = _pooled(neighbours)
+    wanted, carried, usual = trip_share * sum(trips.values()), 0, set()
+    for zone, count in sorted(trips.items(), key=lambda item: (-item[1], item[0])):
+        if carried >= wanted:
+            break
+        usual.add(zone)
+        carried += count
+    return usual
+
+
+def _pooled(neighbours: Sequence[NeighbourMonth]) -> dict[int, int]:
+    trips: dict[int, int] = {}
+    for neighbour in neighbours:
+        for zone, count in neighbour.trips_by_zone.items():
+            trips[zone] = trips.get(zone, 0) + count
+    return trips
+
+
+ZONES_WITH_PICKUPS = "zones_with_pickups"
+
+
+def zones_with_pickups(facts: MonthFacts) -> Mapping[str, Column]:
+    return {ZONES_WITH_PICKUPS: F.collect_set(PICKUP_ZONE)}  # at most a few hundred ids; nulls are left out
+
+
+def zones_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
+    usual = usual_zones(facts.neighbours)
+    if not usual:
+        return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
+    present = {int(zone) for zone in measured.values[ZONES_WITH_PICKUPS]}
+    covered = usual & present
+    share = len(covered) / len(usual)
+    passed = share >= ZONE_COVERAGE_MIN
+    missing = sorted(usual - present)
+    return AuditResult(
+        passed=passed,
+        description=(
+            None
+            if passed
+            else f"{facts.month.month} has pickups in {len(covered)} of the {len(usual)} zones that carry "
+            f"{USUAL_ZONES_TRIP_SHARE:.0%} of trips in {facts.compared_with()} (at least {ZONE_COVERAGE_MIN:.0%} "
+            "needed): the file's zone ids look damaged. Ask for a clean file."
+        ),
+        metadata={
+            "usual_zones": len(usual),
+            "usual_zones_with_pickups": len(covered),
+            "share": share,
+            "required_share": ZONE_COVERAGE_MIN,
+            "missing_zones": listed(missing),
+            ZONES_WITH_PICKUPS: len(present),
+            "compared_with": facts.compared_with(),
+        },
+    )
+
+
+UNKNOWN_ZONE_TRIPS, UNKNOWN_PICKUP_IDS, UNKNOWN_DROPOFF_IDS = (
+    "trips_with_unknown_zone", "unknown_pickup_zone_ids", "unknown_dropoff_zone_ids",
+)  # fmt: skip
+
+
+def unknown_zones(facts: MonthFacts) -> Mapping[str, Column]:
+    if facts.zones is None:
+        return {}
+    known = sorted(facts.zones.boroughs)
+
+    def unknown(column: str) -> Column:
+        return F.col(column).isNotNull() & ~F.col(column).isin(known)
+
+    def some_ids(column: str) -> Column:
+        return F.slice(F.array_sort(F.collect_set(F.when(unknown(column), F.col(column)))), 1, 20)
+
+    return {
+        UNKNOWN_ZONE_TRIPS: count_of(unknown(PICKUP_ZONE) | unknown(DROPOFF_ZONE)),
+        UNKNOWN_PICKUP_IDS: some_ids(PICKUP_ZONE),
+        UNKNOWN_DROPOFF_IDS: some_ids(DROPOFF_ZONE),
+    }
+
+
+def zone_ids_known(measured: Measured, facts: MonthFacts) -> AuditResult:
+    if facts.zones is None:
+        return AuditResult(passed=True, metadata={"compared_with": "no zone lookup"})
+    total, found = measured.rows, measured.count(UNKNOWN_ZONE_TRIPS)
+    share = found / total if total else 0.0
+    pickups, dropoffs = measured.values[UNKNOWN_PICKUP_IDS] or [], measured.values[UNKNOWN_DROPOFF_IDS] or []
+    refused = share > UNKNOWN_ZONE_TOLERANCE
+    ids = f"pickup ids {listed(pickups) or 'none'}; dropoff ids {listed(dropoffs) or 'none'}"
+    return AuditResult(
+        passed=found == 0,
+        severity=ERROR if refused else WARN,
+        description=(
+            None
+            if found == 0
+            else f"{found:,} of {total:,} trips ({share:.2%}) name a zone id that {facts.zones.source} does not have "
+            f"({ids})"
+            + (
+                ": the file's zone ids are damaged (shifted or renumbered). Ask for a clean file; if TLC has added "
+                "zones, publish its new zone lookup (taxi_zones) first."
+                if refused
+                else "."
+            )
+        ),
+        metadata={
+            UNKNOWN_ZONE_TRIPS: found,
+            "rows": total,
+            "share": share,
+            "refused_above_share": UNKNOWN_ZONE_TOLERANCE,
+            UNKNOWN_PICKUP_IDS: listed(pickups),
+            UNKNOWN_DROPOFF_IDS: listed(dropoffs),
+            "compared_with": facts.zones.source,
+        },
+    )
+
+
+def zone_mix_distance(month: Mapping[int, int], neighbours: Mapping[int, int]) -> float:
+    """Total variation distance between two distributions of trips over zones: 0 alike, 1 nothing in common."""
+    month_total, neighbours_total = sum(month.values()), sum(neighbours.values())
+    if not month_total or not neighbours_total:
+        return 0.0 if month_total == neighbours_total else 1.0
+    zones = set(month) | set(neighbours)
+    return sum(abs(month.get(z, 0) / month_total - neighbours.get(z, 0) / neighbours_total) for z in zones) / 2
+
+
+def zone_mix_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
+    if not facts.neighbours:
+        return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
+    month, pooled = calendar_of(measured).by_zone, _pooled(facts.neighbours)
+    distance = zone_mix_distance(month, pooled)
+    month_total, pooled_total = sum(month.values()) or 1, sum(pooled.values()) or 1
+    moved = sorted(
+        set(month) | set(pooled),
+        key=lambda zone: -abs(month.get(zone, 0) / month_total - pooled.get(zone, 0) / pooled_total),
+    )[:5]
+    changes = ", ".join(
+        f"zone {zone} {pooled.get(zone, 0) / pooled_total:.1%} -> {month.get(zone, 0) / month_total:.1%}"
+        for zone in moved
+    )
+    passed = distance <= ZONE_MIX_REFUSED_ABOVE
+    return AuditResult(
+        passed=passed,
+        description=(
+            None
+            if passed
+            else f"{distance:.0%} of {facts.month.month}'s trips would have to move zone to match "
+            f"{facts.compared_with()} (at most {ZONE_MIX_REFUSED_ABOVE:.0%}; neighbouring months differ by a few "
+            f"percent). Largest changes in share: {changes}. The zone ids look shifted or relabelled: ask for a "
+            "clean file."
+        ),
+        metadata={
+            "distance": distance,
+            "refused_above": ZONE_MIX_REFUSED_ABOVE,
+            "largest_changes": changes,
+            "compared_with": facts.compared_with(),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class BoroughFigures:
+    """A borough's pickups in the month against what its neighbours' share predicts."""
+
+    borough: str
+    trips: int
+    expected_trips: float
+    zones: int
+    usual_zones: int
+
+    @property
+    def ratio(self) -> float:
+        return self.trips / self.expected_trips if self.expected_trips else 1.0
+
+    def faults(self) -> list[str]:
+        low, high = BOROUGH_TRIPS_AGAINST_RECENT
+        found = []
+        if self.expected_trips >= BOROUGH_JUDGED_FROM and not low <= self.ratio <= high:
+            found.append(
+                f"{self.borough} has {self.trips:,} pickups where its share of the neighbours predicts "
+                f"{self.expected_trips:,.0f} ({self.ratio:.2f}x; {low:.2f}x-{high:.0f}x accepted)"
+            )
+        if self.usual_zones >= BOROUGH_ZONES_JUDGED_FROM and self.zones < BOROUGH_ZONES_MIN * self.usual_zones:
+            found.append(
+                f"{self.borough} has pickups in {self.zones} of its {self.usual_zones} usual zones (at least "
+                f"{BOROUGH_ZONES_MIN:.0%} needed)"
+            )
+        return found
+
+
+def borough_figures(month: Mapping[int, int], facts: MonthFacts) -> list[BoroughFigures]:
+    """Each borough of the lookup: the month's pickups and zones with pickups, against the neighbours'."""
+    boroughs = facts.zones.boroughs if facts.zones else {}
+    pooled = _pooled(facts.neighbours)
+    month_total, pooled_total = sum(month.values()), sum(pooled.values())
+    figures = []
+    for borough in sorted(set(boroughs.values())):
+        zones = {zone for zone, name in boroughs.items() if name == borough}
+        usual = [sum(1 for zone in zones if neighbour.trips_by_zone.get(zone, 0) > 0) for neighbour in facts.neighbours]
+        share = sum(pooled.get(zone, 0) for zone in zones) / pooled_total if pooled_total else 0.0
+        figures.append(
+            BoroughFigures(
+                borough=borough,
+                trips=sum(month.get(zone, 0) for zone in zones),
+                expected_trips=share * month_total,
+                zones=sum(1 for zone in zones if month.get(zone, 0) > 0),
+                usual_zones=round(statistics.mean(usual)) if usual else 0,
+            )
+        )
+    return figures
+
+
+def boroughs_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
+    if not facts.neighbours or facts.zones is None:
+        return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
+    figures = borough_figures(calendar_of(measured).by_zone, facts)
+    faults = [fault for figure in figures for fault in figure.faults()]
+    table = "; ".join(
+        f"{f.borough}: {f.trips:,} trips ({f.ratio:.2f}x expected), {f.zones}/{f.usual_zones} zones" for f in figures
+    )
+    return AuditResult(
+        passed=not faults,
+        description=(
+            None
+            if not faults
+            else f"{'; '.join(faults)}, against {facts.compared_with()}: the file lost a borough's trips or files "
+            "them under other zones. Ask for a clean file."
+        ),
+        metadata={"boroughs": table, "compared_with": facts.compared_with(), "zones_from": facts.zones.source},
+    )
