@@ -22,8 +22,7 @@ ZONE_COVERAGE_MIN = 0.9
 # Every id in real files is in TLC's lookup (264 and 265 name the unknown locations); a few strays warn.
 UNKNOWN_ZONE_TOLERANCE = 0.0001
 # How far the month's trips per zone may lie from the neighbours' (total variation: half the summed absolute
-# differences of the two shares). Real neighbouring months differ by a few hundredths; ids shifted by one, or
-# trips filed under another zone, move most of the trips.
+# differences of the two shares). The sample's neighbouring months differ by 0.014, its ids shifted by one by 0.70.
 ZONE_MIX_REFUSED_ABOVE = 0.25
 # A borough's trips against what its share in the neighbours predicts (judged where that is at least
 # BOROUGH_JUDGED_FROM trips): outside this range a borough has gone missing or swallowed another's trips.
