@@ -146,7 +146,7 @@ def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, var
     for name in expected_failures:
         assert f"\n- {name}: " in message
     served = _trip_file(variant)
-    assert f"{served.name} from http://127.0.0.1:" in message
+    assert f"\nFile: {served.name} from http://127.0.0.1:" in message
     assert f"sha256:{hashlib.sha256(served.read_bytes()).hexdigest()}" in message
     assert "accept:" in message and "reason:" in message
     held_back = pipeline.latest_metadata(RAW_YELLOW)

@@ -205,7 +205,8 @@ def test_a_lookup_without_zones_the_trips_use_is_held_back(published, pipeline, 
     message = failure.step_failure_data.user_failure_data.description
     assert message.startswith(f"{ZONES} (whole table) was NOT published: taxi_zones_keeps_every_zone_in_use failed")
     trips = sum(in_use[zone] for zone in lost)
-    assert f"the lookup lacks {len(lost)} zones that {trips:,} published trips name" in message
+    zones = "zone" if len(lost) == 1 else "zones"
+    assert f"the lookup lacks {len(lost)} {zones} that {trips:,} published trips name" in message
     assert _sha256(served) in message
 
 

@@ -363,11 +363,11 @@ def _held_back(
     current = published_snapshot(spark.session, spec)
     kept = f"still holds snapshot {current}" if current is not None else "is still empty"
     reasons = "\n".join(f"- {audit.name}: {_reason(audit, result)}" for audit, result in blocked)
-    files = f"\nFrom {month.files}." if month.files else ""
+    files = f"\nFile: {month.files}." if month.files else ""
     accept = "\n".join(f"          - {name}" for name in names)
     message = (
         f"{spec.identifier} {_label(month)} was NOT published: {', '.join(sorted(names))} failed on the staged "
-        "month.\n"
+        f"{'month' if month.facts.window else 'table'}.\n"
         f"{reasons}{files}\n"
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
         f"{staged.how_to_read}.\n"

@@ -154,7 +154,8 @@ def _keeps_every_zone_in_use(measured: Measured, facts: MonthFacts) -> AuditResu
     }
     if lost_in_use:
         description = (
-            f"the lookup lacks {len(lost_in_use)} zones that {trips_lost:,} published trips name "
+            f"the lookup lacks {len(lost_in_use)} {'zone' if len(lost_in_use) == 1 else 'zones'} that "
+            f"{trips_lost:,} published trips name "
             f"({listed(lost_in_use)}; it has {len(lookup)} zones, the published one {len(published)}): those trips "
             "would lose their borough and zone. Download TLC's lookup again; a zone TLC retired stays in the "
             "lookup while trips name it."
