@@ -19,6 +19,8 @@ WEATHER_FILES = "weather_files"
 TRIP_FOLDER, WEATHER_FOLDER = "taxi", "weather"
 TOP_ZONES = 50
 
+# The first month of TLC's yellow-taxi trip records.
+TLC_FIRST_MONTH = "2009-01"
 TLC_BASE_URL = "https://d37ci6vzurychx.cloudfront.net/trip-data"
 NOAA_BASE_URL = "https://www.ncei.noaa.gov/data/nclimgrid-daily/access/averages"
 

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import tempfile
-from datetime import datetime
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from taxi_core.errors import PipelineError
 from taxi_core.files import write_atomically
+from taxi_core.months import MonthInvalid, parse_month
+from taxi_core.names import TLC_FIRST_MONTH
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR_ENV = "TAXI_STATE_DIR"
@@ -196,15 +198,10 @@ class Settings(BaseSettings):
     def _month_start(cls, value: str, info: ValidationInfo) -> str:
         if not value and info.field_name == "last_month":
             return value
-        for layout in ("%Y-%m-%d", "%Y-%m"):
-            try:
-                parsed = datetime.strptime(value, layout)
-            except ValueError:
-                continue
-            if parsed.day != 1:
-                break
-            return f"{parsed:%Y-%m-%d}"
-        raise ValueError("use the first day of a month, YYYY-MM-01 (or YYYY-MM)")
+        try:
+            return f"{parse_month(value, today=date.today(), earliest=TLC_FIRST_MONTH)}-01"
+        except MonthInvalid as err:
+            raise ValueError(str(err)) from None
 
     @model_validator(mode="after")
     def _months_in_order(self) -> Settings:

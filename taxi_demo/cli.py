@@ -9,8 +9,10 @@ import os
 import signal
 import sys
 import time
-from datetime import datetime
+from datetime import date
 
+from taxi_core.months import MonthInvalid, parse_month
+from taxi_core.names import TLC_FIRST_MONTH
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import child_environment
 from taxi_demo import local_state
@@ -54,14 +56,16 @@ def trips_per_month(scale: str) -> int:
     return trips
 
 
-def checked_months(months: list[str]) -> list[str]:
+def checked_months(months: list[str], today: date | None = None) -> list[str]:
+    """Each month strictly ``YYYY-MM``, ended and no earlier than TLC's first: checked before anything is written."""
+    checked = set()
     for month in months:
         try:
-            datetime.strptime(month, "%Y-%m")
-        except ValueError:
-            msg = f"--months {month!r}: write each month as YYYY-MM, e.g. --months 2024-12 2025-01"
+            checked.add(parse_month(month, today=today or date.today(), earliest=TLC_FIRST_MONTH))
+        except MonthInvalid as err:
+            msg = f"--months {month!r}: {err}. Nothing was written."
             raise argparse.ArgumentTypeError(msg) from None
-    return sorted(set(months))
+    return sorted(checked)
 
 
 def init(settings: Settings, months: list[str], trips: int, profile: dict[str, str] | None = None) -> dict[str, str]:

@@ -44,9 +44,12 @@ def test_an_empty_variable_counts_as_unset(tmp_path):
 @pytest.mark.parametrize(
     ("variable", "value", "says"),
     [
-        ("TAXI_FIRST_MONTH", "2024-13-01", "use the first day of a month"),
-        ("TAXI_FIRST_MONTH", "2024-02-15", "use the first day of a month"),
-        ("TAXI_LAST_MONTH", "January", "use the first day of a month"),
+        ("TAXI_FIRST_MONTH", "2024-13-01", "is not a month: write it as YYYY-MM"),
+        ("TAXI_FIRST_MONTH", "2024-02-15", "is not a month: write it as YYYY-MM"),
+        ("TAXI_FIRST_MONTH", "2025-1", "is not a month: write it as YYYY-MM"),
+        ("TAXI_LAST_MONTH", "January", "is not a month: write it as YYYY-MM"),
+        ("TAXI_LAST_MONTH", "2031-02", "2031-02 has not ended yet"),
+        ("TAXI_FIRST_MONTH", "2008-12", "before 2009-01, the first month TLC publishes"),
         ("TAXI_SPARK_DRIVER_MEMORY", "abc", "use a JVM memory size such as 2g"),
         ("TAXI_SPARK_MASTER", "laptop", "use local[*], local[N], spark://host:port"),
         ("TAXI_CATALOG", "hive", "'sql', 'postgres' or 'glue'"),
