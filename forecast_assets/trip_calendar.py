@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -31,7 +31,7 @@ NEW_YORK = ZoneInfo("America/New_York")
 
 @dataclass(frozen=True)
 class TripCalendar:
-    """The month's pickups inside the month, counted by zone, by day and by hour."""
+    """The month's trips by pickup zone (every trip), and its pickups inside the month by day and by hour."""
 
     by_zone: Mapping[int, int]
     by_day: Mapping[date, int]
@@ -80,8 +80,7 @@ def missing_local_hours(start: datetime, end: datetime) -> set[datetime]:
     """The wall-clock hours that do not exist in New York (the hour skipped when clocks go forward)."""
     missing, hour = set(), start
     while hour < end:
-        aware = hour.replace(tzinfo=NEW_YORK)
-        if aware.astimezone(ZoneInfo("UTC")).astimezone(NEW_YORK).replace(tzinfo=None) != hour:
+        if hour.replace(tzinfo=NEW_YORK).astimezone(UTC).astimezone(NEW_YORK).replace(tzinfo=None) != hour:
             missing.add(hour)
         hour += timedelta(hours=1)
     return missing

@@ -35,25 +35,27 @@ def _published(spark: SparkSession, identifier: str) -> int | None:
     return state.ref("main") if state is not None else None
 
 
+def _published_boroughs(spark: SparkSession) -> tuple[int | None, dict[int, str]]:
+    """The snapshot ``main`` holds of the lookup, and each zone id's borough in it (none before the first)."""
+    snapshot = _published(spark, ZONES)
+    if snapshot is None:
+        return None, {}
+    rows = spark.table(ZONES).select("location_id", "borough").collect()
+    return snapshot, {int(row["location_id"]): row["borough"] for row in rows if row["location_id"] is not None}
+
+
 def published_lookup(spark: SparkSession) -> ZoneReference:
     """The published lookup; TLC's lookup shipped with the project until one is published."""
-    snapshot = _published(spark, ZONES)
-    if snapshot is not None:
-        rows = spark.table(ZONES).select("location_id", "borough").collect()
-        boroughs = {int(row["location_id"]): row["borough"] for row in rows if row["location_id"] is not None}
-        if boroughs:
-            return ZoneReference(boroughs, f"{ZONES} (snapshot {snapshot})")
+    snapshot, boroughs = _published_boroughs(spark)
+    if boroughs:
+        return ZoneReference(boroughs, f"{ZONES} (snapshot {snapshot})")
     shipped = {zone.location_id: zone.borough for zone in load_zones()}
     return ZoneReference(shipped, f"TLC's zone lookup shipped with the project ({ZONES} is not published yet)")
 
 
 def published_lookup_and_trips(spark: SparkSession) -> ZoneReference:
     """The published lookup (empty before the first), and the trips per zone id of every published month."""
-    snapshot = _published(spark, ZONES)
-    boroughs: dict[int, str] = {}
-    if snapshot is not None:
-        rows = spark.table(ZONES).select("location_id", "borough").collect()
-        boroughs = {int(row["location_id"]): row["borough"] for row in rows if row["location_id"] is not None}
+    snapshot, boroughs = _published_boroughs(spark)
     trips: dict[int, int] = {}
     if _published(spark, RAW_YELLOW) is not None:
         published = spark.table(RAW_YELLOW)
