@@ -17,6 +17,8 @@ Steps:
     write     replace this run's rows in nyc_taxi.yellow_rides_hourly_forecast, check the rows written (the
               table's Dagster checks); card: plot of the busiest zones
     end       summary
+
+Once the run has ended, finished or failed, its lineage is delivered (flows/lineage_delivery.py).
 """
 
 import sys
@@ -43,7 +45,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from metaflow import FlowSpec, Parameter, card, current, step
+from metaflow import FlowSpec, Parameter, card, current, exit_hook, step
 from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 
@@ -51,6 +53,7 @@ from bridge.sources.metaflow_recorder import record_lineage, record_model, recor
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.forecasting.threads import numeric_threads, share_of_cores
+from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
 from flows.run_settings import RunSettings, resolve_settings
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_NAME
@@ -67,6 +70,7 @@ class BadRunSetting(MetaflowException, PipelineError):
     headline = "Bad run setting"
 
 
+@exit_hook(on_success=[DELIVER_LINEAGE], on_error=[DELIVER_LINEAGE])
 @record_lineage
 class TrainForecastModelFlow(FlowSpec):
     """Train the hourly taxi-demand model per pickup zone, backtest it, and write its forecasts to Iceberg."""

@@ -165,6 +165,12 @@ class Settings(BaseSettings):
         description='More lineage sinks, as JSON: [{"kind": "sqlite-table", "name": "sql", "options": {"path": '
         '"/tmp/lineage.sqlite"}}]; a kind is built in (docs/configuration.md) or registered by an installed package.',
     )
+    lineage_after_training: bool = Field(
+        True,
+        validation_alias=_env("TAXI_LINEAGE_AFTER_TRAINING"),
+        description="A training run from the shell ends with a lineage pass, so its model version is in the lineage "
+        "at once (a run Dagster launches is delivered by Dagster's lineage sensor, or by the demo's pass).",
+    )
     # Inside Dagster's 60 s sensor tick limit, with room for the tick's own work.
     lineage_pass_seconds: float = Field(40.0, gt=0, le=55, validation_alias=_env("TAXI_LINEAGE_PASS_SECONDS"))
     dagster_home_dir: str = Field("", validation_alias=_env("DAGSTER_HOME"))

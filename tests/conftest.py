@@ -19,6 +19,8 @@ os.environ.setdefault("TAXI_SPARK_DRIVER_MEMORY", "2g")
 # Each session's state folder is new, so a class archive would be recorded (a slower JVM) and never used: the
 # archive's own tests, and the README's commands run in a clean login shell, use it.
 os.environ.setdefault("TAXI_SPARK_CLASS_ARCHIVE", "false")
+# The tests run their lineage passes themselves, at the moment they check; the hook's own tests turn it on.
+os.environ.setdefault("TAXI_LINEAGE_AFTER_TRAINING", "false")
 
 from taxi_core.settings import Settings, load_settings  # noqa: E402
 from taxi_core.tool_env import apply_tool_environment, tool_environment  # noqa: E402

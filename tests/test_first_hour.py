@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.end_to_end import FreshCopyDemo, git
+from tests.end_to_end import CLEAN_PATH, FreshCopyDemo, git
 
 pytestmark = pytest.mark.integration
 
@@ -56,6 +56,24 @@ def test_the_readme_pipeline_command_runs_everything(demo):
 def test_the_flow_runs_by_hand_from_the_project_root(flow_by_hand):
     assert flow_by_hand.returncode == 0, flow_by_hand.stdout[-4000:] + flow_by_hand.stderr[-4000:]
     assert "Task finished successfully" in flow_by_hand.stdout + flow_by_hand.stderr
+
+
+def test_a_training_from_the_shell_ends_with_its_lineage_delivered(fresh_copy, flow_by_hand):
+    """No pass by hand: the flow's exit hook ran one, so the lineage names the new model version at once."""
+    import json
+
+    printed = flow_by_hand.stdout + flow_by_hand.stderr
+    # Metaflow's own record of the run just made: the newest run folder in its local metadata.
+    runs = fresh_copy / ".state" / "metaflow" / ".metaflow" / "TrainForecastModelFlow"
+    newest = "TrainForecastModelFlow/" + max((run.name for run in runs.iterdir() if run.name.isdigit()), key=int)
+    assert f"Lineage of {newest}, one pass of `./run taxi-lineage`:" in printed, printed[-3000:]
+    environment = {"HOME": str(Path.home()), "LANG": "C.UTF-8", "PATH": CLEAN_PATH}
+    read = subprocess.run(
+        ["./run", "taxi-lineage", "model", "--json"], cwd=fresh_copy, env=environment, capture_output=True, text=True
+    )
+    assert read.returncode == 0, read.stderr
+    assert newest in {version["version"] for version in json.loads(read.stdout)}
+    assert "Not in the lineage yet" not in read.stderr
 
 
 def test_nothing_is_written_outside_the_state_folder(fresh_copy, demo, flow_by_hand):

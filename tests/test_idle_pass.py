@@ -14,8 +14,10 @@ import pytest
 from dagster import DagsterInstance, Definitions, asset, materialize
 from metaflow import Runner
 
-from bridge.run.idle import READ_TYPES, dagster_event_log, idle_pass
+from bridge.cli.commands import lineage_status
+from bridge.run.idle import idle_pass
 from bridge.run.lineage_pass import run_pass
+from bridge.run.unseen import READ_TYPES, Unseen, dagster_event_log, unseen_runs
 from bridge.translate.dagster_records import READ_TYPES as DAGSTER_READ_TYPES
 from taxi_core.settings import PROJECT_ROOT
 from tests.lineage_bridges import with_datahub
@@ -82,7 +84,7 @@ def _pass_from_the_shell(root: Path) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("storage", ["sharded", "consolidated"])
-def test_an_idle_pass_loads_no_tool_and_the_next_run_is_picked_up(tmp_path, monkeypatch, storage):
+def test_an_idle_pass_loads_no_tool_and_the_next_run_is_picked_up(tmp_path, monkeypatch, capsys, storage):
     monkeypatch.chdir(tmp_path)  # where the passes from the shell run (the working folder is part of the configuration)
     home, defs, bridge = _shop(tmp_path, storage)
     with DagsterInstance.from_config(str(home)) as instance:
@@ -98,10 +100,19 @@ def test_an_idle_pass_loads_no_tool_and_the_next_run_is_picked_up(tmp_path, monk
 
     with DagsterInstance.from_config(str(home)) as instance:
         assert materialize(defs.resolve_asset_graph().assets_defs, instance=instance, selection=TABLES).success
+        runs = len(instance.get_run_records())
     assert idle_pass(bridge) is None
+    # Status still says what the last pass delivered, and that a run has happened since.
+    assert unseen_runs(bridge) == Unseen(dagster_runs=1, metaflow_runs=0)
+    assert lineage_status(bridge) == 0
+    said = capsys.readouterr().out
+    assert "up to date with the last pass" in said, said
+    assert f"Not in the lineage yet: 1 Dagster run has happened since the last pass; `{bridge.repair_command}`" in said
     code, printed = _pass_from_the_shell(tmp_path)
     assert code == 0 and "Lineage pass: 6 new events" in printed, printed
     assert len((bridge.lineage_dir / "openlineage_events.jsonl").read_text().splitlines()) == 12
+    assert runs == 2 and unseen_runs(bridge) == Unseen(dagster_runs=0, metaflow_runs=0)
+    assert lineage_status(bridge) == 0 and "Not in the lineage yet" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("storage", ["sharded", "consolidated"])
@@ -165,9 +176,11 @@ def test_a_new_metaflow_run_is_new(tmp_path):
         with Runner(str(_flow_file(tmp_path)), env=env, cwd=str(tmp_path), show_output=False) as runner:
             assert runner.run().run.successful
         assert idle_pass(bridge) is None
+        assert unseen_runs(bridge) == Unseen(dagster_runs=0, metaflow_runs=1)
         result = run_pass(bridge, instance, graph)
     assert result.queued["metaflow"] > 0
     assert idle_pass(bridge) is not None
+    assert unseen_runs(bridge) == Unseen(dagster_runs=0, metaflow_runs=0)
 
 
 def test_the_idle_check_reads_what_the_dagster_source_reads():

@@ -27,6 +27,7 @@ from bridge.outbox.database import OutboxDamaged
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox.lease import PassRunning, one_pass_at_a_time
 from bridge.outbox.outbox import Outbox
+from bridge.run.unseen import unseen_line, unseen_runs
 from bridge.sinks.failures import redact
 
 if TYPE_CHECKING:
@@ -226,10 +227,14 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
         found = status(outbox)
     finally:
         outbox.close()
+    behind = unseen_runs(bridge)
     if as_json:
-        print(json.dumps(found.as_json(), indent=2))
+        print(json.dumps(found.as_json() | {"unseen": behind.as_json()}, indent=2))
         return found.code
-    print("\n".join(status_lines(found, time.time(), bridge.repair_command)))
+    print("\n".join(status_lines(found, time.time(), bridge.repair_command, behind.any)))
+    behind_line = unseen_line(behind, bridge.repair_command)
+    if behind_line:
+        print(behind_line)
     return found.code
 
 

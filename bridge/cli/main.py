@@ -62,6 +62,7 @@ from bridge.index.model_versions import (
     with_provenance,
 )
 from bridge.outbox.outbox import Outbox
+from bridge.run.unseen import unseen_line, unseen_runs
 from bridge.sinks.failures import redact
 
 
@@ -72,6 +73,9 @@ def _reading(bridge: LineageBridge) -> Iterator[sqlite3.Connection]:
         raise UsageError(f"No lineage yet in {bridge.lineage_dir}; {bridge.how_to_fill_graph}")
     outbox = open_outbox(bridge)
     try:
+        behind = unseen_line(unseen_runs(bridge), bridge.repair_command)
+        if behind:
+            print(behind, file=sys.stderr)
         index = _caught_up(bridge, outbox)
         with index.reading() as connection:
             yield connection

@@ -119,13 +119,17 @@ def _held_events(outbox: Outbox, sink: str) -> list[str]:
     return lines
 
 
-def status_lines(found: Status, now: float, repair_command: str) -> list[str]:
-    """``found`` for a person: the verdict, then one line per target (and why it fails), then what to do."""
+def status_lines(found: Status, now: float, repair_command: str, runs_since: bool = False) -> list[str]:
+    """``found`` for a person: the verdict, then one line per target (and why it fails), then what to do.
+
+    ``runs_since``: runs happened after the last pass, so a target with every queued event is up to date with
+    that pass only."""
     ago = f"{duration(now - found.last_pass)} ago" if found.last_pass else "never"
     verdict = f"Lineage: {VERDICTS[found.code]} (exit {found.code})"
     lines = [f"{verdict}; {found.queued} events in the outbox; last pass {ago}"]
     for sink in found.sinks:
-        line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else "up to date")
+        caught_up = "up to date with the last pass" if runs_since else "up to date"
+        line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else caught_up)
         if sink.oldest_pending:
             line += f" (oldest from {sink.oldest_pending})"
         if sink.held:

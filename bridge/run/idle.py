@@ -22,23 +22,21 @@ read) is a "maybe", and the full pass runs.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
 import sqlite3
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, SecretStr
 
 from bridge.config import LineageBridge, SinkSpec
 from bridge.outbox.health import LAST_PASS, Status, record_pass, status
 from bridge.outbox.outbox import Outbox
+from bridge.run.unseen import unseen_dagster_runs
 from bridge.sinks.contract import SinkContext, SinkDamaged, SinkMisconfigured
 from bridge.sinks.registry import config_of, sink_class
 from bridge.sources.metaflow_folders import folder_digest
@@ -47,22 +45,6 @@ REPORTS_CURSOR = "dagster-reports"  # where the reports of Metaflow runs to Dags
 CONFIGURATION = "idle-check:"  # an outbox note per configuration: each sink's name in the last full pass with it
 ENVIRONMENT = ("OPENLINEAGE", "METAFLOW", "DAGSTER_HOME", "HOME")
 CLIENT_DERIVED = "OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__"
-# The event types the Dagster source reads (bridge.translate.dagster_records.READ_TYPES), as Dagster stores them.
-READ_TYPES = (
-    "PIPELINE_START",
-    "PIPELINE_SUCCESS",
-    "PIPELINE_FAILURE",
-    "PIPELINE_CANCELED",
-    "STEP_START",
-    "STEP_SUCCESS",
-    "STEP_FAILURE",
-    "ASSET_MATERIALIZATION",
-    "ASSET_MATERIALIZATION_PLANNED",
-    "ASSET_CHECK_EVALUATION_PLANNED",
-    "ASSET_CHECK_EVALUATION",
-    "ASSET_OBSERVATION",
-)
-RUN_START = "PIPELINE_START"
 
 
 @dataclass(frozen=True)
@@ -170,83 +152,8 @@ def _sinks_idle(outbox: Outbox, bridge: LineageBridge, named: dict[str, str]) ->
     return True
 
 
-def dagster_event_log(home: Path) -> tuple[Path, Path | None] | None:
-    """Where the Dagster instance in ``home`` keeps its events in SQLite, as its ``dagster.yaml`` says: the file of
-    run-status and asset records, and the folder of run shards (``None`` when that one file holds every run);
-    ``None`` for any other storage."""
-    file = home / "dagster.yaml"
-    settings: dict[str, Any] = (yaml.safe_load(file.read_text()) if file.is_file() else None) or {}
-    if "event_log_storage" in settings:
-        spec = settings["event_log_storage"] or {}
-        if not str(spec.get("module", "")).startswith("dagster._core.storage.event_log"):
-            return None
-        base = _setting((spec.get("config") or {}).get("base_dir"))
-        if base is None:
-            return None
-        if spec.get("class") == "SqliteEventLogStorage":
-            return base / "index.db", base
-        if spec.get("class") == "ConsolidatedSqliteEventLogStorage":
-            return base / "event_log.db", None
-        return None
-    if "storage" in settings:
-        sqlite_settings = (settings["storage"] or {}).get("sqlite")
-        base = _setting((sqlite_settings or {}).get("base_dir")) if isinstance(sqlite_settings, dict) else None
-        return (base / "history" / "runs" / "index.db", base / "history" / "runs") if base else None
-    return home / "history" / "runs" / "index.db", home / "history" / "runs"
-
-
-def _setting(value: Any) -> Path | None:
-    """A path setting of ``dagster.yaml``: written out, or ``{env: NAME}``."""
-    if isinstance(value, dict) and set(value) == {"env"}:
-        value = os.environ.get(str(value["env"]))
-    return Path(value) if isinstance(value, str) and value else None
-
-
-def _storage_id(cursor: str | None) -> int | None:
-    """The storage id in Dagster's event-log cursor (base64 JSON); ``None`` when it is not one."""
-    if cursor is None:
-        return 0
-    try:
-        parsed = json.loads(base64.b64decode(cursor))
-    except ValueError:
-        return None
-    if not isinstance(parsed, dict) or parsed.get("type") != "STORAGE_ID" or not isinstance(parsed.get("value"), int):
-        return None
-    return int(parsed["value"])
-
-
 def _dagster_idle(cursor: dict[str, Any], bridge: LineageBridge) -> bool:
-    home = bridge.dagster_home or (Path(os.environ["DAGSTER_HOME"]) if os.environ.get("DAGSTER_HOME") else None)
-    files = dagster_event_log(home) if home else None
-    after = _storage_id(cursor.get("run_starts"))
-    if files is None or after is None or cursor.get("event_log") != str(files[0]) or not files[0].is_file():
-        return False
-    index, shards = files
-    kinds = ",".join("?" * len(READ_TYPES))
-    with _read_only(index) as connection:
-        started = "SELECT 1 FROM event_logs WHERE dagster_event_type = ? AND id > ? LIMIT 1"
-        if connection.execute(started, (RUN_START, after)).fetchone():
-            return False
-        for run_id, last_seen in cursor.get("open_runs", {}).items():
-            query = f"SELECT 1 FROM event_logs WHERE id > ? AND dagster_event_type IN ({kinds})"
-            if shards is None:
-                found = connection.execute(
-                    query + " AND run_id = ? LIMIT 1", (last_seen, *READ_TYPES, run_id)
-                ).fetchall()
-            else:
-                shard = shards / f"{run_id}.db"
-                if not shard.is_file():
-                    return False
-                with _read_only(shard) as run_shard:
-                    found = run_shard.execute(query + " LIMIT 1", (last_seen, *READ_TYPES)).fetchall()
-            if list(found):
-                return False
-    return True
-
-
-def _read_only(path: Path) -> closing[sqlite3.Connection]:
-    """A read-only SQLite connection, closed on leaving the block."""
-    return closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30))
+    return unseen_dagster_runs(cursor, bridge.dagster_home) == 0
 
 
 def _metaflow_idle(outbox: Outbox, flows: tuple[str, ...]) -> bool:

@@ -214,7 +214,8 @@ class MetaflowSource:
         watermark = min(unfinished) if unfinished else (newest_done[0] if newest_done else watermark)
         finished = {run: created for run, created in finished.items() if created >= watermark}
         after = {"watermark": watermark, "finished": finished}
+        if folder is not None:
+            after["folder"] = str(folder)  # where status counts the runs not seen yet (bridge.run.unseen)
         if not unfinished and folders is not None:
             after["settled"] = folders  # every run is finished and translated: nothing changes until a new one
-            after["folder"] = str(folder)
         return events, after
