@@ -10,12 +10,15 @@ import signal
 import sys
 import time
 from datetime import date
+from pathlib import Path
+
+from dotenv import dotenv_values
 
 from taxi_core.months import MonthInvalid, parse_month
 from taxi_core.names import TLC_FIRST_MONTH
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import child_environment
-from taxi_demo import local_state
+from taxi_demo import demo_undo, local_state
 from taxi_demo.local_cluster import profile as cluster_profile
 from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
@@ -23,7 +26,7 @@ DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
 PROFILES = ("embedded", "cluster")
 DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
-COMMANDS = ("init", "demo", "cluster")
+COMMANDS = ("init", "demo", "cluster", "undo")
 # The settings a profile adds to its state folder's settings file, so later commands there find its servers.
 PROFILE_SETTINGS = ("TAXI_CATALOG", "TAXI_CATALOG_URL", "TAXI_SPARK_MASTER", "TAXI_SPARK_CORES_MAX",
                     "TAXI_SPARK_EXECUTOR_MEMORY")  # fmt: skip
@@ -68,25 +71,68 @@ def checked_months(months: list[str], today: date | None = None) -> list[str]:
     return sorted(checked)
 
 
-def init(settings: Settings, months: list[str], trips: int, profile: dict[str, str] | None = None) -> dict[str, str]:
-    """Write the sample source, and the state folder's settings file that points the project at it (and its profile)."""
+def init(
+    settings: Settings,
+    months: list[str],
+    trips: int,
+    profile: dict[str, str] | None = None,
+    months_in_range: list[str] | None = None,
+) -> dict[str, str]:
+    """Write the sample source, and the state folder's settings file that points the project at it (and its profile).
+
+    The partitions run over ``months_in_range`` (by default every month the sample source has), so Dagster's launch
+    dialog offers exactly those."""
     source = local_state.sample_source(settings, trips)
     source.write_months(months)
     values = local_state.local_environment(settings, source, cluster_profile.INSTANCE_YAML if profile else None)
-    sources = dict(source.environment)  # every source's TAXI_<SOURCE>_BASE_URL: the UI's runs and sensors read them
-    # The partitions are the months the sample source has, so Dagster's launch dialog offers exactly those.
-    written = source.months()
-    sources |= {
-        "TAXI_FIRST_MONTH": written[0],
-        "TAXI_LAST_MONTH": written[-1],
-        "TAXI_TRUE_RATES": str(source.truth_dir),
-    }
-    kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
-    write_settings_file(settings.settings_file, sources | kept)
+    write_settings(
+        settings,
+        source.environment,
+        source.truth_dir,
+        profile,
+        source.months() if months_in_range is None else months_in_range,
+    )
     removed = local_state.remove_old_env_file()
     if removed:
         print(f"Removed {removed}, written by an older `taxi init`: settings now live in {settings.settings_file}")
     return values
+
+
+def write_settings(
+    settings: Settings,
+    sources: dict[str, str],
+    truth: Path,
+    profile: dict[str, str] | None,
+    months_in_range: list[str],
+) -> None:
+    """Every source's TAXI_<SOURCE>_BASE_URL (the UI's runs and sensors read them), the month range, the profile's."""
+    kept = {key: value for key, value in (profile or {}).items() if key in PROFILE_SETTINGS}
+    values = sources | month_range(months_in_range) | {"TAXI_TRUE_RATES": str(truth)}
+    write_settings_file(settings.settings_file, values | kept)
+
+
+def month_range(months: list[str]) -> dict[str, str]:
+    return {"TAXI_FIRST_MONTH": min(months), "TAXI_LAST_MONTH": max(months)} if months else {}
+
+
+def settled_range(settings: Settings) -> list[str]:
+    """The first and last month of the settings file's range (what earlier demos ingested), or none."""
+    written = dotenv_values(settings.settings_file) if settings.settings_file.is_file() else {}
+    return [month for month in (written.get("TAXI_FIRST_MONTH"), written.get("TAXI_LAST_MONTH")) if month]
+
+
+def history_problem(months: list[str], published: set[str]) -> str | None:
+    """Why training could not run on the actuals after ingesting ``months``, if it could not: the flow fits and
+    backtests on the 56 days before the newest hour, so the newest month needs the month before it too."""
+    newest = max([*months, *published])
+    year, month = map(int, newest.split("-"))
+    previous = f"{year - 1}-12" if month == 1 else f"{year}-{month - 1:02d}"
+    if previous in months or previous in published:
+        return None
+    return (
+        f"--months: training forecasts from the newest month, {newest}, and needs the month before it ({previous}) "
+        f"too (56 days of actuals); add it: --months {' '.join(sorted({*months, previous}))}. Nothing was written."
+    )
 
 
 def demo(settings: Settings, months: list[str], trips: int, use_weather: bool, profile: str = "embedded") -> int:
@@ -112,12 +158,46 @@ def run_demo(
     stages: Stages,
     profile: dict[str, str] | None = None,
 ) -> int:
+    problem = history_problem(months, demo_undo.published_actuals_months(settings))
+    if problem:
+        print(f"taxi demo: {problem}", file=sys.stderr)
+        return 2
+    before = demo_undo.record(settings)
+    settled = settled_range(settings)
     stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
-    values = init(settings, months, trips, profile)
+    # The settings file keeps its range until a month is in: a month that fails never becomes a partition there.
+    values = init(settings, months, trips, profile, months_in_range=settled)
+    source = local_state.sample_source(settings, trips)
     # What the demo starts (the code server and its runs, Metaflow, the lineage pass) runs on this state folder,
-    # its sample source and, with a profile, its servers.
-    with child_environment((profile or {}) | values):
-        return _run_pipeline(settings, months, use_weather, stages, values, profile)
+    # its sample source, the months it ingests and, with a profile, its servers.
+    ingested: list[str] = []
+    try:
+        with child_environment((profile or {}) | values | month_range([*settled, *months])):
+            succeeded = _run_pipeline(settings, months, use_weather, stages, values, profile, ingested)
+    finally:
+        write_settings(settings, source.environment, source.truth_dir, profile, [*settled, *ingested])
+    if not succeeded:
+        _say_what_is_left(settings, before, settled, ingested)
+    return 0 if succeeded else 1
+
+
+def _say_what_is_left(settings: Settings, before: demo_undo.Before, settled: list[str], ingested: list[str]) -> None:
+    changed = before.changes(settings)
+    if not changed:
+        print("No table changed: every published table is as it was before the demo.")
+    else:
+        print("What the demo left (each table's current version; Dagster and the lineage keep its runs):")
+        print("\n".join(f"  {line}" for line in changed))
+    months = month_range([*settled, *ingested])
+    print(
+        f"  {settings.settings_file}: months "
+        + (f"{months['TAXI_FIRST_MONTH']} to {months['TAXI_LAST_MONTH']}" if months else "not set")
+        + " (a month that failed is not added)"
+    )
+    if changed:
+        demo_undo.save(before, settings)
+        undo = demo_undo.UNDO_COMMAND
+        print(f"Undo all of it (each table back to its version before the demo, the settings too): {undo}")
 
 
 def _run_pipeline(
@@ -127,7 +207,9 @@ def _run_pipeline(
     stages: Stages,
     values: dict[str, str],
     profile: dict[str, str] | None,
-) -> int:
+    ingested: list[str],
+) -> bool:
+    """Run the demo's jobs and one lineage pass; each month whose ingestion succeeded goes into ``ingested``."""
     # Dagster reads DAGSTER_HOME when the instance is opened: inside the demo's environment.
     from dagster import DagsterInstance
 
@@ -151,6 +233,8 @@ def _run_pipeline(
                 )
                 outcomes.append(pipeline_run.wait_for(instance, run_id))
                 pipeline_run.print_outcome(outcomes[-1])
+                if outcomes[-1].success:
+                    ingested.append(month)
             if all(outcome.success for outcome in outcomes):
                 weather = "with" if use_weather else "without"
                 stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
@@ -169,17 +253,21 @@ def _run_pipeline(
     stages.header(f"Demo {'finished' if succeeded else 'FAILED'}. State folder: {values['TAXI_STATE_DIR']}")
     for outcome in outcomes:
         print(f"  {outcome.label:22s} {'succeeded' if outcome.success else 'FAILED   '}  run {outcome.run_id}")
-    plot = pipeline_run.newest_plot(settings.state_dir)
     if profile:
         print("Servers again:         ./run taxi cluster   (keeps them up and says how to point dagster dev at them)")
     else:
         print("Dagster UI:            ./run dagster dev   (then open http://127.0.0.1:3000/runs)")
-    print("Train again by hand:   ./run python flows/train.py run --use_weather true")
+    if not succeeded:
+        return False
+    print(
+        "Train again by hand:   ./run python flows/train.py run --use_weather true   (its lineage follows at its end)"
+    )
     print("Lineage of a table:    ./run taxi-lineage show nyc_taxi.yellow_rides_hourly_forecast")
     print("Model versions:        ./run taxi-lineage model")
+    plot = pipeline_run.newest_plot(settings.state_dir)
     if plot:
         print(f"Forecast plot:         {plot}")
-    return 0 if succeeded else 1
+    return True
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -205,6 +293,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "demo", parents=[options], help="init, ingest the months, build actuals, train and forecast, lineage"
+    )
+    commands.add_parser(
+        "undo", help="put every table back to its version before the last failed demo, and the settings as they were"
     )
     commands.add_parser(
         "cluster", help="start the cluster profile's servers and keep them up until Ctrl-C (for dagster dev)"
@@ -242,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "cluster":
         return keep_cluster_up(settings)
+    if args.command == "undo":
+        return demo_undo.undo(settings)
     return demo(settings, months, trips, options["weather"], options["profile"])
 
 
