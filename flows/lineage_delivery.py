@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.sources.metaflow_recorder import DAGSTER_RUN_ID_ENV
+from taxi_core.progress import reporting_while
 from taxi_core.settings import SettingsError, load_settings
 
 LINEAGE_COMMAND = "taxi-lineage"
@@ -27,25 +28,30 @@ def deliver_lineage(run: Any = None) -> None:
     """Metaflow calls this once the run has ended (``run``: the Metaflow client's Run); it prints what it did."""
     pathspec = run.pathspec if run is not None else "this run"
     if os.environ.get(DAGSTER_RUN_ID_ENV):
-        print(f"Lineage of {pathspec}: Dagster launched it, so Dagster's lineage sensor (or the demo) delivers it.")
+        say(f"Lineage of {pathspec}: Dagster launched it, so Dagster's lineage sensor (or the demo) delivers it.")
         return
     try:
         settings = load_settings()
     except SettingsError as err:
-        print(f"Lineage of {pathspec} not delivered: {err}")
+        say(f"Lineage of {pathspec} not delivered: {err}")
         return
     if not settings.lineage_after_training:
-        print(f"Lineage of {pathspec}: not delivered now (TAXI_LINEAGE_AFTER_TRAINING=false); `./run taxi-lineage`")
+        say(f"Lineage of {pathspec}: not delivered now (TAXI_LINEAGE_AFTER_TRAINING=false); `./run taxi-lineage`")
         return
     command = [str(Path(sys.executable).with_name(LINEAGE_COMMAND))]
+    # Metaflow holds a hook's standard output until it returns: the pass speaks on standard error, as it goes.
+    say(f"Lineage of {pathspec}, one pass of `./run taxi-lineage`:")
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=settings.lineage_pass_seconds + EXTRA_SECONDS
-        )
+        with reporting_while(say, "  lineage pass", ends=False):
+            done = subprocess.run(
+                command, stdout=sys.stderr, stderr=sys.stderr, timeout=settings.lineage_pass_seconds + EXTRA_SECONDS
+            )
     except (OSError, subprocess.TimeoutExpired) as err:
-        print(f"Lineage of {pathspec} not delivered yet ({err}): `./run taxi-lineage` delivers it.")
+        say(f"  not delivered yet ({err}): `./run taxi-lineage` delivers it.")
         return
-    print(f"Lineage of {pathspec}, one pass of `./run taxi-lineage`:")
-    print("\n".join(f"  {line}" for line in (done.stdout + done.stderr).strip().splitlines()))
     if done.returncode != 0:
-        print(f"  The pass ended with exit {done.returncode}: `./run taxi-lineage status` says what waits and why.")
+        say(f"  The pass ended with exit {done.returncode}: `./run taxi-lineage status` says what waits and why.")
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

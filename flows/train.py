@@ -55,6 +55,7 @@ from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_
 from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
 from flows.run_settings import RunSettings, resolve_settings
+from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_NAME
 
@@ -71,6 +72,7 @@ class BadRunSetting(MetaflowException, PipelineError):
 
 
 @exit_hook(on_success=[DELIVER_LINEAGE], on_error=[DELIVER_LINEAGE])
+@with_heartbeats
 @record_lineage
 class TrainForecastModelFlow(FlowSpec):
     """Train the hourly taxi-demand model per pickup zone, backtest it, and write its forecasts to Iceberg."""

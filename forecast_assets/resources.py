@@ -12,12 +12,12 @@ from pyiceberg.catalog import Catalog
 
 from forecast_assets.lakehouse.class_archive import ClassArchive
 from forecast_assets.lakehouse.commits import open_catalog_once
-from forecast_assets.lakehouse.spark_progress import reporting_while
 from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
 from forecast_assets.source_specs.spec import SourceFile, SourceSpec
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
 from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.progress import reporting_while
 from taxi_core.tool_env import child_environment
 
 

@@ -16,6 +16,7 @@ from dotenv import dotenv_values
 
 from taxi_core.months import MonthInvalid, parse_month
 from taxi_core.names import TLC_FIRST_MONTH
+from taxi_core.progress import print_now, reporting_while
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import child_environment
 from taxi_demo import demo_undo, local_state
@@ -166,7 +167,8 @@ def run_demo(
     settled = settled_range(settings)
     stages.header(f"Sample TLC and NOAA files for {', '.join(months)} ({trips:,} trips a month)")
     # The settings file keeps its range until a month is in: a month that fails never becomes a partition there.
-    values = init(settings, months, trips, profile, months_in_range=settled)
+    with reporting_while(print_now, "  writing the sample files", ends=False):
+        values = init(settings, months, trips, profile, months_in_range=settled)
     source = local_state.sample_source(settings, trips)
     # What the demo starts (the code server and its runs, Metaflow, the lineage pass) runs on this state folder,
     # its sample source, the months it ingests and, with a profile, its servers.
@@ -246,8 +248,9 @@ def _run_pipeline(
     stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")
     from forecast_assets.lineage_cli import main as lineage
 
-    lineage([])
-    lineage(["picture"])
+    with reporting_while(print_now, "  lineage pass", ends=False):
+        lineage([])
+        lineage(["picture"])
 
     succeeded = all(outcome.success for outcome in outcomes)
     stages.header(f"Demo {'finished' if succeeded else 'FAILED'}. State folder: {values['TAXI_STATE_DIR']}")

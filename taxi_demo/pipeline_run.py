@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
 from taxi_core.names import LOCATION_NAME
+from taxi_core.progress import print_now, reporting_while
 from taxi_core.settings import PROJECT_ROOT
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -50,8 +51,10 @@ class RunOutcome:
 def code_location(instance: DagsterInstance) -> Iterator[WorkspaceRequestContext]:
     """The project's code location, loaded from workspace.yaml in a code server process."""
     target = WorkspaceFileTarget(paths=[str(WORKSPACE_FILE)])
-    with WorkspaceProcessContext(instance, target) as process_context:
-        workspace = process_context.create_request_context()
+    with ExitStack() as stack:
+        with reporting_while(print_now, "  loading", ends=False):
+            process_context = stack.enter_context(WorkspaceProcessContext(instance, target))
+            workspace = process_context.create_request_context()
         location_error = workspace.get_code_location_error(LOCATION_NAME)
         if location_error is not None:
             msg = f"The code location {LOCATION_NAME} in {WORKSPACE_FILE} failed to load:\n{location_error.to_string()}"

@@ -26,6 +26,7 @@ from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
 from forecast_assets.lakehouse.publication import published_month, published_snapshot
+from forecast_assets.lakehouse.spark_progress import reporting_progress
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
@@ -117,17 +118,17 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
         neighbours: tuple[NeighbourMonth, ...] = ()
-        if source.neighbours_by and window is not None:
-            neighbours = neighbour_months(spark.session, source.table, window, zone_column=source.neighbours_by)
+        what = (
+            f"Reading what {source.table.identifier} {window.month if window else '(whole table)'} is audited against"
+        )
+        with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
+            if source.neighbours_by and window is not None:
+                neighbours = neighbour_months(spark.session, source.table, window, zone_column=source.neighbours_by)
+            zones = source.zone_reference(spark.session) if source.zone_reference else None
         month = MonthWrite(
             spec=source.table,
             audits=list(source.audits),
-            facts=MonthFacts(
-                window,
-                expected_rows=source.expected_rows(staged),
-                neighbours=neighbours,
-                zones=source.zone_reference(spark.session) if source.zone_reference else None,
-            ),
+            facts=MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones),
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
             files=staged.described,

@@ -241,7 +241,9 @@ def write_audit_publish(
         return
     accepted = _acceptance(month, config)
     session, spec, window = spark.session, month.spec, month.facts.window
-    published = published_month(session, spec, _partition(context))
+    reading = f"Reading how {spec.identifier} {_label(month)} is published"
+    with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
+        published = published_month(session, spec, _partition(context))
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
         yield _unchanged(context, spark, month, published)
         return

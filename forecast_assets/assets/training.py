@@ -20,6 +20,7 @@ from pydantic import Field
 from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME, table_key
 from taxi_core.names import ACTUALS, FORECAST, MODEL_NAME, RAW_WEATHER
 from taxi_core.names import ZONES as ZONE_LOOKUP
+from taxi_core.progress import SilenceWatch
 
 FORECAST_MODEL = AssetKey(MODEL_NAME)
 FORECAST_TABLE = table_key(FORECAST)
@@ -77,18 +78,25 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     """Runs flows/train.py through Metaflow's Runner, passing this Dagster run as the flow's parent."""
     from flows.launch import FlowEventKind, FlowFailed, run_training  # Metaflow loads only when training runs
 
+    running = ["Starting the Metaflow flow"]  # what the silence watch names: the flow's start, then each step
+
     def log_flow_event(event) -> None:
+        watch.heard()
+        if event.kind is FlowEventKind.TASK_STARTED:
+            running[0] = event.step
         (context.log.error if event.kind is FlowEventKind.TASK_FAILED else context.log.info)(str(event))
 
+    watch = SilenceWatch(context.log.info, lambda: running[0])
     try:
-        run = run_training(
-            config.flow_parameters(),
-            dagster_run_id=context.run.run_id,
-            dagster_job=context.job_name,
-            dagster_step=str(context.op_execution_context.op_handle),
-            show_output=False,
-            on_event=log_flow_event,
-        )
+        with watch.watching():
+            run = run_training(
+                config.flow_parameters(),
+                dagster_run_id=context.run.run_id,
+                dagster_job=context.job_name,
+                dagster_step=str(context.op_execution_context.op_handle),
+                show_output=False,
+                on_event=log_flow_event,
+            )
     except FlowFailed as err:
         metadata = {"metaflow_run": err.pathspec or "", "failed_step": err.step or ""}
         raise Failure(description=str(err), metadata=metadata, allow_retries=False) from err

@@ -3,14 +3,12 @@ action's progress (stages and tasks done)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pyspark import SparkContext
 
-REPORT_EVERY_SECONDS = 10.0
+from taxi_core.progress import REPORT_EVERY_SECONDS, reporting_while
 
 
 def stage_progress(context: SparkContext) -> str | None:
@@ -28,35 +26,12 @@ def stage_progress(context: SparkContext) -> str | None:
 
 @contextmanager
 def reporting_progress(
-    context: SparkContext, report: Callable[[str], None], what: str, every: float = REPORT_EVERY_SECONDS
-) -> Iterator[None]:
-    """Call ``report`` when the work starts, every ``every`` seconds with Spark's progress, and at the end."""
-    with reporting_while(report, what, lambda: stage_progress(context), every):
-        yield
-
-
-@contextmanager
-def reporting_while(
+    context: SparkContext,
     report: Callable[[str], None],
     what: str,
-    progress: Callable[[], str | None] = lambda: None,
     every: float = REPORT_EVERY_SECONDS,
+    ends: bool = True,
 ) -> Iterator[None]:
-    """Call ``report`` when the work starts, every ``every`` seconds (with ``progress()``), and at the end."""
-    started = time.monotonic()
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.wait(every):
-            now = progress()
-            report(f"{what}: {time.monotonic() - started:.0f} s" + (f", {now}" if now else ""))
-
-    report(f"{what}: started")
-    watcher = threading.Thread(target=watch, name="spark-progress", daemon=True)
-    watcher.start()
-    try:
+    """Call ``report`` every ``every`` seconds with Spark's progress (and, with ``ends``, at the start and end)."""
+    with reporting_while(report, what, lambda: stage_progress(context), every, ends):
         yield
-    finally:
-        done.set()
-        watcher.join()
-    report(f"{what}: done in {time.monotonic() - started:.1f} s")
