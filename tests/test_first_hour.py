@@ -181,6 +181,32 @@ def test_a_month_launched_from_the_launch_dialog_succeeds(fresh_copy, dagster_ui
         assert _finished(instance, run.run_id).status == DagsterRunStatus.SUCCESS
 
 
+def test_a_month_the_source_lacks_is_refused_before_a_run_starts(fresh_copy, dagster_ui, monkeypatch):
+    """The partitions are the months the demo ingested: the month after them is refused in the dialog itself."""
+    from playwright.sync_api import expect
+
+    url, page = dagster_ui
+    with _instance(fresh_copy, monkeypatch) as instance:
+        runs_before = len(instance.get_runs())
+        # The sample source's own months, read from its folder: the one after its newest is one it lacks.
+        newest = max(path.stem.rsplit("_", 1)[-1] for path in (fresh_copy / ".state").glob("sample_source/**/yellow_*"))
+    year, month = map(int, newest.split("-"))
+    lacking = f"{year + month // 12}-{month % 12 + 1:02d}-01"
+    _open(page, f"{url}/assets/taxi_trip_files")
+    page.get_by_role("button", name="Materialize").first.click()
+    launch = page.get_by_role("dialog").filter(has_text="Launch runs to materialize")
+    partitions = page.get_by_placeholder("ex: 2024-12-01, 2025-01-01")
+    partitions.fill(lacking)
+    partitions.press("Enter")
+    expect(page.get_by_role("dialog").filter(has_text="Could not find partition")).to_contain_text(lacking)
+    page.get_by_role("button", name="OK").click()
+    expect(launch.get_by_text("0 partitions", exact=True)).to_be_visible()
+    expect(launch.get_by_role("button", name=re.compile(r"^Launch"))).to_be_disabled()
+    launch.get_by_role("button", name="Cancel", exact=True).click()
+    with _instance(fresh_copy, monkeypatch) as instance:
+        assert len(instance.get_runs()) == runs_before
+
+
 def test_the_lineage_sensor_tick_log_says_what_lineage_did(dagster_ui):
     from playwright.sync_api import expect
 
