@@ -162,13 +162,16 @@ def test_a_slow_target_never_starves_the_others(tmp_path, auth):
     queued = fill(tmp_path)
     with LineageServer(hold=0.05, authorization=auth.header) as server:
         bridge = bridge_for(tmp_path, (http_sink(auth.client(server.url)), lite(tmp_path)), pass_seconds=1.5)
-        first = one_pass(bridge)
-        assert first.sink("openlineage").out_of_time and first.sink("openlineage").pending > 0
-        assert first.sink("datahub").pending == 0  # Lite got everything in the same pass
+        passes = [one_pass(bridge)]
+        assert passes[0].sink("openlineage").out_of_time and passes[0].sink("openlineage").pending > 0
+        while passes[-1].sink("openlineage").pending and len(passes) < 12:
+            passes.append(one_pass(bridge))
+        # Lite goes on while the slow target holds its pass (the first pass, unless the machine is very busy) and
+        # has everything no later than the slow target does.
+        behind = [(done.sink("datahub").pending, done.sink("openlineage").pending) for done in passes]
+        assert behind[-1][1] == 0 and behind[0][0] < len(queued), behind
+        assert [lite for lite, _ in behind].index(0) <= [http for _, http in behind].index(0), behind
         lite_holds_everything(tmp_path, queued)
-        for _ in range(10):
-            if one_pass(bridge).sink("openlineage").pending == 0:
-                break
     received_once_each(server, queued)
     assert verdict(tmp_path) == HEALTHY
 
