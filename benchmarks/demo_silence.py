@@ -51,7 +51,7 @@ def timed_demo(state: Path) -> Timed:
             if DEMO_STARTS in line:
                 started = last = now
             continue
-        timed.gaps.append((now - last, line.strip()[:110]))
+        timed.gaps.append((now - last, " - ".join(line.strip().split(" - ")[-2:])[:110]))  # Dagster's step and message
         last = now
     if process.wait() != 0:
         raise SystemExit(f"the demo failed in {state} (exit {process.returncode})")

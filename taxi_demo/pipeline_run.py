@@ -20,7 +20,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
 from taxi_core.names import LOCATION_NAME
-from taxi_core.progress import print_now, reporting_while
+from taxi_core.progress import SilenceWatch, print_now, reporting_while
 from taxi_core.settings import PROJECT_ROOT
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -137,11 +137,28 @@ def _create_run(
 
 
 def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
-    """Block until the run has finished, then summarise it from the event log."""
+    """Block until the run has finished, then summarise it from the event log.
+
+    The run prints its own log; while it says nothing (its process starting, on a busy machine 20 s and more), the
+    wait says what the run is doing, from its newest event."""
     run = instance.get_run_by_id(run_id)
-    while run is not None and not run.is_finished:
-        time.sleep(POLL_SECONDS)
-        run = instance.get_run_by_id(run_id)
+    newest: list = [None]  # the run's newest event record: what the silence watch names
+
+    def running() -> str:
+        entry = newest[0].event_log_entry if newest[0] is not None else None
+        step = entry.step_key if entry is not None else None
+        return f"  run {run_id[:8]} (" + (f"step {step}" if step else "starting its process") + ")"
+
+    cursor = None
+    watch = SilenceWatch(print_now, running)
+    with watch.watching():
+        while run is not None and not run.is_finished:
+            time.sleep(POLL_SECONDS)
+            found = instance.get_records_for_run(run_id, cursor=cursor)
+            if found.records:
+                newest[0], cursor = found.records[-1], found.cursor
+                watch.heard()
+            run = instance.get_run_by_id(run_id)
     if run is None:
         msg = f"Run {run_id} disappeared from the Dagster instance at {instance.root_directory}"
         raise RuntimeError(msg)
