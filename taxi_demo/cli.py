@@ -223,17 +223,16 @@ def _run_pipeline(
         with pipeline_run.code_location(instance) as workspace:
             if pipeline_run.has_job(workspace, pipeline_run.REFERENCE_JOB):
                 stages.header(f"Reference data (published once for all months): job {pipeline_run.REFERENCE_JOB}")
-                run_id = pipeline_run.launch(instance, workspace, pipeline_run.REFERENCE_JOB)
-                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.REFERENCE_JOB))
                 pipeline_run.print_outcome(outcomes[-1])
             for month in months:
                 if outcomes and not outcomes[-1].success:
                     break
                 stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
-                run_id = pipeline_run.launch(
-                    instance, workspace, pipeline_run.INGESTION_JOB, tags={"dagster/partition": f"{month}-01"}
+                partition = {"dagster/partition": f"{month}-01"}
+                outcomes.append(
+                    pipeline_run.run_to_end(instance, workspace, pipeline_run.INGESTION_JOB, tags=partition)
                 )
-                outcomes.append(pipeline_run.wait_for(instance, run_id))
                 pipeline_run.print_outcome(outcomes[-1])
                 if outcomes[-1].success:
                     ingested.append(month)
@@ -241,8 +240,9 @@ def _run_pipeline(
                 weather = "with" if use_weather else "without"
                 stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
                 config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
-                run_id = pipeline_run.launch(instance, workspace, pipeline_run.TRAINING_JOB, run_config=config)
-                outcomes.append(pipeline_run.wait_for(instance, run_id))
+                outcomes.append(
+                    pipeline_run.run_to_end(instance, workspace, pipeline_run.TRAINING_JOB, run_config=config)
+                )
                 pipeline_run.print_outcome(outcomes[-1])
 
     stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")

@@ -80,6 +80,20 @@ def launch(
     return run_id
 
 
+def run_to_end(
+    instance: DagsterInstance,
+    workspace: WorkspaceRequestContext,
+    job_name: str,
+    tags: dict[str, str] | None = None,
+    run_config: dict | None = None,
+) -> RunOutcome:
+    """Launch a run of ``job_name`` and wait for its end, saying what it does while it is silent."""
+    # Planning a run asks the code server for its execution plan: on a busy machine that alone takes 20 s.
+    with reporting_while(print_now, "  launching the run", ends=False):
+        run_id = launch(instance, workspace, job_name, tags, run_config)
+    return wait_for(instance, run_id)
+
+
 def submit(
     instance: DagsterInstance,
     workspace: WorkspaceRequestContext,
