@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.translate.naming import Naming
+from bridge.translate.naming import Naming, dagster_job_name
 
 if TYPE_CHECKING:
     from dagster import AssetKey
@@ -85,6 +85,21 @@ class LineageBridge:
     @property
     def index_path(self) -> Path:
         return self.lineage_dir / "index.sqlite"
+
+    @property
+    def picture_path(self) -> Path:
+        """Where ``picture`` draws the whole graph."""
+        return self.lineage_dir / "lineage_graph.svg"
+
+    @property
+    def pictures_dir(self) -> Path:
+        """Where ``picture`` draws each dataset's own picture (its neighbourhood), one file per dataset."""
+        return self.lineage_dir / "pictures"
+
+    @property
+    def asset_jobs(self) -> frozenset[str]:
+        """What lineage names Dagster's asset jobs (the UI's Materialize) in ``code_location``."""
+        return frozenset({dagster_job_name("__ASSET_JOB", self.code_location)})
 
     @property
     def events_file(self) -> Path:

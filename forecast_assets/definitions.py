@@ -74,22 +74,12 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
     from bridge.run.sensor import lineage_sensor
-    from forecast_assets.lineage import lineage_links, lineage_markdown, lineage_picture, taxi_bridge
+    from forecast_assets.lineage import asset_lineage, lineage_markdown, taxi_bridge
 
-    picture = lineage_picture(settings)
-    drawn = picture.read_bytes() if picture.is_file() else None
-
-    def with_lineage_links(spec: AssetSpec) -> AssetSpec:
-        links = lineage_links(settings, spec.key.path)
-        metadata = {
-            "lineage": MetadataValue.md(lineage_markdown(links, picture, drawn)),
-            "lineage/show": MetadataValue.text(links["lineage/show"]),
-            "lineage/picture": MetadataValue.path(links["lineage/picture"]),
-            "datahub/urn": MetadataValue.text(links["datahub/urn"]),
-        }
-        if "datahub/url" in links:
-            metadata["datahub/url"] = MetadataValue.url(links["datahub/url"])
-        return spec.merge_attributes(metadata=metadata)
+    def with_lineage(spec: AssetSpec) -> AssetSpec:
+        lineage = asset_lineage(settings, spec.key.path)
+        drawn = lineage.picture.read_bytes() if lineage.picture.is_file() else None
+        return spec.merge_attributes(metadata={"lineage": MetadataValue.md(lineage_markdown(lineage, drawn))})
 
     months = monthly_partitions(settings)
     sources = registered_sources()
@@ -101,7 +91,7 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
     ]
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
-        assets=map_asset_specs(with_lineage_links, assets),
+        assets=map_asset_specs(with_lineage, assets),
         asset_checks=FORECAST_CHECKS,
         jobs=[*ingestion_jobs(sources), training_job],
         sensors=[*source_sensors(sources, months), lineage_sensor(taxi_bridge(settings))],

@@ -9,11 +9,13 @@ import base64
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from bridge.config import LineageBridge, SinkSpec
+from bridge.index.picture import picture_file
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE
@@ -94,46 +96,60 @@ def portable_location(settings: Settings, location: str) -> str:
     return f"file://{settings.lineage_local_store}/{path.relative_to(settings.state_dir).as_posix()}"
 
 
-def lineage_picture(settings: Settings) -> Path:
-    """Where `taxi-lineage picture` draws the lineage graph."""
-    return settings.state_dir / "lineage" / "lineage_graph.svg"
+@dataclass(frozen=True)
+class AssetLineage:
+    """Where a Dagster asset's lineage is: its dataset's name in lineage, the command that shows it, its own
+    picture and the whole graph's, its DataHub URN (and, with a GMS, the GMS's page of it)."""
+
+    dataset: str
+    show: str
+    picture: Path
+    whole_picture: Path
+    urn: str
+    datahub_url: str | None = None
 
 
-def lineage_links(settings: Settings, asset_path: Sequence[str]) -> dict[str, str]:
-    """Where a Dagster asset's lineage is: the command that shows it, the picture, its DataHub URN (and,
-    with a GMS, the GMS's page of it)."""
-    policy = naming(settings)
-    dataset = policy.asset(list(asset_path))
-    urn = policy.datahub_urn(dataset)
-    links = {
-        "lineage/show": f"./run taxi-lineage show {dataset.catalog_name or dataset.name}",
-        "lineage/picture": str(lineage_picture(settings)),
-        "datahub/urn": urn,
-    }
+def asset_lineage(settings: Settings, asset_path: Sequence[str]) -> AssetLineage:
+    bridge = taxi_bridge(settings)
+    dataset = bridge.naming.asset(list(asset_path))
+    name = dataset.catalog_name or dataset.name
+    urn = bridge.naming.datahub_urn(dataset)
+    url = None
     if settings.datahub == "rest" and settings.datahub_gms_url:
-        links["datahub/url"] = f"{settings.datahub_gms_url.rstrip('/')}/entities/{quote(urn, safe='')}"
-    return links
+        url = f"{settings.datahub_gms_url.rstrip('/')}/entities/{quote(urn, safe='')}"
+    return AssetLineage(
+        dataset=name,
+        show=f"./run taxi-lineage show {name}",
+        picture=picture_file(bridge.pictures_dir, name),
+        whole_picture=bridge.picture_path,
+        urn=urn,
+        datahub_url=url,
+    )
 
 
-def lineage_markdown(links: Mapping[str, str], picture: Path, drawn: bytes | None) -> str:
-    """An asset's way to its lineage as Markdown for its page: the command, the picture inline, DataHub.
+def lineage_markdown(lineage: AssetLineage, drawn: bytes | None) -> str:
+    """An asset's way to its lineage as Markdown for its page: the command, its own picture inline, DataHub.
 
-    ``drawn`` is the picture as the code location loaded it (Dagster's definitions are fixed until a
-    reload), read once for every asset; the text says so and how to draw it again.
+    ``drawn`` is the asset's picture as the code location loaded it (Dagster's definitions are fixed until a
+    reload); the text says so and how to draw it again. Names and paths stay here, where they wrap, rather than
+    in the metadata table, which cuts long values off.
     """
-    lines = [f"In a shell: `{links['lineage/show']}`", ""]
+    lines = [f"In a shell: `{lineage.show}`", ""]
     if drawn is not None:
         svg = base64.b64encode(drawn).decode("ascii")
         lines += [
-            f"![The lineage graph across Dagster and Metaflow](data:image/svg+xml;base64,{svg})",
+            f"![{lineage.dataset} and its lineage across Dagster and Metaflow](data:image/svg+xml;base64,{svg})",
             "",
-            f"The picture as the last lineage pass before this code location loaded drew it ({picture}); "
-            "`./run taxi-lineage picture` draws it again, *Reload definitions* shows the new one.",
+            f"The picture as the last `./run taxi-lineage picture` before this code location loaded drew it "
+            f"(`{lineage.picture}`); that command draws it again, *Reload definitions* shows the new one. "
+            f"The whole graph: `{lineage.whole_picture}`.",
         ]
     else:
-        lines.append(f"No lineage picture yet: `./run taxi-lineage picture` draws one to {picture}.")
-    urn = links["datahub/urn"]
-    datahub = f"[{urn}]({links['datahub/url']})" if "datahub/url" in links else f"`{urn}`"
+        lines.append(
+            f"No lineage picture yet: `./run taxi-lineage picture` draws one to `{lineage.picture}` "
+            f"(and the whole graph to `{lineage.whole_picture}`)."
+        )
+    datahub = f"[{lineage.urn}]({lineage.datahub_url})" if lineage.datahub_url else f"`{lineage.urn}`"
     lines += ["", f"In DataHub: {datahub}"]
     return "\n".join(lines)
 

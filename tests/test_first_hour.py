@@ -231,7 +231,31 @@ def test_an_asset_page_opens_its_lineage(fresh_copy, dagster_ui):
     expect(shown).to_contain_text("./run taxi-lineage show nyc_taxi.raw_yellow")
     picture = shown.locator("img")
     expect(picture).to_be_visible()
-    drawn = (fresh_copy / ".state" / "lineage" / "lineage_graph.svg").read_bytes()
+    drawn = (fresh_copy / ".state" / "lineage" / "pictures" / "nyc_taxi.raw_yellow.svg").read_bytes()
     source = picture.get_attribute("src")
     assert base64.b64decode(source.removeprefix("data:image/svg+xml;base64,")) == drawn
     assert picture.evaluate("image => image.naturalWidth") > 0  # the browser decoded and drew it
+
+
+def test_an_asset_s_own_lineage_picture_is_outlined_and_fits_a_1400_px_window(fresh_copy, dagster_ui):
+    """In a 1,400 px window the Markdown dialog shows the asset's own picture whole, the asset's box outlined."""
+    from playwright.sync_api import expect
+
+    url, page = dagster_ui
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1400, "height": 900})
+    try:
+        _open(page, f"{url}/assets/nyc_taxi/yellow_rides_hourly_actuals")
+        page.get_by_placeholder("Filter metadata keys").fill("lineage")
+        page.locator("tr").filter(has=page.get_by_text("lineage", exact=True)).get_by_text("Show Markdown").click()
+        shown = page.get_by_role("dialog")
+        picture = shown.locator("img")
+        expect(picture).to_be_visible()
+        svg = base64.b64decode(picture.get_attribute("src").removeprefix("data:image/svg+xml;base64,")).decode()
+        outlined = r'class="node dataset focus">\s*<title>\w+</title>\s*<g id="\w+"><a xlink:title="([^"]+)"'
+        assert re.findall(outlined, svg) == ["nyc_taxi.yellow_rides_hourly_actuals"]
+        assert 0 < picture.evaluate("image => image.naturalWidth") <= 1400
+        box, dialog = picture.bounding_box(), shown.bounding_box()
+        assert dialog["x"] <= box["x"] and box["x"] + box["width"] <= min(dialog["x"] + dialog["width"], 1400)
+    finally:
+        page.set_viewport_size(size)

@@ -289,6 +289,19 @@ def test_the_picture_highlights_one_version_s_actual_inputs(queued, capsys, stat
     assert "classDef version" in out.read_text()
 
 
+def test_a_dagster_asset_key_draws_its_dataset_s_own_picture(queued, capsys, state):
+    """The name an asset page shows: a table's key or a file asset's, as the naming policy names its dataset."""
+    pictures = state / "lineage" / "pictures"
+    for asset, dataset, drawn in (
+        ("nyc_taxi/raw_yellow", "nyc_taxi.raw_yellow", "nyc_taxi.raw_yellow.svg"),
+        ("taxi_trip_files", "/staging/taxi", "staging_taxi.svg"),
+    ):
+        assert main(["picture", asset]) == 0
+        assert capsys.readouterr().out.startswith(f"Lineage picture of {dataset}: {pictures / drawn} (")
+        focus = r'class="node dataset focus">\s*<title>\w+</title>\s*<g id="\w+"><a xlink:title="([^"]+)"'
+        assert re.findall(focus, (pictures / drawn).read_text()) == [dataset]
+
+
 @pytest.mark.parametrize("content", [None, b"not a database"])
 def test_without_lineage_the_command_says_how_to_make_it(state, capsys, content):
     if content is not None:

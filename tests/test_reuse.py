@@ -188,7 +188,8 @@ def test_every_line_of_the_tree_is_an_edge_of_the_graph_with_versions_and_runs(s
 
 
 def test_the_picture_is_laid_out_by_graphviz_with_whole_names_and_comes_as_mermaid_too(shop):
-    from bridge.index.graph_view import LineageGraph, short_label
+    from bridge.index.graph_view import LineageGraph
+    from bridge.index.picture_layout import short_name
     from bridge.sinks.lite import open_for_reading
 
     bridge = shop_bridge(shop["root"])
@@ -201,9 +202,10 @@ def test_the_picture_is_laid_out_by_graphviz_with_whole_names_and_comes_as_merma
     texts = {html.unescape(text) for text in re.findall(r">([^<]*)</text>", svg)}
     hovers = {html.unescape(title) for title in re.findall(r'xlink:title="([^"]*)"', svg)}
     for node, label in graph.labels.items():
-        assert short_label(graph, node) in texts and label in hovers
+        assert short_name(graph, node) in texts and label in hovers
     assert f"…/{shop['root'].name}/daily_totals.csv" in texts  # a short name; the path on hover
-    assert "start" in texts and "ScoreFlow" in texts  # a step in a box labelled with its flow
+    assert "start" in texts and "Metaflow flow ScoreFlow" in texts  # a step over its flow
+    assert "Dagster asset job __ASSET_JOB" in texts  # materialize(): the shop's own asset job, not a job "shop"
     width, height = (float(size) for size in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
     assert width <= 1200 and width < height  # top to bottom: read at 100% on a laptop, scrolled down
     assert cli.main(["picture", "--format", "mermaid", "--out", str(shop["root"] / "g.mmd")], bridge) == 0

@@ -14,7 +14,10 @@ code location from workspace.yaml (for the asset graph) and opens the Dagster in
     show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
     model [VERSION] [--json]   model versions: inputs at the versions read, input columns, metrics
     diff A B [--json]          two model versions (or db.table@V1 db.table@V2): inputs, versions, columns, metrics
-    picture [--format mermaid] [--version V]  the graph as an SVG (Graphviz) or Mermaid text; V highlighted
+    picture [NAME] [--hops N] [--format mermaid] [--version V]
+                               the graph as an SVG (Graphviz) or Mermaid text, and each dataset's own picture
+                               (its lineage within N hops); NAME (a table, dataset, job or Dagster asset key):
+                               that one's picture alone; V highlighted
 
 Read commands answer from a lineage index (index.sqlite beside the outbox), updated by every pass.
 
@@ -51,7 +54,7 @@ from bridge.cli.commands import (
 from bridge.config import LineageBridge
 from bridge.errors import BridgeError
 from bridge.index import queries, views
-from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message, to_mermaid, to_svg
+from bridge.index.graph_view import LineageGraph, NotInGraph, RunSummary, not_found_message
 from bridge.index.lineage_index import LineageIndex
 from bridge.index.model_versions import (
     Source,
@@ -61,9 +64,13 @@ from bridge.index.model_versions import (
     trained_versions,
     with_provenance,
 )
+from bridge.index.picture import PANEL_WIDTH_PX, picture_file, to_mermaid, to_svg
 from bridge.outbox.outbox import Outbox
 from bridge.run.unseen import unseen_line, unseen_runs
 from bridge.sinks.failures import redact
+from bridge.translate.naming import NotNamed
+
+NEIGHBOURHOOD_HOPS = 2  # a dataset's own picture: what it is made from and what it feeds, two datasets each way
 
 
 @contextmanager
@@ -341,19 +348,95 @@ def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = 
     return 0
 
 
-def picture(bridge: LineageBridge, out: Path, title: str, form: str, version: str | None = None) -> int:
+def picture(
+    bridge: LineageBridge,
+    out: Path | None,
+    title: str,
+    form: str,
+    version: str | None = None,
+    name: str | None = None,
+    hops: int = NEIGHBOURHOOD_HOPS,
+) -> int:
+    """The whole graph and each dataset's own picture; or, for ``name``, that node's picture alone."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
         highlight = _highlight(connection, graph, version) if version else None
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if name is not None:
+        return _node_picture(bridge, graph, _picture_node(bridge, graph, name), out, form, hops, highlight)
     pictured = graph.without_dead_ends()
-    out.write_text(to_svg(pictured, title, highlight) if form == "svg" else to_mermaid(pictured, highlight))
-    where = "open it in a browser" if form == "svg" else "paste it into a ```mermaid block in markdown"
+    suffix = ".svg" if form == "svg" else ".mmd"
+    path = out or bridge.picture_path.with_suffix(suffix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if form == "svg":
+        path.write_text(to_svg(pictured, title, highlight, asset_jobs=bridge.asset_jobs))
+    else:
+        path.write_text(to_mermaid(pictured, highlight))
     print(
-        f"Lineage picture: {out} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
-        + where
+        f"Lineage picture: {path} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
+        + _how_to_open(form)
     )
+    datasets = sorted(node for node, kind in pictured.kinds.items() if kind == "dataset")
+    bridge.pictures_dir.mkdir(parents=True, exist_ok=True)
+    for node in datasets:
+        drawn, _ = _neighbourhood_picture(bridge, pictured, node, hops, form, None)
+        picture_file(bridge.pictures_dir, pictured.labels[node], suffix).write_text(drawn)
+    print(f"Each dataset's own picture (its lineage within {hops} hops): {bridge.pictures_dir} ({len(datasets)})")
     return 0
+
+
+def _node_picture(
+    bridge: LineageBridge,
+    graph: LineageGraph,
+    node: str,
+    out: Path | None,
+    form: str,
+    hops: int,
+    highlight: set[str] | None,
+) -> int:
+    # Asset-check jobs are left out as in the whole picture, unless one is what was asked for.
+    pictured = graph.without_dead_ends()
+    pictured = pictured if node in pictured.labels else graph
+    path = out or picture_file(bridge.pictures_dir, graph.labels[node], ".svg" if form == "svg" else ".mmd")
+    drawn, near = _neighbourhood_picture(bridge, pictured, node, hops, form, highlight)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(drawn)
+    shown = f"{len(near.labels)} of {len(pictured.labels)} nodes, within {hops} hops upstream and downstream"
+    print(f"Lineage picture of {graph.labels[node]}: {path} ({shown}); {_how_to_open(form)}")
+    return 0
+
+
+def _how_to_open(form: str) -> str:
+    return "open it in a browser" if form == "svg" else "paste it into a ```mermaid block in markdown"
+
+
+def _neighbourhood_picture(
+    bridge: LineageBridge, graph: LineageGraph, node: str, hops: int, form: str, highlight: set[str] | None
+) -> tuple[str, LineageGraph]:
+    """``node`` and what lies within ``hops`` of it upstream and downstream, ``node`` outlined: the picture and
+    the nodes it shows."""
+    near = graph.neighbourhood(node, hops)
+    if form != "svg":
+        return to_mermaid(near, highlight, focus=node), near
+    title = f"{graph.labels[node]}: lineage within {hops} hops"
+    return to_svg(near, title, highlight, node, bridge.asset_jobs, max_width_px=PANEL_WIDTH_PX), near
+
+
+def _picture_node(bridge: LineageBridge, graph: LineageGraph, name: str) -> str:
+    """A node by its name, a Dagster asset key (``nyc_taxi/raw_yellow``, ``taxi_trip_files``: the dataset the
+    naming policy names it), or the end of its name (``raw_yellow``)."""
+    if name in graph.labels:
+        return name
+    try:
+        dataset = bridge.naming.asset(name.split("/"))
+    except NotNamed:
+        pass
+    else:
+        if (dataset.catalog_name or dataset.name) in graph.labels:
+            return dataset.catalog_name or dataset.name
+    try:
+        return graph.find(name)
+    except NotInGraph as err:
+        raise UsageError(str(err)) from err
 
 
 def _highlight(connection: sqlite3.Connection, graph: LineageGraph, wanted: str) -> set[str]:
@@ -365,6 +448,13 @@ def _highlight(connection: sqlite3.Connection, graph: LineageGraph, wanted: str)
         nodes.update(dataset for dataset, _ in (*reads, *writes))
     nodes.update(i.name for i in trained.inputs)
     return {node for node in nodes if node in graph.labels}
+
+
+def _hops(text: str) -> int:
+    hops = int(text)
+    if hops < 1:
+        raise argparse.ArgumentTypeError(f"{text} hops: a picture reaches at least 1 hop")
+    return hops
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
@@ -412,7 +502,18 @@ def parser(prog: str) -> argparse.ArgumentParser:
     diff_parser.add_argument("first", help="a model version, or a dataset version as db.table@VERSION")
     diff_parser.add_argument("second", help="another of the same kind")
     diff_parser.add_argument("--json", action="store_true", help="both versions and the changes, for scripts")
-    picture_parser = commands.add_parser("picture", help="write the lineage graph as SVG")
+    picture_parser = commands.add_parser(
+        "picture", help="write the lineage graph as SVG, and each dataset's own picture; or one node's picture"
+    )
+    picture_parser.add_argument(
+        "name",
+        nargs="?",
+        help="a table (db.table), dataset, job or Dagster asset key (nyc_taxi/raw_yellow): its picture",
+    )
+    picture_parser.add_argument(
+        "--hops", type=_hops, default=NEIGHBOURHOOD_HOPS,
+        help=f"how far a node's picture reaches upstream and downstream, in datasets (default {NEIGHBOURHOOD_HOPS})",
+    )  # fmt: skip
     picture_parser.add_argument("--out", type=Path, default=None, help="where to write it")
     picture_parser.add_argument(
         "--format", choices=("svg", "mermaid"), default="svg", help="an SVG, or Mermaid text for markdown"
@@ -436,8 +537,7 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
         if args.command == "diff":
             return diff(bridge, args.first, args.second, args.json)
         if args.command == "picture":
-            out = args.out or bridge.lineage_dir / f"lineage_graph.{'svg' if args.format == 'svg' else 'mmd'}"
-            return picture(bridge, out, title, args.format, args.version)
+            return picture(bridge, args.out, title, args.format, args.version, args.name, args.hops)
         if args.command == "watch":
             return watch_lineage(bridge, args.interval, args.while_sensor_ticks, args.started_by)
         if args.command == "dead-letters":

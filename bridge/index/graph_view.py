@@ -1,13 +1,11 @@
-"""Read the DataHub Lite graph back: nodes, edges, walks up and down, model versions, an SVG picture."""
+"""The lineage graph of datasets and jobs, from the index or DataHub Lite: finding a node, walks up and down, a
+node's neighbourhood."""
 
 from __future__ import annotations
 
 import difflib
-import html
-import logging
 import re
-import shutil
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,8 +16,6 @@ from bridge.translate.naming import dataset_urn_name
 
 if TYPE_CHECKING:
     from datahub.lite.lite_local import DataHubLiteLocal
-
-log = logging.getLogger(__name__)
 
 
 class NotInGraph(LookupError, BridgeError):
@@ -186,164 +182,44 @@ class LineageGraph:
         sources = {a for a, _ in self.edges}
         dead = {u for u, kind in self.kinds.items() if kind != "dataset" and u not in sources}
         dead = {u for u in dead if not any(b == u and a.startswith("urn:li:dataJob:") for a, b in self.edges)}
-        keep = {u: label for u, label in self.labels.items() if u not in dead}
+        return self.subgraph(u for u in self.labels if u not in dead)
+
+    def subgraph(self, nodes: Iterable[str]) -> LineageGraph:
+        """The graph of ``nodes`` and the edges between them."""
+        keep = {u: self.labels[u] for u in nodes if u in self.labels}
         return LineageGraph(
             labels=keep,
             kinds={u: self.kinds[u] for u in keep},
             edges={(a, b) for a, b in self.edges if a in keep and b in keep},
         )
 
-    def layers(self) -> dict[str, int]:
-        """Longest-path layer of each node, so every edge points rightwards."""
-        incoming = defaultdict(set)
+    def neighbourhood(self, node: str, hops: int) -> LineageGraph:
+        """``node`` with what lies upstream and downstream of it within ``hops`` hops, and the edges between them.
+
+        A hop leads from a dataset through the jobs between (one step, or a chain of steps) to the next dataset:
+        within one hop of a table lie the jobs that wrote it and the datasets they read, the jobs that read it,
+        the steps after those and the datasets they wrote. A job past the last hop is left out.
+        """
+        keep = {node}
+        for upstream in (True, False):
+            for near, hop in self._hops_from(node, upstream).items():
+                if hop < hops or (hop == hops and self.kinds[near] == "dataset"):
+                    keep.add(near)
+        return self.subgraph(keep)
+
+    def _hops_from(self, start: str, upstream: bool) -> dict[str, int]:
+        """Each node reachable from ``start`` (one way) and the fewest datasets on a path to it, itself included."""
+        neighbours = defaultdict(set)
         for a, b in self.edges:
-            incoming[b].add(a)
-        layer: dict[str, int] = {}
-
-        def depth(node: str, trail: frozenset[str] = frozenset()) -> int:
-            if node not in layer:
-                parents = [p for p in incoming[node] if p not in trail]
-                layer[node] = 1 + max((depth(p, trail | {node}) for p in parents), default=-1)
-            return layer[node]
-
-        for node in self.labels:
-            depth(node)
-        return layer
-
-
-COLOURS = {"dataset": "#e8f1fb", "dagster": "#f3e8fd", "metaflow": "#e6f6ea"}
-BOX_H, GAP_X, GAP_Y, CHAR_W = 34, 60, 14, 6.6
-
-
-def short_label(graph: LineageGraph, node: str) -> str:
-    """What a person reads in a picture: a table's identifier, a file dataset's last two folders, a job's
-    step (the part after its parent job, without an asset key's namespace) or its flow."""
-    label = graph.labels[node]
-    if graph.kinds[node] == "dataset":
-        return "…/" + "/".join(label.rstrip("/").split("/")[-2:]) if label.startswith("/") else label
-    parent, _, leaf = label.rpartition(".")
-    return leaf.rpartition("__")[2] if parent else label
-
-
-def to_svg(graph: LineageGraph, title: str, highlight: set[str] | None = None) -> str:
-    """The graph as a standalone SVG laid out by Graphviz ``dot``: layered left to right, jobs grouped by tool.
-
-    Boxes show short names, the full name on hover; ``highlight`` (one version's nodes) is drawn strong and
-    the rest faded. Without ``dot`` on the PATH, a plain layered layout is drawn instead.
-    """
-    if shutil.which("dot") is None:
-        log.warning("Graphviz dot is not installed (Debian: apt-get install graphviz); drawing a plain layout")
-        return _plain_svg(graph, title)
-    # graphviz (the Python package) is only needed to draw; the read commands never import it.
-    import graphviz
-
-    ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels))}
-    picture = graphviz.Digraph(
-        graph_attr={"rankdir": "TB", "label": title, "labelloc": "t", "fontsize": "18", "fontname": "Helvetica",
-                    "nodesep": "0.2", "ranksep": "0.5", "tooltip": title, "newrank": "true"},
-        node_attr={"fontname": "Helvetica", "fontsize": "11", "style": "rounded,filled", "shape": "box"},
-        edge_attr={"color": "#888888", "arrowsize": "0.7"},
-    )  # fmt: skip
-
-    def add(target: Any, node: str) -> None:  # the picture or one of its clusters
-        kind = graph.kinds[node]
-        faded = highlight is not None and node not in highlight
-        target.node(
-            ids[node],
-            label=short_label(graph, node),
-            tooltip=graph.labels[node],
-            shape="cylinder" if kind == "dataset" else "box",
-            fillcolor="#f4f4f4" if faded else COLOURS.get(kind, "#eeeeee"),
-            color="#cccccc" if faded else ("#d9480f" if highlight else "#777777"),
-            fontcolor="#999999" if faded else "#222222",
-            penwidth="2.5" if highlight and not faded else "1",
-        )
-
-    for tool in sorted({kind for kind in graph.kinds.values() if kind != "dataset"}):
-        with picture.subgraph(name=f"cluster_{tool}") as cluster:
-            cluster.attr(label=tool.capitalize(), style="rounded,dashed", color="#bbbbbb", fontcolor="#555555")
-            jobs = defaultdict(list)  # steps by the job or flow they belong to: a box shows only the step
-            for node in sorted(n for n in graph.labels if graph.kinds[n] == tool):
-                jobs[graph.labels[node].rpartition(".")[0]].append(node)
-            for number, (parent, nodes) in enumerate(sorted(jobs.items())):
-                if not parent:
-                    for node in nodes:
-                        add(cluster, node)
-                    continue
-                with cluster.subgraph(name=f"cluster_{tool}_{number}") as job:
-                    job.attr(label=parent, style="rounded", color="#dddddd", fontcolor="#555555", fontsize="10")
-                    for node in nodes:
-                        add(job, node)
-    for node in sorted(n for n in graph.labels if graph.kinds[n] == "dataset"):
-        add(picture, node)
-    for a, b in sorted(graph.edges):
-        strong = highlight is not None and a in highlight and b in highlight
-        picture.edge(ids[a], ids[b], color="#d9480f" if strong else "#888888", penwidth="2" if strong else "1")
-    svg: str = picture.pipe(format="svg").decode()
-    return svg
-
-
-def _plain_svg(graph: LineageGraph, title: str) -> str:
-    """Boxes in longest-path layers, left to right: readable, if wide, where Graphviz is missing."""
-    layers = graph.layers()
-    columns = defaultdict(list)
-    for node, layer in layers.items():
-        columns[layer].append(node)
-    box_w = max((len(short_label(graph, n)) for n in graph.labels), default=20) * CHAR_W + 20
-    position = {}
-    for layer, nodes in columns.items():
-        for row, node in enumerate(sorted(nodes, key=lambda n: (graph.kinds[n], graph.labels[n]))):
-            position[node] = (20 + layer * (box_w + GAP_X), 50 + row * (BOX_H + GAP_Y))
-    width = 40 + (max(columns, default=0) + 1) * (box_w + GAP_X)
-    height = 80 + max((len(n) for n in columns.values()), default=1) * (BOX_H + GAP_Y)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-        'font-family="monospace" font-size="11">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-        'markerWidth="6" markerHeight="6" orient="auto">'
-        '<path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>',
-        f'<text x="20" y="25" font-size="15" font-weight="bold">{html.escape(title)}</text>',
-    ]
-    for a, b in sorted(graph.edges):
-        (x1, y1), (x2, y2) = position[a], position[b]
-        parts.append(
-            f'<line x1="{x1 + box_w:.0f}" y1="{y1 + BOX_H / 2}" x2="{x2}" y2="{y2 + BOX_H / 2}" '
-            'stroke="#999" stroke-width="1" marker-end="url(#arrow)"/>'
-        )
-    for node, (x, y) in position.items():
-        kind = graph.kinds[node]
-        parts.append(
-            f"<g><title>{html.escape(graph.labels[node])}</title>"
-            f'<rect x="{x}" y="{y}" width="{box_w:.0f}" height="{BOX_H}" rx="6" '
-            f'fill="{COLOURS.get(kind, "#eee")}" stroke="#888"/>'
-            f'<text x="{x + 8}" y="{y + 14}" fill="#555">{kind}</text>'
-            f'<text x="{x + 8}" y="{y + 27}">{html.escape(short_label(graph, node))}</text></g>'
-        )
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
-def to_mermaid(graph: LineageGraph, highlight: set[str] | None = None) -> str:
-    """The graph as a Mermaid flowchart (GitHub renders it in markdown): jobs grouped by tool, datasets between.
-
-    ``highlight`` (one version's nodes) gets a strong outline.
-    """
-    ids = {node: f"n{number}" for number, node in enumerate(sorted(graph.labels, key=lambda n: graph.labels[n]))}
-
-    def node_text(node: str) -> str:
-        # Mermaid has no boxes per job: a step keeps its job's name.
-        whole = graph.kinds[node] != "dataset"
-        label = (graph.labels[node] if whole else short_label(graph, node)).replace('"', "'")
-        return f'{ids[node]}[("{label}")]' if graph.kinds[node] == "dataset" else f'{ids[node]}["{label}"]'
-
-    lines = ["flowchart LR"]
-    for tool in sorted({kind for kind in graph.kinds.values() if kind != "dataset"}):
-        lines.append(f"  subgraph {tool}[{tool.capitalize()}]")
-        lines += [f"    {node_text(n)}" for n in ids if graph.kinds[n] == tool]
-        lines.append("  end")
-    lines += [f"  {node_text(n)}" for n in ids if graph.kinds[n] == "dataset"]
-    lines += [f"  {ids[a]} --> {ids[b]}" for a, b in sorted(graph.edges, key=lambda e: (ids[e[0]], ids[e[1]]))]
-    if highlight:
-        lines.append("  classDef version stroke:#d9480f,stroke-width:3px")
-        lines.append(f"  class {','.join(sorted(ids[n] for n in highlight if n in ids))} version")
-    return "\n".join(lines) + "\n"
+            neighbours[b if upstream else a].add(a if upstream else b)
+        hops = {start: 0}
+        frontier = deque([start])
+        while frontier:  # 0-1 breadth first: a job costs nothing, a dataset one hop
+            node = frontier.popleft()
+            for near in neighbours[node]:
+                hop = hops[node] + (self.kinds[near] == "dataset")
+                if hop < hops.get(near, hop + 1):
+                    hops[near] = hop
+                    (frontier.append if self.kinds[near] == "dataset" else frontier.appendleft)(near)
+        del hops[start]
+        return hops
