@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 WIDTH = 120  # the longest line a command prints
 SHORT = 12  # characters of a hash, fingerprint, snapshot id or run id kept in text
 ELLIPSIS = "…"
+SHORTEST_PREFIX = 8  # the fewest characters of a shortened id that find its whole value
 
 # The lifecycle's order, so counts of event types read as a run goes: START before COMPLETE.
 EVENT_ORDER = ("START", "RUNNING", "COMPLETE", "FAIL", "ABORT", "OTHER")
@@ -60,13 +61,16 @@ def unshortened(text: str) -> str:
 
 
 def matching(wanted: str, known: Iterable[str]) -> str | None:
-    """The one of ``known`` that is ``wanted``, or that a shortened ``wanted`` is the start of; None if none or many."""
+    """The one of ``known`` that is ``wanted``, or that a shortened ``wanted`` (8 characters or more) is the start of;
+    None if none or many."""
     known = list(dict.fromkeys(known))
     if wanted in known:
         return wanted
     start = unshortened(wanted)
+    if len(start) < SHORTEST_PREFIX:  # a few characters would find a version by chance
+        return None
     found = [value for value in known if value.startswith(start) or _shown_start(value).startswith(start)]
-    return found[0] if start and len(found) == 1 else None
+    return found[0] if len(found) == 1 else None
 
 
 def _shown_start(value: str) -> str:

@@ -54,6 +54,7 @@ def test_a_shortened_id_finds_its_whole_value_and_only_one():
     assert matching("9088940967552739907", known) == "9088940967552739907"
     assert matching("908894096755…", known) is None  # two start so: ambiguous
     assert matching("1234", known) is None
+    assert matching("9088", ["9088940967552739907"]) is None  # too short to be more than chance
 
 
 def test_a_long_list_is_its_first_and_last_and_how_many():
