@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bridge.index.model_versions import CANDIDATE_PARAM, TARGETS
 from bridge.translate.naming import Naming, dagster_job_name
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class LineageBridge:
     which the sensor keeps running for delivery within seconds; empty, the sensor alone delivers.
     ``dagster_home`` is the Dagster instance the command line reads (``None``: ``DAGSTER_HOME``, as Dagster's own
     commands). ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
+    ``model_candidate_param`` is the model hyperparameter that names which candidate a model version is, and
+    ``model_targets`` the columns of a model's column lineage that are what it learned to predict, not features.
     """
 
     naming: Naming
@@ -73,6 +76,8 @@ class LineageBridge:
     repair_command: str = "the bridge's command line"
     sinks: tuple[SinkSpec, ...] = (SinkSpec("openlineage"),)
     dagster_home: Path | None = None
+    model_candidate_param: str = CANDIDATE_PARAM
+    model_targets: tuple[str, ...] = TARGETS
 
     def sink_spec(self, key: str) -> SinkSpec | None:
         """The sink configured under ``key`` (its name, or its kind when it has none)."""

@@ -50,6 +50,7 @@ from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 
 from bridge.sources.metaflow_recorder import record_lineage, record_model, record_nominal_time
+from bridge.wording import plural
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.forecasting.threads import numeric_threads, share_of_cores
@@ -57,7 +58,7 @@ from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
 from flows.run_settings import RunSettings, resolve_settings
 from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
-from taxi_core.names import MODEL_NAME
+from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
@@ -291,11 +292,11 @@ class TrainForecastModelFlow(FlowSpec):
             print(f"Zones {unnamed} are not in {tables.ZONES}: their forecasts carry no zone name or borough.")
         weather = WEATHER_USE[model.weather]
         if model.weather in ("known", "expected"):
-            weather += f" ({self.weather_lag} days before the target day)"
+            weather += f" ({plural(self.weather_lag, 'day')} before the target day)"
         zones = ",".join(str(zone) for zone in self.zone_ids)
         held_out_weeks = ",".join(self.held_out["held-out week"])
         self.model_parameters = {
-            "name": model.name, "weather": weather, "zones": zones, **model.params,
+            MODEL_CANDIDATE_PARAM: model.name, "weather": weather, "zones": zones, **model.params,
             "selection_weeks": ",".join(self.selection_weeks_used), "held_out_weeks": held_out_weeks,
             "weather_delay_days": self.weather_delay_days, **self.intervals.as_metadata(),
         }  # fmt: skip
@@ -308,7 +309,7 @@ class TrainForecastModelFlow(FlowSpec):
             self.model_version,
             metrics=backtest | self.held_out_summary,
             params=self.model_parameters,
-            columns_from=column_lineage.model_lineage(model.used_features(self.features)),
+            columns_from=column_lineage.model_lineage(self.used_features),
         )
         self.next(self.write)
 

@@ -18,7 +18,7 @@ from bridge.config import LineageBridge, SinkSpec
 from bridge.index.picture import picture_file
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
-from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_NAME, NAMESPACE
+from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_CANDIDATE_PARAM, MODEL_NAME, MODEL_TARGET, NAMESPACE
 from taxi_core.settings import PROJECT_ROOT, Settings
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -207,6 +207,8 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         watch_command=(sys.executable, "-m", "forecast_assets.lineage_cli", "watch"),
         sinks=sinks(settings),
         dagster_home=settings.dagster_home,
+        model_candidate_param=MODEL_CANDIDATE_PARAM,
+        model_targets=(MODEL_TARGET,),
     )
 
 

@@ -9,6 +9,10 @@ FORECAST = f"{NAMESPACE}.yellow_rides_hourly_forecast"
 ZONES = f"{NAMESPACE}.taxi_zones"
 
 MODEL_NAME = "forecast_model"
+# A model version's hyperparameter naming the candidate it is (its champion), and the entry of its column lineage
+# for what it learned to predict (every other entry is a feature): the flow records both, the lineage reads them.
+MODEL_CANDIDATE_PARAM = "name"
+MODEL_TARGET = "target"
 FLOW_NAME = "TrainForecastModelFlow"
 # The Dagster code location in workspace.yaml.
 LOCATION_NAME = "taxi_demand"

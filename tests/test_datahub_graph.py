@@ -1,10 +1,12 @@
 """Both tools' lineage as one DataHub graph, in DataHub Lite (the embedded default)."""
 
+import json
 from pathlib import Path
 
 import pytest
 from openlineage.client import OpenLineageClient
 
+from bridge.cli.main import main as lineage_command
 from bridge.outbox.outbox import Outbox
 from bridge.run.lineage_pass import run_pass
 from bridge.sinks.contract import SinkContext
@@ -240,3 +242,27 @@ def test_the_file_emitter_output_passes_datahub_check_metadata_file(graph, pipel
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"{sink.aspects} MCEs found - all valid" in check.stdout + check.stderr
+
+
+def test_model_and_diff_name_each_run_s_champion_and_features_as_metaflow_kept_them(
+    graph, pipeline, by_hand_run, dagster_run, capsys
+):
+    """The lineage command's candidate and features of a model version are the run's own artifacts."""
+    _, outbox = graph
+    _, weather_run = dagster_run
+    bridge = bridge_at(outbox.path.parent, pipeline.settings)
+    truth = {run.pathspec: (run.data.champion, sorted(run.data.used_features)) for run in (by_hand_run, weather_run)}
+    assert lineage_command(["model", "--json"], bridge) == 0
+    listed = {v["version"]: (v["candidate"], sorted(v["features"])) for v in json.loads(capsys.readouterr().out)}
+    assert {version: listed[version] for version in truth} == truth
+    assert lineage_command(["diff", by_hand_run.pathspec, weather_run.pathspec, "--json"], bridge) == 0
+    compared = json.loads(capsys.readouterr().out)
+    assert {compared[side]["version"]: (compared[side]["candidate"], sorted(compared[side]["features"]))
+            for side in ("from", "to")} == truth  # fmt: skip
+    assert lineage_command(["model"], bridge) == 0
+    model_text = " ".join(capsys.readouterr().out.split())
+    assert lineage_command(["diff", by_hand_run.pathspec, weather_run.pathspec], bridge) == 0
+    diff_text = " ".join(capsys.readouterr().out.split())
+    for version, (champion, features) in truth.items():
+        said = f"candidate {champion}; {len(features)} features: {', '.join(features)}"
+        assert f"{version} {said} trained by " in model_text and f" {version}: {said}. " in diff_text

@@ -24,6 +24,7 @@ from bridge.translate.dagster import translate_run
 from bridge.translate.dagster_records import DagsterRunRecords
 from bridge.translate.datahub import flow_and_job
 from bridge.translate.naming import IcebergTables, Naming, dagster_job_name
+from bridge.wording import short
 from forecast_assets.lineage_cli import main
 
 FORECAST = "urn:li:dataset:(urn:li:dataPlatform:iceberg,nyc_taxi.yellow_rides_hourly_forecast,PROD)"
@@ -77,18 +78,28 @@ def _tree_edges(node: dict, upstream: bool) -> Iterator[tuple[str, str]]:
         yield from _tree_edges({"name": child["name"], "children": child["children"]}, upstream)
 
 
+def _unwrapped(text: str) -> str:
+    """Printed text with each line a long line was wrapped into joined back to it (a continuation has no arrow)."""
+    return re.sub(r"\n +(?!<-|->|\(|\S+ \[)", " ", text)
+
+
 def test_show_prints_a_tree_whose_every_edge_is_in_the_graph(queued, capsys):
     assert main(["show", FORECAST_NAME]) == 0
-    printed = capsys.readouterr().out
+    printed = _unwrapped(capsys.readouterr().out)
     upstream = printed.split("\ndownstream")[0]
-    assert "<- TrainForecastModelFlow.write  [metaflow job; last run COMPLETE, started " in upstream
+    assert "<- TrainForecastModelFlow.write  [metaflow job; last run COMPLETE 20" in upstream
     assert f"{ACTUALS_NAME}  [dataset, version " in upstream
-    # Each job's last run names itself as its tool does, to be found there.
-    dagster_job = r"<- \S+\.nyc_taxi__\S+  \[dagster job; last run COMPLETE, .* s\); Dagster run [0-9a-f-]{36}"
+    # Each job's last run names itself as its tool does, to be found there: shortened in text, whole in JSON.
+    dagster_job = (
+        r"<- \S+\.nyc_taxi__\S+  \[dagster job; last run COMPLETE [-0-9 :]+Z, [.0-9]+ s; Dagster run [0-9a-f-]{12}…"
+    )
     assert re.search(dagster_job, upstream)
-    assert re.search(r"\[metaflow job; .* s\); Metaflow task TrainForecastModelFlow/\d+/write/\d+\]", upstream)
+    assert re.search(r"\[metaflow job; last run .*Z, [.0-9]+ s; Metaflow task \d+/write/\d+\]", upstream)
     assert main(["show", FORECAST_NAME, "--json"]) == 0
     tree = json.loads(capsys.readouterr().out)
+    tools = re.findall(r'"in_its_tool": "([^"]+)"', json.dumps(tree, indent=0))
+    assert any(re.fullmatch(r"Dagster run [0-9a-f-]{36}(, partition \S+)?", tool) for tool in tools)
+    assert any(re.fullmatch(r"Metaflow task TrainForecastModelFlow/\d+/write/\d+", tool) for tool in tools)
     graph = _edges(queued)
     printed_edges = [*_tree_edges(tree, True), *_tree_edges(tree, False)]
     assert len(printed_edges) > 10
@@ -151,15 +162,16 @@ def test_model_versions_list_what_each_training_run_read(queued, capsys):
     assert f"{WEATHER_NAME}.value" in columns[1]
     assert main(["model", second.split("/")[1]]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith(f"{second}  backtest_mae=") and any(WEATHER_NAME in line for line in printed)
+    assert printed[0].startswith(f"{second}  candidate glm_weather; ") and any(WEATHER_NAME in line for line in printed)
+    assert any(line.startswith("  metrics: backtest_mae=") for line in printed)
 
 
 def test_diff_says_the_later_version_started_reading_weather(queued, capsys):
     first, second = _model_versions(queued)
     assert main(["diff", second, first]) == 0  # either order: from the older to the newer
     printed = capsys.readouterr().out
-    assert printed.startswith(f"From {first} ")
-    assert f"{second} started reading {WEATHER_NAME} (version " in printed
+    assert printed.startswith(f"From {first} (trained ")
+    assert f"{second} started reading {WEATHER_NAME} (version " in " ".join(printed.split())
     assert f"{ACTUALS_NAME}: both read version " in printed and "backtest_mae: " in printed
     assert f"learned from new input columns: {WEATHER_NAME}.value" in printed
     assert main(["diff", first, second, "--json"]) == 0
@@ -168,7 +180,7 @@ def test_diff_says_the_later_version_started_reading_weather(queued, capsys):
     # The first line says it in short: what was read anew, and how many metrics moved.
     metrics = [line for line in changes if line.startswith(("backtest_", "held_out_"))]
     moved = sum(not line.endswith(", unchanged.") for line in metrics)
-    assert changes[0].startswith(f"In short: started reading {WEATHER_NAME}; ")
+    assert changes[0].startswith(f"In short: candidate glm -> glm_weather; started reading {WEATHER_NAME}; ")
     assert f"; {moved} metric{'s' if moved > 1 else ''} changed" in changes[0] and moved > 0
 
 
@@ -176,7 +188,7 @@ def test_a_diff_of_a_version_with_itself_says_nothing_differs(queued, capsys):
     first, _ = _model_versions(queued)
     assert main(["diff", first, first]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[1] == "  No difference in inputs, versions, columns or metrics."
+    assert printed[2] == "  No difference in inputs, versions, columns or metrics."
     assert all(", unchanged." in line for line in printed if line.startswith(("  backtest_", "  held_out_")))
     forecast = _forecast_versions(queued)[0]
     assert main(["diff", f"{FORECAST_NAME}@{forecast}", f"{FORECAST_NAME}@{forecast}"]) == 0
@@ -197,8 +209,11 @@ def test_diff_of_two_forecast_versions_names_the_weather_read(queued, capsys):
     first, second = _forecast_versions(queued)
     assert main(["diff", f"{FORECAST_NAME}@{first}", f"{FORECAST_NAME}@{second}"]) == 0
     printed = capsys.readouterr().out
-    assert f"version {second} started reading {WEATHER_NAME} (version " in printed
+    assert f"version {short(second)} started reading {WEATHER_NAME} (version " in printed
     assert f"new column lineage: forecasted_total_rides <- {WEATHER_NAME}.value" in printed
+    # A version shortened as the text shows it is found as well as the whole one.
+    assert main(["diff", f"{FORECAST_NAME}@{short(first)}", f"{FORECAST_NAME}@{second}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["from"]["version"] == first
 
 
 def test_show_version_is_the_lineage_as_that_run_read_it(queued, capsys):
@@ -246,7 +261,8 @@ def test_a_column_is_traced_to_the_trip_files_columns_across_both_tools(queued, 
     assert main(["show", column, "--version", second]) == 0
     printed = capsys.readouterr().out
     assert all(
-        f"<- {WEATHER_NAME}.value [date_month={month}] @ {v} " in printed for month, v in _written(queued, WEATHER_NAME)
+        f"<- {WEATHER_NAME}.value [date_month={month}] @ {short(v)} " in printed
+        for month, v in _written(queued, WEATHER_NAME)
     )
     assert main(["show", column]) == 0
     printed = capsys.readouterr().out
@@ -267,7 +283,7 @@ def test_an_unknown_model_version_is_answered_with_close_versions(queued, capsys
     typo = first[:-1] + ("0" if first[-1] != "0" else "1")
     assert main(["model", typo]) == 2
     printed = capsys.readouterr()
-    assert printed.err.startswith(f"taxi-lineage model: error: No model version {typo!r}")
+    assert printed.err.startswith(f"taxi-lineage model: error: No model version '{typo}'")
     assert "did you mean: " in printed.err and first in printed.err
 
 
@@ -297,7 +313,8 @@ def test_a_dagster_asset_key_draws_its_dataset_s_own_picture(queued, capsys, sta
         ("taxi_trip_files", "/staging/taxi", "staging_taxi.svg"),
     ):
         assert main(["picture", asset]) == 0
-        assert capsys.readouterr().out.startswith(f"Lineage picture of {dataset}: {pictures / drawn} (")
+        said = capsys.readouterr().out.split()
+        assert said[:4] == ["Lineage", "picture", "of", f"{dataset}:"] and said[4] == str(pictures / drawn), said
         focus = r'class="node dataset focus">\s*<title>\w+</title>\s*<g id="\w+"><a xlink:title="([^"]+)"'
         assert re.findall(focus, (pictures / drawn).read_text()) == [dataset]
 
@@ -424,3 +441,118 @@ def test_a_replay_gives_the_same_names_keys_and_run_ids():
     # Naming the job differently does not change the run ids: they come from the Dagster run and step.
     named = _materialize_from_the_ui("monthly_ingestion")
     assert [e.run.runId for _, e in first] == [e.run.runId for _, e in named]
+
+
+# What a person reads: every read command over the golden state (a demo and a weather run from the shell).
+GOLDEN_RECORDS = Path(__file__).parent / "golden" / "records"
+NOUNS = ("event", "run", "partition", "column", "feature", "row", "input", "metric", "parameter", "node", "pass")
+
+
+def _read_commands(events) -> list[list[str]]:
+    first, second = _model_versions(events)
+    forecasts = _forecast_versions(events)
+    column = f"{FORECAST_NAME}.forecasted_total_rides"
+    return [
+        ["status"],
+        ["show", FORECAST_NAME],
+        ["show", ACTUALS_NAME],
+        ["show", column],
+        ["show", column, "--direct"],
+        ["show", column, "--version", second],
+        ["show", column, "--version", second, "--all"],
+        ["show", FORECAST_NAME, "--version", first],
+        ["show", FORECAST_NAME, "--version", second],
+        ["model"],
+        ["model", second],
+        ["diff", first, second],
+        ["diff", f"{FORECAST_NAME}@{forecasts[0]}", f"{FORECAST_NAME}@{forecasts[1]}"],
+        ["dead-letters"],
+        ["picture"],
+        ["picture", "--format", "mermaid"],
+        ["--help"],
+        *(["show" if name == "show" else name, "--help"] for name in ("show", "model", "diff", "status", "picture")),
+    ]
+
+
+def _printed(capsys, argv: list[str]) -> str:
+    try:
+        assert main(argv) == 0, argv
+    except SystemExit as done:  # --help
+        assert done.code == 0
+    return capsys.readouterr().out
+
+
+def test_every_read_command_prints_short_lines_in_words_not_reprs(queued, capsys):
+    for argv in _read_commands(queued):
+        printed = _printed(capsys, argv)
+        assert printed.strip(), argv
+        lines = printed.splitlines()
+        assert max(len(line) for line in lines) <= 120, (argv, max(lines, key=len))
+        for pattern in ("{'", "['", "('", "None", "Counter(", "dict_keys"):
+            assert pattern not in printed, (argv, pattern, [line for line in lines if pattern in line])
+        for noun in NOUNS:
+            one = re.search(rf"(?<![\w.,-])1 {noun}s\b", printed)
+            many = re.search(rf"(?<![\w.,-])(?:0|[2-9]|[1-9][\d,]*\d) {noun}\b", printed)
+            assert one is None and many is None, (argv, (one or many).group(0))
+
+
+def test_the_column_view_sums_up_a_file_s_days_and_all_lists_them(queued, capsys):
+    _, second = _model_versions(queued)
+    column = f"{FORECAST_NAME}.forecasted_total_rides"
+    summed = _printed(capsys, ["show", column, "--version", second])
+    every = _printed(capsys, ["show", column, "--version", second, "--all"])
+    tree = json.loads(_printed(capsys, ["show", column, "--version", second, "--json"]))
+    days = {(o["dataset"], o["version"], o["column"]) for o in _column_chain(tree) if o["column"].startswith("day_")}
+    files = {(dataset, version) for dataset, version, _ in days}
+    assert len(days) == 31 * len(files) and files  # the JSON names every day of every month's file
+    assert summed.count("day_01 … day_31 (31 columns)") == len(files)
+    assert "day_02" not in summed and len(summed.splitlines()) < len(every.splitlines())
+    assert all(f"{dataset}.{day} @ {short(version)}" in every for dataset, version, day in days)
+
+
+def test_json_carries_every_value_the_text_shortens(queued, capsys):
+    first, second = _model_versions(queued)
+    texts, documents = [], []
+    for argv in _read_commands(queued):
+        if argv[-1] == "--help" or argv[0] in ("picture", "status", "dead-letters"):
+            continue
+        texts.append(_printed(capsys, argv))
+        documents.append(_printed(capsys, [*argv, "--json"]))
+    whole = "\n".join(documents)
+    assert "…" not in whole
+    shortened = set(re.findall(r"((?:sha256:)?[0-9a-f-]{12})…", "\n".join(texts)))
+    assert len(shortened) > 10
+    values = {*re.findall(r"(?:sha256:)?[0-9a-f]{64}|\b\d{13,}\b|\b[0-9a-f]{8}-[0-9a-f-]{27}\b", whole)}
+    assert [start for start in shortened if not any(value.startswith(start) for value in values)] == []
+    assert any(re.fullmatch(r"sha256:[0-9a-f]{64}", value) for value in values)
+
+
+def _recorded_models() -> dict[str, tuple[str, list[str]]]:
+    """Each model version's candidate and features as its Metaflow run's predict task recorded them (its
+    ``lineage_io`` artifact, read from Metaflow by the golden recorder), apart from any event or index."""
+    found = {}
+    for path in sorted(GOLDEN_RECORDS.glob("metaflow_*.json")):
+        for task in json.loads(path.read_text())["tasks"]:
+            for use in task["io"].get("writes", []):
+                if use["kind"] == "model":
+                    features = sorted(name for name in use["columns_from"] if name != "target")
+                    found[use["version"]] = (use["params"]["name"], features)
+    return found
+
+
+def test_model_and_diff_name_the_candidate_and_features_each_run_recorded(queued, capsys):
+    recorded = _recorded_models()
+    first, second = _model_versions(queued)
+    assert set(recorded) == {first, second} and recorded[first][0] != recorded[second][0]
+    listed = json.loads(_printed(capsys, ["model", "--json"]))
+    assert {v["version"]: (v["candidate"], sorted(v["features"])) for v in listed} == recorded
+    compared = json.loads(_printed(capsys, ["diff", first, second, "--json"]))
+    for side in ("from", "to"):
+        assert (compared[side]["candidate"], sorted(compared[side]["features"])) == recorded[compared[side]["version"]]
+    model_text = " ".join(_printed(capsys, ["model"]).split())  # as one line: wherever it wrapped
+    diff_text = " ".join(_printed(capsys, ["diff", first, second]).split())
+    for version, (candidate, features) in recorded.items():
+        said = f"candidate {candidate}; {len(features)} features: {', '.join(features)}"
+        assert f"{version} {said} trained by " in model_text
+        assert f" {version}: {said}. " in diff_text
+    assert f"In short: candidate {recorded[first][0]} -> {recorded[second][0]}; " in diff_text

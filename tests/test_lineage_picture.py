@@ -293,7 +293,9 @@ def test_one_node_s_picture_by_its_name_with_the_hops_asked(tmp_path, capsys):
     assert cli.main(["picture", "TrainForecastModelFlow.load", "--hops", "1"], bridge) == 0
     printed = capsys.readouterr().out
     out = picture_module.picture_file(bridge.pictures_dir, "TrainForecastModelFlow.load")
-    assert printed.startswith(f"Lineage picture of TrainForecastModelFlow.load: {out} (")
+    said = printed.split()
+    assert said[:5] == ["Lineage", "picture", "of", "TrainForecastModelFlow.load:", str(out)], said
+    assert "within 1 hop upstream" in printed
     _, boxes = drawn(out.read_text())
     assert sorted(name for box in boxes for name in box.names) == sorted(
         within(graph, "TrainForecastModelFlow.load", 1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
@@ -201,12 +202,22 @@ def _only(inputs: tuple[Input, ...]) -> Input:
     return found
 
 
+@dataclass(frozen=True)
+class _Writer:
+    """A writing run as the lineage index describes it."""
+
+    text: str
+
+    def describe(self, brief: bool = False) -> str:
+        return self.text
+
+
 def test_partition_reads_name_their_versions_in_each_summary_sentence():
     """``diff`` in words: same, replaced (old and new source, and who wrote the new one), added, removed."""
 
     def read(*parts: tuple[str, str, str]) -> Input:
         found = tuple(
-            PartitionRead(f"m={month}", version, 1, f"run {version}", (Source(FILES, fingerprint),))
+            PartitionRead(f"m={month}", version, 1, _Writer(f"run {version}"), (Source(FILES, fingerprint),))
             for month, version, fingerprint in parts
         )
         return Input(TABLE, "head", found)

@@ -29,12 +29,20 @@ from bridge.outbox.lease import PassRunning, one_pass_at_a_time
 from bridge.outbox.outbox import Outbox
 from bridge.run.unseen import unseen_line, unseen_runs
 from bridge.sinks.failures import redact
+from bridge.wording import counts, fitted, plural
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
     from bridge.run.idle import IdleAnswer
+    from bridge.run.lineage_pass import PassResult
     from bridge.sources.dagster import AssetGraph
+
+
+def say(*lines: str) -> None:
+    """Print ``lines`` for a person, each wrapped to fit the terminal's usual width (:data:`bridge.wording.WIDTH`)."""
+    for line in fitted(lines):
+        print(line)
 
 
 class UsageError(BridgeError):
@@ -92,45 +100,55 @@ def lineage_pass(bridge: LineageBridge, wait: float = 10.0) -> int:
         with _instance(bridge) as instance:
             result = run_pass(bridge, instance, graph, purpose="command line", wait=wait)
     except PassRunning as running:
-        print(f"Lineage pass skipped: {running}; it delivers what is queued.")
+        say(f"Lineage pass skipped: {running}; it delivers what is queued.")
         return 0
     except OutboxDamaged as err:
         raise damaged_outbox(bridge, err) from err
+    say(*pass_lines(result, bridge))
+    return result.health
+
+
+def pass_lines(result: PassResult, bridge: LineageBridge) -> list[str]:
+    """What a pass did, for a person: events queued by type and by source, each sink, and what to look at."""
     new = sum(result.queued.values())
-    print(f"Lineage pass: {new} new events ({dict(result.event_types)}) in {result.seconds:.1f} s")
-    print(f"  per source: {result.queued}")
+    sources = ", ".join(f"{count:,} from {name}" for name, count in result.queued.items()) or "none"
+    lines = [
+        f"Lineage pass: {plural(new, 'new event')} ({counts(result.event_types)}) in {result.seconds:.1f} s",
+        f"  per source: {sources}",
+    ]
     for sink in result.sinks.values():
         line = f"  {sink.target}: {sink.counts()}" + (f" ({sink.detail})" if sink.detail else "")
         if sink.dead_letters:
             line += f"; see `{bridge.repair_command} dead-letters`"
-        print(line)
+        lines.append(line)
         if sink.waiting_on:
-            print(f"    failing: {sink.waiting_on} (every event waits, in order, for a later pass)")
+            lines.append(f"    failing: {sink.waiting_on} (every event waits, in order, for a later pass)")
         if sink.held_on:
-            print(f"    an event failed: {sink.held_on} (it and the rest of its run wait; other runs go on)")
+            lines.append(f"    an event failed: {sink.held_on} (it and the rest of its run wait; other runs go on)")
         if sink.out_of_time:
-            print(f"    out of time after {bridge.pass_seconds:.0f} s; the rest goes on the next pass")
+            lines.append(f"    out of time after {bridge.pass_seconds:.0f} s; the rest goes on the next pass")
     if result.reported:
-        print(f"  reported {len(result.reported)} Metaflow runs made outside Dagster to Dagster as materializations")
+        runs = plural(len(result.reported), "Metaflow run")
+        lines.append(f"  reported {runs} made outside Dagster to Dagster as materializations")
     if result.untranslated:
-        print(f"  {len(result.untranslated)} Dagster records could not be translated (storage ids in the log)")
-    for problem in result.problems:
-        print(f"  {problem}")
+        records = plural(len(result.untranslated), "Dagster record")
+        lines.append(f"  {records} could not be translated (storage ids in the log)")
+    lines += [f"  {problem}" for problem in result.problems]
     if result.health != HEALTHY:
         verdict = f"{VERDICTS[result.health]} (exit {result.health})"
-        print(f"Lineage is not healthy: {verdict}; see `{bridge.repair_command} status`")
-    return result.health
+        lines.append(f"Lineage is not healthy: {verdict}; see `{bridge.repair_command} status`")
+    return lines
 
 
 def _print_idle(idle: IdleAnswer) -> int:
     """What a pass prints when it found nothing new (:mod:`bridge.run.idle`); its exit code is lineage's health."""
     from bridge.sinks.drain import DrainResult  # as the pass's own lines say what each sink did
 
-    print(f"Lineage pass: 0 new events ({{}}) in {idle.seconds:.1f} s: nothing new in Dagster, Metaflow or the outbox")
+    say(f"Lineage pass: 0 new events in {idle.seconds:.1f} s: nothing new in Dagster, Metaflow or the outbox")
     for sink in idle.status.sinks:
-        print(f"  {sink.target}: " + DrainResult(sink.sink, sink.target, dead_letters=sink.parked).counts())
+        say(f"  {sink.target}: " + DrainResult(sink.sink, sink.target, dead_letters=sink.parked).counts())
     if idle.status.code != HEALTHY:
-        print(f"Lineage is not healthy: {VERDICTS[idle.status.code]} (exit {idle.status.code})")
+        say(f"Lineage is not healthy: {VERDICTS[idle.status.code]} (exit {idle.status.code})")
     return idle.status.code
 
 
@@ -160,12 +178,12 @@ def watch_lineage(
 
     with _instance(bridge) as instance:
         sinks = ", ".join(spec.key for spec in bridge.sinks)
-        print(f"Watching Dagster and Metaflow every {interval} s; delivering to {sinks}. Ctrl-C stops.")
+        say(f"Watching Dagster and Metaflow every {interval} s; delivering to {sinks}. Ctrl-C stops.")
         try:
             passes = watch(bridge, one_pass, interval, while_sensor_ticks, started_by=started_by)
         except KeyboardInterrupt:
             return 0
-    print(f"Stopped after {passes} passes")
+    say(f"Stopped after {plural(passes, 'pass', 'passes')}")
     return 0
 
 
@@ -177,32 +195,31 @@ def dead_letters(bridge: LineageBridge, as_json: bool = False) -> int:
         print(json.dumps([letter.__dict__ for letter in [*letters, *queued]], indent=2))
         return 0
     if not letters and not queued:
-        print("No dead letters: every sink has every event it was sent, or is still trying.")
+        say("No dead letters: every sink has every event it was sent, or is still trying.")
         return 0
     for letter in letters:
-        attempts = f"{letter.attempts} attempt{'s' if letter.attempts != 1 else ''}"
-        print(
-            f"#{letter.id}  {letter.sink}  event {letter.seq}: {letter.event_type} {letter.job}  run {letter.run_id}\n"
-            f"    {attempts}, parked {letter.parked_at} UTC: {redact(letter.error)}"
+        say(
+            f"#{letter.id}  {letter.sink}  event {letter.seq}: {letter.event_type} {letter.job}  run {letter.run_id}",
+            f"    {plural(letter.attempts, 'attempt')}, parked {letter.parked_at} UTC: {redact(letter.error)}",
         )
     if queued:
-        print(f"{len(queued)} queued again for the next pass: {', '.join(f'#{letter.id}' for letter in queued)}")
+        say(f"{len(queued)} queued again for the next pass: {', '.join(f'#{letter.id}' for letter in queued)}")
     if letters:
-        print(f"Queue them again with `{bridge.repair_command} retry ID` or `retry --all` once the cause is fixed.")
+        say(f"Queue them again with `{bridge.repair_command} retry ID` or `retry --all` once the cause is fixed.")
     return 0
 
 
 def retry(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
     outbox = _dead_letters_named(bridge, ids, everything, "queue again")
     count = outbox.letters.requeue(None if everything else ids)
-    print(f"Queued {count} dead letters again; the next pass sends them before anything new.")
+    say(f"Queued {plural(count, 'dead letter')} again; the next pass sends them before anything new.")
     return 0
 
 
 def discard(bridge: LineageBridge, ids: list[int], everything: bool) -> int:
     outbox = _dead_letters_named(bridge, ids, everything, "give up on")
     count = outbox.letters.discard(None if everything else ids)
-    print(f"Gave up on {count} dead letters: they stay in the outbox and are never sent, even after a rebuild.")
+    say(f"Gave up on {plural(count, 'dead letter')}: they stay in the outbox and are never sent, even after a rebuild.")
     return 0
 
 
@@ -231,10 +248,10 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(found.as_json() | {"unseen": behind.as_json()}, indent=2))
         return found.code
-    print("\n".join(status_lines(found, time.time(), bridge.repair_command, behind.any)))
+    say(*status_lines(found, time.time(), bridge.repair_command, behind.any))
     behind_line = unseen_line(behind, bridge.repair_command)
     if behind_line:
-        print(behind_line)
+        say(behind_line)
     return found.code
 
 
@@ -242,12 +259,12 @@ def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> 
     """Set ``what`` aside (the outbox, or the sink configured under that key) under the pass lease, then refill it."""
     if what != "outbox" and bridge.sink_spec(what) is None:
         known = ", ".join(["outbox", *(spec.key for spec in bridge.sinks)])
-        raise UsageError(f"nothing called {what!r} to rebuild: name one of {known}")
+        raise UsageError(f"nothing called '{what}' to rebuild: name one of {known}")
     try:
         said = _rebuild_outbox(bridge) if what == "outbox" else _rebuild_sink(bridge, what)
     except PassRunning as running:
         raise UsageError(f"{running}; try again when it has finished") from running
-    print(said)
+    say(said)
     return run_a_pass()
 
 

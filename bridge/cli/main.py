@@ -12,7 +12,7 @@ code location from workspace.yaml (for the asset graph) and opens the Dagster in
     show DATASET_OR_JOB [--json]  upstream and downstream trees across both tools: versions and last runs
     show DB.TABLE.COLUMN [--direct]  the column's upstream columns across both tools, version by version
     show NAME --version V      a dataset version (or model version V's output) exactly as each run read it
-    model [VERSION] [--json]   model versions: inputs at the versions read, input columns, metrics
+    model [VERSION] [--json]   model versions: candidate, features, inputs at the versions read, metrics
     diff A B [--json]          two model versions (or db.table@V1 db.table@V2): inputs, versions, columns, metrics
     picture [NAME] [--hops N] [--format mermaid] [--version V]
                                the graph as an SVG (Graphviz) or Mermaid text, and each dataset's own picture
@@ -49,6 +49,7 @@ from bridge.cli.commands import (
     open_outbox,
     rebuild,
     retry,
+    say,
     watch_lineage,
 )
 from bridge.config import LineageBridge
@@ -61,6 +62,7 @@ from bridge.index.model_versions import (
     TrainedVersion,
     differences,
     find_version,
+    learned,
     trained_versions,
     with_provenance,
 )
@@ -69,8 +71,10 @@ from bridge.outbox.outbox import Outbox
 from bridge.run.unseen import unseen_line, unseen_runs
 from bridge.sinks.failures import redact
 from bridge.translate.naming import NotNamed
+from bridge.wording import matching, plural, short, when
 
 NEIGHBOURHOOD_HOPS = 2  # a dataset's own picture: what it is made from and what it feeds, two datasets each way
+SHORTENED = "(hashes, snapshot ids and run ids shortened; --json has them whole)"
 
 
 @contextmanager
@@ -118,9 +122,9 @@ def _describe(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versi
     label, kind = graph.labels[node], graph.kinds[node]
     if kind == "dataset":
         version = versions.get(label)
-        return f"{label}  [dataset" + (f", version {version}]" if version else "]")
+        return f"{label}  [dataset" + (f", version {short(version)}]" if version else "]")
     run = runs.get(label)
-    return f"{label}  [{kind} job" + (f"; {run.describe()}]" if run else "; no run yet]")
+    return f"{label}  [{kind} job" + (f"; {run.describe(brief=True)}]" if run else "; no run yet]")
 
 
 def _node_json(graph: LineageGraph, node: str, runs: dict[str, RunSummary], versions: dict[str, str]) -> dict[str, Any]:
@@ -148,12 +152,14 @@ def _tree_json(
     return children[node]
 
 
-def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False) -> int:
+def show(
+    bridge: LineageBridge, name: str, as_json: bool = False, direct: bool = False, every_column: bool = False
+) -> int:
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
         found = _node_or_column(connection, graph, name)
         if found[1] is not None:
-            return show_column(connection, *found[1], None, as_json, direct)
+            return show_column(connection, *found[1], None, as_json, direct, every_column)
         node = found[0]
         runs, versions = queries.last_runs(connection), queries.current_versions(connection)
         upstream_count, downstream_count = queries.reach(connection, node)
@@ -165,16 +171,17 @@ def show(bridge: LineageBridge, name: str, as_json: bool = False, direct: bool =
         }
         print(json.dumps(tree, indent=2))
         return 0
-    print(_describe(graph, node, runs, versions))
-    print(f"  {upstream_count} datasets and jobs upstream, {downstream_count} downstream")
+    say(_describe(graph, node, runs, versions))
+    say(f"  {plural(upstream_count, 'dataset and job', 'datasets and jobs')} upstream, {downstream_count} downstream")
     for title, upstream, arrow in (("upstream", True, "<-"), ("downstream", False, "->")):
         lines = graph.tree(node, upstream)
-        print(f'\n{title} ({arrow} reads as "{"is made from" if upstream else "feeds"}"):')
+        say("", f'{title} ({arrow} reads as "{"is made from" if upstream else "feeds"}"):')
         if not lines:
-            print("  (nothing)")
+            say("  (nothing)")
         for line in lines:
             seen = "  (shown above)" if line.repeated else ""
-            print(f"  {'   ' * (line.depth - 1)}{arrow} {_describe(graph, line.node, runs, versions)}{seen}")
+            say(f"  {'   ' * (line.depth - 1)}{arrow} {_describe(graph, line.node, runs, versions)}{seen}")
+    say(SHORTENED)
     return 0
 
 
@@ -208,33 +215,40 @@ def _column_of(connection: sqlite3.Connection, graph: LineageGraph, name: str) -
 
 
 def show_column(
-    connection: sqlite3.Connection, dataset: str, column: str, version: str | None, as_json: bool, direct: bool = False
+    connection: sqlite3.Connection,
+    dataset: str,
+    column: str,
+    version: str | None,
+    as_json: bool,
+    direct: bool = False,
+    every_column: bool = False,
 ) -> int:
     tree = queries.column_tree(connection, dataset, column, version, direct_only=direct)
     if as_json:
         print(json.dumps(tree.to_json(), indent=2))
         return 0
-    print(f"{tree.name}  [version {tree.version}]")
-    print('upstream columns (<- reads as "is computed from"; DIRECT: from its values, INDIRECT: decides the rows):')
-    for depth, node in views.walk_columns(tree):
-        version_note = f" @ {node.version}" if node.version else ""
-        seen = "  (shown above)" if node.repeated else ""
-        print(f"  {'   ' * (depth - 1)}<- {node.name}{version_note}  {', '.join(node.how)}{seen}")
+    say(f"{tree.name}  [version {short(tree.version)}]" if tree.version else tree.name)
+    say('upstream columns (<- reads as "is computed from"; DIRECT: from its values, INDIRECT: decides the rows):')
+    lines = views.column_lines(tree, every_column)
+    say(*(line.text() for line in lines))
     if not tree.origins:
-        print("  (nothing recorded)")
+        say("  (nothing recorded)")
+    if any(len(line.columns) > 1 for line in lines):
+        say("(columns of one file read the same way are one line; --all lists each)")
+    say(SHORTENED)
     return 0
 
 
-def _trained(connection: sqlite3.Connection) -> list[TrainedVersion]:
+def _trained(connection: sqlite3.Connection, bridge: LineageBridge) -> list[TrainedVersion]:
     """Every model version, each partition it read traced to the run that wrote it and its source files."""
 
     @cache  # model versions share most of their months: each is traced once
-    def provenance(dataset: str, version: str) -> tuple[str | None, tuple[Source, ...]]:
+    def provenance(dataset: str, version: str) -> tuple[queries.Run | None, tuple[Source, ...]]:
         tree = queries.version_tree(connection, dataset, version)
-        written_by = tree.written_by.describe() if tree.written_by else None
-        return written_by, tuple(Source(n.dataset, n.version) for n in tree.sources() if n is not tree)
+        return tree.written_by, tuple(Source(n.dataset, n.version) for n in tree.sources() if n is not tree)
 
-    return [with_provenance(version, provenance) for version in trained_versions(queries.trained_events(connection))]
+    found = trained_versions(queries.trained_events(connection), bridge.model_candidate_param, bridge.model_targets)
+    return [with_provenance(version, provenance) for version in found]
 
 
 def _model_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion:
@@ -244,24 +258,42 @@ def _model_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersio
     return found
 
 
+def _metrics(version: TrainedVersion) -> str:
+    return ", ".join(f"{name}={value:g}" for name, value in version.metrics.items()) or "none recorded"
+
+
+def model_lines(version: TrainedVersion) -> list[str]:
+    """One model version for a person: which candidate, its features, when, what it read, its metrics."""
+    lines = [
+        f"{version.version}  {learned(version, brief=True)}",
+        f"  trained by {version.job} run {short(version.run_id)}, finished {when(version.trained_at)}",
+    ]
+    for dataset in version.inputs:
+        lines.append(f"  input {dataset.name}" + (f" @ {short(dataset.version)}" if dataset.version else ""))
+        for part in dataset.partitions:
+            rows = f", {plural(part.rows, 'row')}" if part.rows is not None else ""
+            lines.append(f"    [{part.partition}] @ {short(part.version)}{rows}, from {part.built_from(brief=True)}")
+    if version.targets:
+        lines.append(f"  learned to predict: {', '.join(c for cs in version.targets.values() for c in cs)}")
+    if version.input_columns:
+        lines.append(f"  input columns: {', '.join(sorted(version.input_columns))}")
+    lines.append(f"  metrics: {_metrics(version)}")
+    return lines
+
+
 def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
     with _reading(bridge) as connection:
-        versions = _trained(connection)
+        versions = _trained(connection, bridge)
     chosen = [_model_version(versions, version)] if version else versions
     if as_json:
         print(json.dumps([v.to_json() for v in chosen], indent=2))
         return 0
     if not versions:
-        print(f"No model versions in the lineage yet; {bridge.how_to_fill_graph}.")
+        say(f"No model versions in the lineage yet; {bridge.how_to_fill_graph}.")
+        return 0
     for found in chosen:
-        print(f"{found.version}  {', '.join(f'{name}={value:g}' for name, value in found.metrics.items())}")
-        for dataset in found.inputs:
-            print(f"  input {dataset.name}" + (f" @ {dataset.version}" if dataset.version else ""))
-            for part in dataset.partitions:
-                rows = f", {part.rows:,} rows" if part.rows is not None else ""
-                print(f"    [{part.partition}] @ {part.version}{rows}, from {part.built_from()}")
-        if found.input_columns:
-            print(f"  input columns: {', '.join(sorted(found.input_columns))}")
+        say(*model_lines(found))
+    say(SHORTENED)
     return 0
 
 
@@ -269,17 +301,20 @@ def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
     with _reading(bridge) as connection:
         if "@" in first and "@" in second:
             return _diff_dataset_versions(connection, first, second, as_json)
-        versions = _trained(connection)
+        versions = _trained(connection, bridge)
     before, after = _model_version(versions, first), _model_version(versions, second)
     if before.trained_at > after.trained_at:
         before, after = after, before
-    changes = differences(before, after)
     if as_json:
+        changes = differences(before, after)
         print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
         return 0
-    print(f"From {before.version} ({before.trained_at}) to {after.version} ({after.trained_at}):")
-    for line in changes:
-        print(f"  {line}")
+    say(
+        f"From {before.version} (trained {when(before.trained_at)})",
+        f"  to {after.version} (trained {when(after.trained_at)}):",
+    )
+    say(*(f"  {line}" for line in differences(before, after, brief=True)))
+    say(SHORTENED)
     return 0
 
 
@@ -290,61 +325,73 @@ def _dataset_version_arg(connection: sqlite3.Connection, text: str) -> tuple[str
         dataset = graph.find(name)
     except NotInGraph as err:
         raise UsageError(str(err)) from err
-    if version not in queries.versions_of(connection, dataset):
-        raise UsageError(not_found_message(f"version of {dataset}", version, queries.versions_of(connection, dataset)))
-    return dataset, version
+    known = queries.versions_of(connection, dataset)
+    found = matching(version, known)
+    if found is None:
+        raise UsageError(not_found_message(f"version of {dataset}", version, known))
+    return dataset, found
 
 
 def _diff_dataset_versions(connection: sqlite3.Connection, first: str, second: str, as_json: bool) -> int:
     before = queries.version_tree(connection, *_dataset_version_arg(connection, first))
     after = queries.version_tree(connection, *_dataset_version_arg(connection, second))
-    changes = views.version_differences(
-        before, after, queries.column_lineage_of(connection, before), queries.column_lineage_of(connection, after)
-    )
+    columns = queries.column_lineage_of(connection, before), queries.column_lineage_of(connection, after)
     if as_json:
+        changes = views.version_differences(before, after, *columns)
         print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
         return 0
-    print(f"From {before.dataset} @ {before.version} to {after.dataset} @ {after.version}:")
-    for line in changes:
-        print(f"  {line}")
+    say(f"From {before.dataset} @ {short(before.version)} to {after.dataset} @ {short(after.version)}:")
+    say(*(f"  {line}" for line in views.version_differences(before, after, *columns, brief=True)))
+    say(SHORTENED)
     return 0
 
 
-def _resolve_version(connection: sqlite3.Connection, dataset: str, wanted: str) -> tuple[str, TrainedVersion | None]:
-    """A version of ``dataset``: given as is, or the one written by the run that trained model version ``wanted``."""
-    if wanted in queries.versions_of(connection, dataset):
-        return wanted, None
-    trained = find_version(_trained(connection), wanted)
+def _resolve_version(
+    connection: sqlite3.Connection, bridge: LineageBridge, dataset: str, wanted: str
+) -> tuple[str, TrainedVersion | None]:
+    """A version of ``dataset``: given whole or shortened, or the one written by the run that trained model version
+    ``wanted``."""
+    found = matching(wanted, queries.versions_of(connection, dataset))
+    if found is not None:
+        return found, None
+    trained = find_version(_trained(connection, bridge), wanted)
     if trained is not None:
         written = queries.written_by_run(connection, trained.run_id, dataset)
         if written is not None:
             return written, trained
         msg = f"Model version {trained.version} was trained by a run that did not write {dataset}"
         raise UsageError(msg + f"; it wrote: {', '.join(queries.outputs_of_run(connection, trained.run_id))}")
-    candidates = [*queries.versions_of(connection, dataset), *(v.version for v in _trained(connection))]
+    candidates = [*queries.versions_of(connection, dataset), *(v.version for v in _trained(connection, bridge))]
     raise UsageError(not_found_message(f"version of {dataset} or model version", wanted, candidates))
 
 
-def show_version(bridge: LineageBridge, name: str, wanted: str, as_json: bool = False, direct: bool = False) -> int:
+def show_version(
+    bridge: LineageBridge,
+    name: str,
+    wanted: str,
+    as_json: bool = False,
+    direct: bool = False,
+    every_column: bool = False,
+) -> int:
     """The lineage of one dataset version (or of what one model version's run wrote), exactly as each run read it."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
         found = _node_or_column(connection, graph, name)
         if found[1] is not None:
-            version, _ = _resolve_version(connection, found[1][0], wanted)
-            return show_column(connection, *found[1], version, as_json, direct)
+            version, _ = _resolve_version(connection, bridge, found[1][0], wanted)
+            return show_column(connection, *found[1], version, as_json, direct, every_column)
         dataset = found[0]
-        version, trained = _resolve_version(connection, dataset, wanted)
+        version, trained = _resolve_version(connection, bridge, dataset, wanted)
         tree = queries.version_tree(connection, dataset, version)
     if as_json:
         print(json.dumps({"model_version": trained and trained.to_json(), "tree": tree.to_json()}, indent=2))
         return 0
     if trained is not None:
-        metrics = ", ".join(f"{k}={v:g}" for k, v in trained.metrics.items())
-        print(f"Model {trained.model} {trained.version} ({metrics}), trained by {trained.job} run {trained.run_id}")
-    print('(<- reads as "was made from"; each version as the run that wrote it read it)')
-    for line in views.version_lines(tree):
-        print(line)
+        say(f"Model {trained.model} {trained.version}  {learned(trained, brief=True)}")
+        say(f"  trained by {trained.job} run {short(trained.run_id)}; metrics: {_metrics(trained)}")
+    say('(<- reads as "was made from"; each version as the run that wrote it read it)')
+    say(*views.version_lines(tree))
+    say(SHORTENED)
     return 0
 
 
@@ -360,7 +407,7 @@ def picture(
     """The whole graph and each dataset's own picture; or, for ``name``, that node's picture alone."""
     with _reading(bridge) as connection:
         graph = _graph(connection, bridge)
-        highlight = _highlight(connection, graph, version) if version else None
+        highlight = _highlight(connection, bridge, graph, version) if version else None
     if name is not None:
         return _node_picture(bridge, graph, _picture_node(bridge, graph, name), out, form, hops, highlight)
     pictured = graph.without_dead_ends()
@@ -371,16 +418,17 @@ def picture(
         path.write_text(to_svg(pictured, title, highlight, asset_jobs=bridge.asset_jobs))
     else:
         path.write_text(to_mermaid(pictured, highlight))
-    print(
-        f"Lineage picture: {path} ({len(pictured.labels)} of {len(graph.labels)} nodes; asset-check jobs left out); "
-        + _how_to_open(form)
+    say(
+        f"Lineage picture: {path}",
+        f"  {len(pictured.labels)} of {plural(len(graph.labels), 'node')}, asset-check jobs left out; "
+        + _how_to_open(form),
     )
     datasets = sorted(node for node, kind in pictured.kinds.items() if kind == "dataset")
     bridge.pictures_dir.mkdir(parents=True, exist_ok=True)
     for node in datasets:
         drawn, _ = _neighbourhood_picture(bridge, pictured, node, hops, form, None)
         picture_file(bridge.pictures_dir, pictured.labels[node], suffix).write_text(drawn)
-    print(f"Each dataset's own picture (its lineage within {hops} hops): {bridge.pictures_dir} ({len(datasets)})")
+    say(f"Each dataset's own picture (its lineage within {hops} hops): {bridge.pictures_dir} ({len(datasets)})")
     return 0
 
 
@@ -400,8 +448,9 @@ def _node_picture(
     drawn, near = _neighbourhood_picture(bridge, pictured, node, hops, form, highlight)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(drawn)
-    shown = f"{len(near.labels)} of {len(pictured.labels)} nodes, within {hops} hops upstream and downstream"
-    print(f"Lineage picture of {graph.labels[node]}: {path} ({shown}); {_how_to_open(form)}")
+    within = f"within {plural(hops, 'hop')} upstream and downstream"
+    shown = f"{len(near.labels)} of {plural(len(pictured.labels), 'node')}, {within}"
+    say(f"Lineage picture of {graph.labels[node]}: {path}", f"  {shown}; {_how_to_open(form)}")
     return 0
 
 
@@ -439,9 +488,9 @@ def _picture_node(bridge: LineageBridge, graph: LineageGraph, name: str) -> str:
         raise UsageError(str(err)) from err
 
 
-def _highlight(connection: sqlite3.Connection, graph: LineageGraph, wanted: str) -> set[str]:
+def _highlight(connection: sqlite3.Connection, bridge: LineageBridge, graph: LineageGraph, wanted: str) -> set[str]:
     """The nodes of one model version: what its run's steps read and wrote, and the steps themselves."""
-    trained = _model_version(_trained(connection), wanted)
+    trained = _model_version(_trained(connection, bridge), wanted)
     nodes: set[str] = set()
     for step, reads, writes in queries.run_steps(connection, trained.run_id):
         nodes.add(step.job)
@@ -495,7 +544,12 @@ def parser(prog: str) -> argparse.ArgumentParser:
     show_parser.add_argument(
         "--direct", action="store_true", help="for a column: only the columns its values are computed from"
     )
-    model_parser = commands.add_parser("model", help="model versions, their inputs (at the versions read), metrics")
+    show_parser.add_argument(
+        "--all", action="store_true", help="for a column: each source column on its own line, never summed up"
+    )
+    model_parser = commands.add_parser(
+        "model", help="model versions: candidate, features, inputs (at the versions read), metrics"
+    )
     model_parser.add_argument("version", nargs="?", help="a model version (a Metaflow run pathspec), or part of it")
     model_parser.add_argument("--json", action="store_true", help="a list of versions, oldest first, for scripts")
     diff_parser = commands.add_parser("diff", help="what changed between two model versions")
@@ -529,9 +583,9 @@ def main(argv: list[str] | None, bridge: LineageBridge, prog: str = "lineage", t
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "show" and args.version:
-            return show_version(bridge, args.name, args.version, args.json, args.direct)
+            return show_version(bridge, args.name, args.version, args.json, args.direct, args.all)
         if args.command == "show":
-            return show(bridge, args.name, args.json, args.direct)
+            return show(bridge, args.name, args.json, args.direct, args.all)
         if args.command == "model":
             return model(bridge, args.version, args.json)
         if args.command == "diff":

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
 from bridge.translate.naming import dataset_urn_name
+from bridge.wording import plural, short, when
 
 if TYPE_CHECKING:
     from datahub.lite.lite_local import DataHubLiteLocal
@@ -47,8 +48,8 @@ def not_found_message(what: str, name: str, candidates: Iterable[str]) -> str:
     candidates = sorted(set(candidates))
     close = close_names(name, candidates)
     if close:
-        return f"No {what} {name!r} in the lineage graph; did you mean: {', '.join(close)}?"
-    return f"No {what} {name!r} in the lineage graph, nor one like it ({len(candidates)} known)."
+        return f"No {what} '{name}' in the lineage graph; did you mean: {', '.join(close)}?"
+    return f"No {what} '{name}' in the lineage graph, nor one like it ({plural(len(candidates), 'known name')})."
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,11 @@ class RunSummary:
     status: str
     started: str
     finished: str | None
-    in_its_tool: str | None = None  # the run as its tool names it (tool_run_label)
+    tool_run: ToolRunName | None = None  # the run as its tool names it
+
+    @property
+    def in_its_tool(self) -> str | None:
+        return self.tool_run.label() if self.tool_run else None
 
     @property
     def seconds(self) -> float | None:
@@ -76,21 +81,45 @@ class RunSummary:
             return None
         return (_moment(self.finished) - _moment(self.started)).total_seconds()
 
-    def describe(self) -> str:
-        tool = f"; {self.in_its_tool}" if self.in_its_tool else ""
+    def describe(self, brief: bool = False) -> str:
+        """``last run COMPLETE, started ..., finished ... (4.7 s); Metaflow task ...``; ``brief``: ``last run COMPLETE
+        2026-11-27 02:18:51Z, 4.7 s; ...``, the time it finished to the second and the tool's run id shortened."""
+        tool = f"; {self.tool_run.label(brief)}" if self.tool_run else ""
         if self.finished is None:
-            return f"last run {self.status}, started {self.started}, not finished{tool}"
+            started = when(self.started) if brief else self.started
+            return f"last run {self.status}, started {started}, not finished{tool}"
+        if brief:
+            return f"last run {self.status} {when(self.finished)}, {self.seconds:.1f} s{tool}"
         return f"last run {self.status}, started {self.started}, finished {self.finished} ({self.seconds:.1f} s){tool}"
 
 
-def tool_run_label(orchestrator: str | None, run_id: str | None, task: str | None, partition: str | None) -> str | None:
-    """A run as its tool names it, to find it there: ``Dagster run 4f3c..., partition 2025-01-01`` or
-    ``Metaflow task TrainForecastModelFlow/12/train/5``; None when the lineage does not say."""
-    if not orchestrator or not run_id:
-        return None
-    tool = {"dagster": "Dagster", "metaflow": "Metaflow"}.get(orchestrator, orchestrator)
-    said = f"{tool} task {task}" if task else f"{tool} run {run_id}"
-    return said + (f", partition {partition}" if partition else "")
+@dataclass(frozen=True)
+class ToolRunName:
+    """A run as its tool names it, to find it there: a Dagster run (and partition) or a Metaflow run or task."""
+
+    orchestrator: str
+    run_id: str
+    task: str | None = None
+    partition: str | None = None
+
+    @classmethod
+    def of(
+        cls, orchestrator: str | None, run_id: str | None, task: str | None, partition: str | None
+    ) -> ToolRunName | None:
+        """None when the lineage does not say."""
+        return cls(orchestrator, run_id, task, partition) if orchestrator and run_id else None
+
+    def label(self, brief: bool = False) -> str:
+        """``Dagster run 4f3c..., partition 2025-01-01`` or ``Metaflow task TrainForecastModelFlow/12/train/5``.
+
+        ``brief`` shortens a Dagster run id, and names a Metaflow task as Metaflow's commands take it in its flow
+        (``12/train/5``); a Metaflow run's pathspec is its model version's name, kept whole."""
+        tool = {"dagster": "Dagster", "metaflow": "Metaflow"}.get(self.orchestrator, self.orchestrator)
+        metaflow = self.orchestrator == "metaflow"
+        run = short(self.run_id) if brief and not metaflow else self.run_id
+        task = self.task.split("/", 1)[1] if brief and metaflow and self.task and "/" in self.task else self.task
+        said = f"{tool} task {task}" if task else f"{tool} run {run}"
+        return said + (f", partition {self.partition}" if self.partition else "")
 
 
 def _moment(iso: str) -> datetime:

@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from bridge.translate.partitions import partitions_in
+from bridge.wording import listed, plural, short
+
+# What a model's hyperparameters call the candidate a version is, and the columns of its lineage that are what it
+# learned to predict (not features): the defaults; a project names its own (``LineageBridge.model_candidate_param``).
+CANDIDATE_PARAM = "name"
+TARGETS = ("target",)
+
+
+class Writer(Protocol):
+    """The run that wrote a dataset version, as the lineage index describes it."""
+
+    def describe(self, brief: bool = False) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -20,8 +32,8 @@ class Source:
     name: str
     version: str | None
 
-    def __str__(self) -> str:
-        return f"{self.name} @ {self.version}" if self.version else self.name
+    def text(self, brief: bool = False) -> str:
+        return f"{self.name} @ {short(self.version) if brief else self.version}" if self.version else self.name
 
 
 @dataclass(frozen=True)
@@ -32,18 +44,18 @@ class PartitionRead:
     partition: str
     version: str
     rows: int | None = None
-    written_by: str | None = None
+    written_by: Writer | None = None
     sources: tuple[Source, ...] = ()
 
-    def built_from(self) -> str:
-        return ", ".join(str(source) for source in self.sources) or "no source recorded"
+    def built_from(self, brief: bool = False) -> str:
+        return ", ".join(source.text(brief) for source in self.sources) or "no source recorded"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "partition": self.partition,
             "version": self.version,
             "rows": self.rows,
-            "written_by": self.written_by,
+            "written_by": self.written_by.describe() if self.written_by else None,
             "sources": [{"name": s.name, "version": s.version} for s in self.sources],
         }
 
@@ -75,19 +87,24 @@ class TrainedVersion:
     params: dict[str, str] = field(default_factory=dict)
     # Each feature the model learned from, and the input columns (``db.table.column``) it is computed from.
     features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What it learned to predict, and the input columns that is computed from.
+    targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    candidate: str | None = None  # which of the flow's candidates this version is (its champion)
 
     @property
     def input_columns(self) -> set[str]:
-        return {column for columns in self.features.values() for column in columns}
+        return {column for columns in (*self.features.values(), *self.targets.values()) for column in columns}
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "model": self.model,
+            "candidate": self.candidate,
             "trained_by": {"job": self.job, "run_id": self.run_id, "finished": self.trained_at},
             "inputs": [i.to_json() for i in self.inputs],
             "input_columns": sorted(self.input_columns),
             "features": {name: list(columns) for name, columns in self.features.items()},
+            "targets": {name: list(columns) for name, columns in self.targets.items()},
             "metrics": self.metrics,
             "params": self.params,
         }
@@ -100,14 +117,21 @@ def dataset_label(dataset: dict[str, Any]) -> str:
     return label
 
 
-def trained_versions(events: Iterable[dict[str, Any]]) -> list[TrainedVersion]:
-    """Every model version in ``events``, oldest first."""
+def trained_versions(
+    events: Iterable[dict[str, Any]], candidate_param: str = CANDIDATE_PARAM, targets: Iterable[str] = TARGETS
+) -> list[TrainedVersion]:
+    """Every model version in ``events``, oldest first: each the candidate its hyperparameter ``candidate_param``
+    names, learned from the features its model's column lineage names (less the ``targets`` it learned to predict).
+    """
+    targets = set(targets)
     found: list[TrainedVersion] = []
     for event in events:
         facet = event["run"]["facets"].get("modelTraining")
         if event["eventType"] != "COMPLETE" or not facet:
             continue
         inputs = tuple(sorted((_input(d) for d in event.get("inputs", [])), key=lambda i: i.name))
+        columns = _features(event, facet["version"])
+        params = dict(facet.get("params", {}))
         found.append(
             TrainedVersion(
                 version=facet["version"],
@@ -117,8 +141,10 @@ def trained_versions(events: Iterable[dict[str, Any]]) -> list[TrainedVersion]:
                 trained_at=event["eventTime"],
                 inputs=inputs,
                 metrics=dict(facet.get("metrics", {})),
-                params=dict(facet.get("params", {})),
-                features=_features(event, facet["version"]),
+                params=params,
+                features={name: origins for name, origins in columns.items() if name not in targets},
+                targets={name: origins for name, origins in columns.items() if name in targets},
+                candidate=params.get(candidate_param),
             )
         )
     return sorted(found, key=lambda v: v.trained_at)
@@ -150,27 +176,53 @@ def find_version(versions: list[TrainedVersion], wanted: str) -> TrainedVersion 
     return partial[0] if len(partial) == 1 else None
 
 
-def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
-    """What changed from ``before`` to ``after``, in sentences: first in short, then inputs added and removed, input
-    versions, input columns, features, metrics and parameters."""
+def learned(version: TrainedVersion, brief: bool = False) -> str:
+    """Which candidate a version is and the features it learned from: what ``model`` and ``diff`` both say of it.
+
+    ``brief`` sums up a long list of features; the JSON has every one."""
+    names = sorted(version.features)
+    features = listed(names, "feature", most=12) if brief else ", ".join(names)
+    candidate = f"candidate {version.candidate}" if version.candidate else "candidate not recorded"
+    return f"{candidate}; {plural(len(names), 'feature')}" + (f": {features}" if names else "")
+
+
+def _shown(brief: bool) -> Callable[[str | None], str]:
+    def shown(value: str | None) -> str:
+        if value is None:
+            return "unknown"
+        return short(value) if brief else value
+
+    return shown
+
+
+def differences(before: TrainedVersion, after: TrainedVersion, brief: bool = False) -> list[str]:
+    """What changed from ``before`` to ``after``, in sentences: first in short, then the candidates and their
+    features, inputs added and removed, input versions, input columns, metrics and parameters.
+
+    ``brief`` (for a person) shortens versions and run ids; the JSON's sentences carry them whole."""
+    shown = _shown(brief)
     old = {i.name: i.version for i in before.inputs}
     new = {i.name: i.version for i in after.inputs}
     started, stopped = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
     moved = sorted(name for name in old.keys() & new.keys() if old[name] != new[name])
-    lines = [
-        f"{after.version} started reading {n} (version {new[n]}); {before.version} did not read it." for n in started
+    lines = [f"{before.version}: {learned(before, brief)}.", f"{after.version}: {learned(after, brief)}."]
+    lines += [
+        f"{after.version} started reading {n} (version {shown(new[n])}); {before.version} did not read it."
+        for n in started
     ]
-    lines += [f"{after.version} stopped reading {n}, which {before.version} read (version {old[n]})." for n in stopped]
+    lines += [
+        f"{after.version} stopped reading {n}, which {before.version} read (version {shown(old[n])})." for n in stopped
+    ]
     partitions: dict[str, list[str]] = {"replaced": [], "added": [], "removed": []}
     inputs_before, inputs_after = {i.name: i for i in before.inputs}, {i.name: i for i in after.inputs}
     for name in sorted(old.keys() & new.keys()):
-        how = f"read at version {old[name]}, now at version" if name in moved else "both read version"
-        lines.append(f"{name}: {how} {new[name]}.")
+        how = f"read at version {shown(old[name])}, now at version" if name in moved else "both read version"
+        lines.append(f"{name}: {how} {shown(new[name])}.")
         if bool(inputs_before[name].partitions) != bool(inputs_after[name].partitions):
             unrecorded = before if not inputs_before[name].partitions else after
             lines.append(f"  {unrecorded.version} has no record of the partitions it read of {name}.")
         elif inputs_before[name].partitions:
-            partition_lines, changed = partition_changes(inputs_before[name], inputs_after[name])
+            partition_lines, changed = partition_changes(inputs_before[name], inputs_after[name], brief)
             lines += [f"  {line}" for line in partition_lines]
             for how_changed, names in changed.items():
                 partitions[how_changed] += names
@@ -183,30 +235,43 @@ def differences(before: TrainedVersion, after: TrainedVersion) -> list[str]:
     if removed:
         lines.append(f"{after.version} no longer learned from: {', '.join(removed)}.")
     new_features = sorted(after.features.keys() - before.features.keys())
+    gone_features = sorted(before.features.keys() - after.features.keys())
     if new_features:
         lines.append(f"New features: {', '.join(new_features)}.")
+    if gone_features:
+        lines.append(f"Features no longer used: {', '.join(gone_features)}.")
     metrics = sorted(before.metrics.keys() | after.metrics.keys())
     lines += [_metric_line(metric, before.metrics.get(metric), after.metrics.get(metric)) for metric in metrics]
+    # The parameter that names the candidate is said above, as the candidate.
     params = sorted(
-        p for p in before.params.keys() | after.params.keys() if before.params.get(p) != after.params.get(p)
+        p
+        for p in before.params.keys() | after.params.keys()
+        if before.params.get(p) != after.params.get(p)
+        and not (before.params.get(p) == before.candidate and after.params.get(p) == after.candidate)
     )
-    lines += [f"parameter {p}: {before.params.get(p)} -> {after.params.get(p)}." for p in params]
-    short = [f"started reading {name}" for name in started] + [f"stopped reading {name}" for name in stopped]
-    short += [
+    lines += [f"parameter {p}: {_value(before.params.get(p))} -> {_value(after.params.get(p))}." for p in params]
+    short_lines = [f"candidate {before.candidate} -> {after.candidate}"] if before.candidate != after.candidate else []
+    short_lines += [f"started reading {name}" for name in started] + [f"stopped reading {name}" for name in stopped]
+    short_lines += [
         f"{_counted(len(names), 'partition', how)} ({', '.join(names)})" for how, names in partitions.items() if names
     ]
-    short += [
+    short_lines += [
         _counted(len(moved), "input", "at a new version"),
         _counted(len(added) + len(removed), "input column"),
         _counted(len(new_features), "new feature", ""),
+        _counted(len(gone_features), "feature", "no longer used"),
         _counted(sum(before.metrics.get(m) != after.metrics.get(m) for m in metrics), "metric"),
         _counted(len(params), "parameter"),
     ]
-    said = [part for part in short if part]
+    said = [part for part in short_lines if part]
     return [
         f"In short: {'; '.join(said)}." if said else "No difference in inputs, versions, columns or metrics.",
         *lines,
     ]
+
+
+def _value(value: str | None) -> str:
+    return "not set" if value is None else value
 
 
 def _metric_line(metric: str, was: float | None, now: float | None) -> str:
@@ -214,14 +279,18 @@ def _metric_line(metric: str, was: float | None, now: float | None) -> str:
         return f"{metric}: {now:g}, unchanged."
     if was is not None and now is not None:
         return f"{metric}: {was:g} -> {now:g} {now - was:+.4g}" + (f" ({(now - was) / was:+.1%})." if was else ".")
-    return f"{metric}: {was} -> {now}."
+    return f"{metric}: {_number(was)} -> {_number(now)}."
+
+
+def _number(value: float | None) -> str:
+    return "not recorded" if value is None else f"{value:g}"
 
 
 def _counted(count: int, noun: str, what: str = "changed") -> str:
     """``2 metrics changed``; empty for none."""
     if not count:
         return ""
-    return f"{count} {noun}{'s' if count > 1 else ''}" + (f" {what}" if what else "")
+    return plural(count, noun) + (f" {what}" if what else "")
 
 
 def _input(dataset: dict[str, Any]) -> Input:
@@ -229,8 +298,8 @@ def _input(dataset: dict[str, Any]) -> Input:
     return Input(dataset_label(dataset), dataset.get("facets", {}).get("version", {}).get("datasetVersion"), parts)
 
 
-# Who wrote a dataset version and the source versions it was built from: (the writing run, described; sources).
-Provenance = Callable[[str, str], tuple[str | None, tuple[Source, ...]]]
+# Who wrote a dataset version and the source versions it was built from: (the writing run; sources).
+Provenance = Callable[[str, str], tuple[Writer | None, tuple[Source, ...]]]
 
 
 def with_provenance(version: TrainedVersion, provenance: Provenance) -> TrainedVersion:
@@ -252,12 +321,13 @@ def _by_partition(read: Input) -> dict[str, tuple[PartitionRead, ...]]:
     return {name: tuple(sorted(parts, key=lambda p: p.version)) for name, parts in grouped.items()}
 
 
-def _at(parts: tuple[PartitionRead, ...]) -> str:
+def _at(parts: tuple[PartitionRead, ...], brief: bool) -> str:
     """``version V (from SOURCES)`` for each version of a partition."""
-    return "; ".join(f"version {p.version} (from {p.built_from()})" for p in parts)
+    shown = _shown(brief)
+    return "; ".join(f"version {shown(p.version)} (from {p.built_from(brief)})" for p in parts)
 
 
-def partition_changes(before: Input, after: Input) -> tuple[list[str], dict[str, list[str]]]:
+def partition_changes(before: Input, after: Input, brief: bool = False) -> tuple[list[str], dict[str, list[str]]]:
     """Per partition of one input read by both versions: same, replaced, added or removed; and the partitions
     that changed, by how (for the summary)."""
     old, new = _by_partition(before), _by_partition(after)
@@ -267,16 +337,16 @@ def partition_changes(before: Input, after: Input) -> tuple[list[str], dict[str,
         was, now = old.get(partition), new.get(partition)
         where = f"{after.name} [{partition}]"
         if was and now and [p.version for p in was] == [p.version for p in now]:
-            lines.append(f"{where}: same, {_at(now)}.")
+            lines.append(f"{where}: same, {_at(now, brief)}.")
         elif was and now:
             changed["replaced"].append(where)
-            writers = "; ".join(sorted({p.written_by for p in now if p.written_by}))
+            writers = "; ".join(sorted({p.written_by.describe(brief) for p in now if p.written_by}))
             by = f", written by {writers}" if writers else ""
-            lines.append(f"{where}: replaced: {_at(was)} -> {_at(now)}{by}.")
+            lines.append(f"{where}: replaced: {_at(was, brief)} -> {_at(now, brief)}{by}.")
         elif now:
             changed["added"].append(where)
-            lines.append(f"{where}: added, {_at(now)}.")
+            lines.append(f"{where}: added, {_at(now, brief)}.")
         elif was:
             changed["removed"].append(where)
-            lines.append(f"{where}: removed: {_at(was)} was read before, not now.")
+            lines.append(f"{where}: removed: {_at(was, brief)} was read before, not now.")
     return lines, changed

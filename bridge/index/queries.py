@@ -13,7 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.index.graph_view import LineageGraph, RunSummary, tool_run_label
+from bridge.index.graph_view import LineageGraph, RunSummary, ToolRunName
+from bridge.wording import short, when
 
 
 def graph(connection: sqlite3.Connection) -> LineageGraph:
@@ -39,7 +40,7 @@ def last_runs(connection: sqlite3.Connection) -> dict[str, RunSummary]:
         " FROM runs ORDER BY coalesce(started, finished)"
     )
     return {
-        job: RunSummary(status or "RUNNING", started, finished, tool_run_label(*tool_run))
+        job: RunSummary(status or "RUNNING", started, finished, ToolRunName.of(*tool_run))
         for job, status, started, finished, *tool_run in rows
     }
 
@@ -66,10 +67,14 @@ class Run:
     task: str | None = None
     partition: str | None = None
 
-    def describe(self) -> str:
-        label = tool_run_label(self.orchestrator, self.tool_run_id, self.task, self.partition)
-        tool = f"; {label}" if label else ""
-        return f"{self.job} (run {self.run_id}, {self.status or 'RUNNING'} {self.finished or self.started or ''}{tool})"
+    def describe(self, brief: bool = False) -> str:
+        """``job (run ID, COMPLETE time; Dagster run ...)``; ``brief``: ids shortened, the time to the second."""
+        name = ToolRunName.of(self.orchestrator, self.tool_run_id, self.task, self.partition)
+        tool = f"; {name.label(brief)}" if name else ""
+        moment = self.finished or self.started
+        at = (when(moment) if moment else "") if brief else moment or ""
+        run = short(self.run_id) if brief else self.run_id
+        return f"{self.job} (run {run}, {self.status or 'RUNNING'} {at}{tool})"
 
 
 def _run(connection: sqlite3.Connection, run_id: str) -> Run | None:

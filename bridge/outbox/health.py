@@ -18,6 +18,7 @@ from typing import Any
 from bridge.outbox.letters import EVENT_ATTEMPTS, describe_event
 from bridge.outbox.outbox import Outbox
 from bridge.outbox.places import SinkState
+from bridge.wording import plural
 
 HEALTHY, DAMAGED, FAILING, PARKED = 0, 1, 3, 4
 VERDICTS = {HEALTHY: "healthy", DAMAGED: "damaged", FAILING: "failing", PARKED: "dead letters waiting"}
@@ -126,7 +127,7 @@ def status_lines(found: Status, now: float, repair_command: str, runs_since: boo
     that pass only."""
     ago = f"{duration(now - found.last_pass)} ago" if found.last_pass else "never"
     verdict = f"Lineage: {VERDICTS[found.code]} (exit {found.code})"
-    lines = [f"{verdict}; {found.queued} events in the outbox; last pass {ago}"]
+    lines = [f"{verdict}; {plural(found.queued, 'event')} in the outbox; last pass {ago}"]
     for sink in found.sinks:
         caught_up = "up to date with the last pass" if runs_since else "up to date"
         line = f"  {sink.target}: " + (f"{sink.pending} behind" if sink.pending else caught_up)
@@ -135,13 +136,14 @@ def status_lines(found: Status, now: float, repair_command: str, runs_since: boo
         if sink.held:
             line += f", {sink.held} held out of line"
         if sink.parked:
-            line += f", {sink.parked} dead letters"
+            line += f", {plural(sink.parked, 'dead letter')}"
         if sink.last_delivery:
             line += f"; last delivery {duration(now - sink.last_delivery)} ago"
         lines.append(line)
         if sink.failing_for:
             lines.append(
-                f"    failing for {sink.failing_for} passes: {sink.error}; next try in {duration(sink.retry_in)}"
+                f"    failing for {plural(sink.failing_for, 'pass', 'passes')}: {sink.error}; "
+                f"next try in {duration(sink.retry_in)}"
             )
         lines += [f"    held out of line: {held}" for held in sink.held_events]
     lines += [f"  {problem}" for problem in found.problems]

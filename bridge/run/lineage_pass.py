@@ -37,6 +37,7 @@ from bridge.sinks.registry import build_sink
 from bridge.sources.dagster import AssetGraph, DagsterSource
 from bridge.sources.metaflow import MetaflowSource
 from bridge.translate.event_json import event_json
+from bridge.wording import counts, plural
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +240,8 @@ def _deliver(
 
 def summary(result: PassResult) -> str:
     """One line for a sensor tick or a log."""
-    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(result.event_types.items()))
-    line = f"queued {sum(result.queued.values())} new events" + (f" ({kinds})" if kinds else "")
+    kinds = counts(result.event_types) if result.event_types else ""
+    line = f"queued {plural(sum(result.queued.values()), 'new event')}" + (f" ({kinds})" if kinds else "")
     for sink in result.sinks.values():
         line += f"; {sink.target}: {sink.counts()}"
         if sink.waiting_on:
@@ -250,7 +251,7 @@ def summary(result: PassResult) -> str:
         elif sink.out_of_time:
             line += " (out of time, the rest goes next pass)"
     if result.reported:
-        line += f"; reported {len(result.reported)} Metaflow runs made outside Dagster as materializations"
+        line += f"; reported {plural(len(result.reported), 'Metaflow run')} made outside Dagster as materializations"
     if result.untranslated:
-        line += f"; {len(result.untranslated)} records could not be translated (storage ids in the log)"
+        line += f"; {plural(len(result.untranslated), 'record')} could not be translated (storage ids in the log)"
     return "; ".join([line, *result.problems])

@@ -33,6 +33,7 @@ from bridge.outbox.outbox import Outbox
 from bridge.outbox.queue import QueuedEvent
 from bridge.sinks.contract import Sink, SinkDamaged
 from bridge.sinks.failures import Failure, classify
+from bridge.wording import plural
 
 FAILURES_BEFORE_WAITING = 3
 FIRST_BACKOFF_SECONDS = 1.0
@@ -72,9 +73,9 @@ class DrainResult:
         if self.held:
             said += f" ({self.held} held out of line)"
         if self.redelivered:
-            said += f", {self.redelivered} dead letters delivered"
+            said += f", {plural(self.redelivered, 'dead letter')} delivered"
         if self.dead_letters:
-            said += f", {self.dead_letters} parked (dead letters)"
+            said += f", {self.dead_letters:,} parked (dead letters)"
         return said
 
 

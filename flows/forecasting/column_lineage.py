@@ -23,7 +23,7 @@ from bridge.translate.column_lineage import (
 from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
 from flows.forecasting.intervals import INTERVAL_COLUMNS
 from taxi_core.errors import PipelineError
-from taxi_core.names import ACTUALS, RAW_WEATHER, ZONES
+from taxi_core.names import ACTUALS, MODEL_TARGET, RAW_WEATHER, ZONES
 
 COMPUTED = Transformation(DIRECT, TRANSFORMATION)
 # Lags and seasonal means are taken per zone, in hour order: a window over zone and hour.
@@ -65,7 +65,7 @@ def feature_origins(feature: str) -> tuple[ColumnOrigin, ...]:
 
 
 # The column the model learned to predict: a model is computed from its target as much as from its features.
-TARGET = "target"
+TARGET = MODEL_TARGET
 LEARNED_TARGET = (ColumnOrigin(InputColumn(ACTUALS, "total_rides"), (COMPUTED,)),)
 
 
