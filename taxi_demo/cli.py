@@ -161,7 +161,7 @@ def run_demo(
 ) -> int:
     problem = history_problem(months, demo_undo.published_actuals_months(settings))
     if problem:
-        print(f"taxi demo: {problem}", file=sys.stderr)
+        print(f"taxi: error: {problem}", file=sys.stderr)
         return 2
     before = demo_undo.record(settings)
     settled = settled_range(settings)
@@ -176,6 +176,9 @@ def run_demo(
     try:
         with child_environment((profile or {}) | values | month_range([*settled, *months])):
             succeeded = _run_pipeline(settings, months, use_weather, stages, values, profile, ingested)
+    except KeyboardInterrupt:
+        print("\nStopped (Ctrl-C).")
+        succeeded = False
     finally:
         write_settings(settings, source.environment, source.truth_dir, profile, [*settled, *ingested])
     if not succeeded:
