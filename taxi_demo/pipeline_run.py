@@ -7,6 +7,7 @@ launcher, in their own process. Like ``dagster job launch``, without the daemon'
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -169,8 +170,11 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
         while run is not None and not run.is_finished:
             time.sleep(POLL_SECONDS)
             found = instance.get_records_for_run(run_id, cursor=cursor)
-            if found.records:
-                newest[0], cursor = found.records[-1], found.cursor
+            cursor = found.cursor if found.records else cursor
+            # Only what the run's console shows counts as said: its INFO lines, not Dagster's debug events.
+            shown = [record for record in found.records if record.event_log_entry.level >= logging.INFO]
+            if shown:
+                newest[0] = shown[-1]
                 watch.heard()
             run = instance.get_run_by_id(run_id)
     if run is None:

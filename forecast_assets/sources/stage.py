@@ -18,6 +18,7 @@ from forecast_assets.sources.download import (
     fetch_if_changed,
 )
 from forecast_assets.sources.staging import Staging
+from taxi_core.progress import reporting_while
 
 
 def combined_fingerprint(fingerprints: list[str]) -> str:
@@ -51,7 +52,7 @@ def stage_file(
     """
     previous = staging.record(name)
     workdir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp, reporting_while(progress, f"Staging {name}", ends=False):
         fetched = fetch_if_changed(url, previous, Path(tmp), progress, policy, setting)
         if fetched is None:
             progress(f"{name} unchanged at {url}; keeping the staged copy ({previous.fingerprint})")
