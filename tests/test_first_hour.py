@@ -191,3 +191,18 @@ def test_an_asset_page_opens_its_lineage(fresh_copy, dagster_ui):
     source = picture.get_attribute("src")
     assert base64.b64decode(source.removeprefix("data:image/svg+xml;base64,")) == drawn
     assert picture.evaluate("image => image.naturalWidth") > 0  # the browser decoded and drew it
+
+
+def test_the_model_s_page_fits_a_laptop_screen(dagster_ui):
+    """At 1,400 px the held-out table shows every column and each chart is whole in its dialog."""
+    from tests.dagster_ui import chart_in_its_dialog, laptop_screen, open_latest_materialization, table_columns_shown
+
+    url, page = dagster_ui
+    with laptop_screen(page):
+        open_latest_materialization(page, url, "forecast_model")
+        shown, columns = table_columns_shown(page, "held_out_weeks")
+        charts = {key: chart_in_its_dialog(page, key) for key in ("held_out_plot", "backtest_plot")}
+        open_latest_materialization(page, url, "nyc_taxi/yellow_rides_hourly_forecast")
+        charts["plot"] = chart_in_its_dialog(page, "plot")
+    assert shown == columns
+    assert all(chart["whole"] and chart["drawn_width"] == chart["natural_width"] for chart in charts.values()), charts
