@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.sources.noaa_format import VALUE_RANGES
+from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 
 WEATHER_KEYS = ["county_fips", "date", "element"]
@@ -222,7 +223,12 @@ def counted_warning(
         return AuditResult(
             passed=share <= tolerance,
             severity=WARN,
-            metadata={counted: found, "rows": total, "share": share, "tolerated_share": tolerance},
+            metadata={
+                counted: found,
+                "rows": total,
+                "share": percent_text(share),
+                "tolerated_share": percent_text(tolerance),
+            },
         )
 
     return Audit(name, description, False, judge, aggregates)
@@ -268,9 +274,9 @@ def rate_audit(name: str, what: str, condition: Callable[[], Column], counted: s
             metadata={
                 counted: found,
                 "rows": total,
-                "share": share,
-                "tolerated_share": rate.tolerated,
-                "refused_above_share": rate.refused_above,
+                "share": percent_text(share),
+                "tolerated_share": percent_text(rate.tolerated),
+                "refused_above_share": percent_text(rate.refused_above),
                 "real_files": rate.real,
             },
         )

@@ -55,6 +55,8 @@ from forecast_assets.trip_zones import (
     zones_like_recent_months,
     zones_with_pickups,
 )
+from taxi_core import figures
+from taxi_core.figures import percent_text
 
 # Real TLC files carry a few trips whose clock is off; tolerate them up to this share of the month.
 OUTLIER_TOLERANCE = 0.001
@@ -103,9 +105,9 @@ def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:
         metadata={
             "rows": total,
             OUTSIDE_MONTH: outside,
-            "share": share,
-            "tolerated_share": OUTLIER_TOLERANCE,
-            "refused_above_share": OUTSIDE_MONTH_LIMIT,
+            "share": percent_text(share),
+            "tolerated_share": percent_text(OUTLIER_TOLERANCE),
+            "refused_above_share": percent_text(OUTSIDE_MONTH_LIMIT),
         },
     )
 
@@ -129,8 +131,8 @@ def _duplicate_trips(measured: Measured, facts: MonthFacts) -> AuditResult:
             "repeated_records": records,
             "extra_copies": extra,
             "rows": total,
-            "share": share,
-            "refused_above_share": DUPLICATE_LIMIT,
+            "share": percent_text(share),
+            "refused_above_share": percent_text(DUPLICATE_LIMIT),
         },
     )
 
@@ -154,8 +156,8 @@ def _rows_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResu
         ),
         metadata={
             "rows": total,
-            "median_of_recent_months": typical,
-            "ratio": ratio,
+            "median_of_recent_months": round(typical),
+            "ratio": figures.ratio(ratio),
             "accepted_ratio": f"{low}-{high}",
             "compared_with": facts.compared_with(),
         },

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, listed
+from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 
 PICKUP, DROPOFF = "tpep_pickup_datetime", "tpep_dropoff_datetime"
@@ -143,8 +144,8 @@ def every_day_has_its_trips(measured: Measured, facts: MonthFacts) -> AuditResul
             "days_under_refused_share": len(empty_days),
             "quiet_days": len(quiet_days),
             "lowest_day": f"{lowest[0]} ({lowest[1]:.2f}x)" if lowest else "",
-            "refused_below": DAY_REFUSED_BELOW,
-            "warned_below": DAY_WARNED_BELOW,
+            "refused_below": percent_text(DAY_REFUSED_BELOW),
+            "warned_below": percent_text(DAY_WARNED_BELOW),
             "hours_without_pickups": len(empty_hours)
             if judged_hours
             else f"not judged (under {HOURS_JUDGED_FROM_TRIPS_A_DAY:,} trips a day)",

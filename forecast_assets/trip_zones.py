@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, count_of, listed
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.trip_calendar import DROPOFF_ZONE, PICKUP_ZONE, calendar_of
+from taxi_core.figures import percent_text, ratio
 
 # The zones that together carry this share of recent months' trips are the usual ones...
 USUAL_ZONES_TRIP_SHARE = 0.95
@@ -81,8 +82,8 @@ def zones_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResu
         metadata={
             "usual_zones": len(usual),
             "usual_zones_with_pickups": len(covered),
-            "share": share,
-            "required_share": ZONE_COVERAGE_MIN,
+            "share": percent_text(share),
+            "required_share": percent_text(ZONE_COVERAGE_MIN),
             "missing_zones": listed(missing),
             ZONES_WITH_PICKUPS: len(present),
             "compared_with": facts.compared_with(),
@@ -139,8 +140,8 @@ def zone_ids_known(measured: Measured, facts: MonthFacts) -> AuditResult:
         metadata={
             UNKNOWN_ZONE_TRIPS: found,
             "rows": total,
-            "share": share,
-            "refused_above_share": UNKNOWN_ZONE_TOLERANCE,
+            "share": percent_text(share),
+            "refused_above_share": percent_text(UNKNOWN_ZONE_TOLERANCE),
             UNKNOWN_PICKUP_IDS: listed(pickups),
             UNKNOWN_DROPOFF_IDS: listed(dropoffs),
             "compared_with": facts.zones.source,
@@ -183,7 +184,7 @@ def zone_mix_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditR
             "clean file."
         ),
         metadata={
-            "distance": distance,
+            "distance": ratio(distance),
             "refused_above": ZONE_MIX_REFUSED_ABOVE,
             "largest_changes": changes,
             "compared_with": facts.compared_with(),

@@ -231,9 +231,16 @@ def _model_score(metadata: dict) -> str:
         return (
             f" (held out: {metadata['held_out_mae_vs_naive_median']:.2f}x seasonal naive in the median week, "
             f"{metadata['held_out_mae_vs_naive_worst']:.2f}x in the worst; 80% intervals held "
-            f"{metadata['held_out_coverage_80']:.1%})"
+            f"{_coverage_80(metadata)})"
         )
     return f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""
+
+
+def _coverage_80(metadata: dict) -> str:
+    """A percentage (a share, in versions recorded before the page showed it as one)."""
+    if "held_out_coverage_80_pct" in metadata:
+        return f"{metadata['held_out_coverage_80_pct']:.1f}%"
+    return f"{metadata['held_out_coverage_80']:.1%}"
 
 
 def print_outcome(outcome: RunOutcome) -> None:

@@ -97,3 +97,68 @@ def browser_page(timeout_ms: int = 60_000) -> Iterator:
             yield page
         finally:
             browser.close()
+
+
+# A laptop's browser window: what a table entry and a chart of an asset's page must fit.
+LAPTOP = {"width": 1400, "height": 900}
+# The box of ``element`` a person sees: cut by every scrolling or clipping box around it and by the window.
+_VISIBLE_BOX = """element => {
+    let left = 0, right = window.innerWidth;
+    for (let box = element.parentElement; box; box = box.parentElement) {
+        if (getComputedStyle(box).overflowX === 'visible') continue;
+        const rect = box.getBoundingClientRect();
+        left = Math.max(left, rect.left); right = Math.min(right, rect.right);
+    }
+    return [left, right];
+}"""
+
+
+@contextmanager
+def laptop_screen(page) -> Iterator:
+    """``page`` at a 1,400 x 900 window for the block, then at the size it had."""
+    before = page.viewport_size
+    page.set_viewport_size(LAPTOP)
+    try:
+        yield page
+    finally:
+        page.set_viewport_size(before)
+
+
+def open_latest_materialization(page, url: str, asset: str) -> None:
+    """The asset's Events tab, which opens on its latest materialization and its metadata."""
+    page.goto(f"{url}/assets/{asset}?view=events")
+    page.wait_for_load_state("networkidle")
+    page.get_by_text("Metadata", exact=True).first.wait_for()
+
+
+def metadata_row(page, key: str):
+    """The metadata table's row of ``key``."""
+    return page.locator("tr").filter(has=page.get_by_text(key, exact=True)).first
+
+
+def table_columns_shown(page, key: str) -> tuple[int, int]:
+    """How many of the columns of ``key``'s table entry a person sees whole, and how many it has."""
+    table = metadata_row(page, key).locator("table").first
+    table.wait_for()
+    left, right = table.evaluate(_VISIBLE_BOX)
+    edges = table.locator("th").evaluate_all(
+        "cells => cells.map(cell => [cell.getBoundingClientRect().left, cell.getBoundingClientRect().right])"
+    )
+    return sum(1 for start, end in edges if start >= left - 1 and end <= right + 1), len(edges)
+
+
+def chart_in_its_dialog(page, key: str) -> dict:
+    """``key``'s *Show Markdown* dialog opened: the chart's own width, the width it is drawn at, and whether a
+    person sees it whole (nothing past the dialog's edges); the dialog closed again."""
+    metadata_row(page, key).get_by_text("Show Markdown").click()
+    dialog = page.get_by_role("dialog")
+    image = dialog.locator("img").first
+    image.wait_for()
+    page.wait_for_function("image => image.complete && image.naturalWidth > 0", arg=image.element_handle())
+    left, right = image.evaluate(_VISIBLE_BOX)
+    box = image.bounding_box()
+    natural = image.evaluate("image => image.naturalWidth")
+    dialog.get_by_role("button", name="Close").click()
+    dialog.wait_for(state="detached")
+    whole = box["x"] >= left - 1 and box["x"] + box["width"] <= right + 1
+    return {"natural_width": natural, "drawn_width": round(box["width"]), "whole": whole}

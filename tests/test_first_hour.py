@@ -241,10 +241,10 @@ def test_an_asset_s_own_lineage_picture_is_outlined_and_fits_a_1400_px_window(fr
     """In a 1,400 px window the Markdown dialog shows the asset's own picture whole, the asset's box outlined."""
     from playwright.sync_api import expect
 
+    from tests.dagster_ui import laptop_screen
+
     url, page = dagster_ui
-    size = page.viewport_size
-    page.set_viewport_size({"width": 1400, "height": 900})
-    try:
+    with laptop_screen(page):
         _open(page, f"{url}/assets/nyc_taxi/yellow_rides_hourly_actuals")
         page.get_by_placeholder("Filter metadata keys").fill("lineage")
         page.locator("tr").filter(has=page.get_by_text("lineage", exact=True)).get_by_text("Show Markdown").click()
@@ -257,5 +257,18 @@ def test_an_asset_s_own_lineage_picture_is_outlined_and_fits_a_1400_px_window(fr
         assert 0 < picture.evaluate("image => image.naturalWidth") <= 1400
         box, dialog = picture.bounding_box(), shown.bounding_box()
         assert dialog["x"] <= box["x"] and box["x"] + box["width"] <= min(dialog["x"] + dialog["width"], 1400)
-    finally:
-        page.set_viewport_size(size)
+
+
+def test_the_model_s_page_fits_a_laptop_screen(dagster_ui):
+    """At 1,400 px the held-out table shows every column and each chart is whole in its dialog."""
+    from tests.dagster_ui import chart_in_its_dialog, laptop_screen, open_latest_materialization, table_columns_shown
+
+    url, page = dagster_ui
+    with laptop_screen(page):
+        open_latest_materialization(page, url, "forecast_model")
+        shown, columns = table_columns_shown(page, "held_out_weeks")
+        charts = {key: chart_in_its_dialog(page, key) for key in ("held_out_plot", "backtest_plot")}
+        open_latest_materialization(page, url, "nyc_taxi/yellow_rides_hourly_forecast")
+        charts["plot"] = chart_in_its_dialog(page, "plot")
+    assert shown == columns
+    assert all(chart["whole"] and chart["drawn_width"] == chart["natural_width"] for chart in charts.values()), charts

@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, AssetSelection, Definitions, define_asset_job
+from dagster import AssetKey, AssetSelection, DagsterEventType, Definitions, define_asset_job
 from pyiceberg.expressions import EqualTo
 
 from forecast_assets.assets.lakehouse_tables import eligible_zones
@@ -21,6 +21,7 @@ from taxi_core.names import TOP_ZONES
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
 from tests.loopback import serve_folder
+from tests.page_metadata import recorded_problems
 from tests.sample_months import TEST_MONTHS
 
 EVERY_AUDIT = [*RAW_YELLOW_AUDITS, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
@@ -101,7 +102,7 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
     current = _snapshots()
     for name in TABLES:
         metadata = pipeline.latest_metadata(name)
-        assert metadata[SNAPSHOT_ID].value == current[name]
+        assert metadata[SNAPSHOT_ID].value == str(current[name])
         assert metadata["dagster/table_name"].value == name
         assert metadata["partition"].value == "2025-01-01"
         assert metadata["dagster/column_schema"].value.columns
@@ -121,6 +122,32 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
     assert actuals["raw_yellow_snapshot_id"].value == raw[SNAPSHOT_ID].value
 
 
+def test_every_materialization_and_check_fits_a_laptop_screen(pipeline):
+    """Tables of a few columns, rounded figures, identities as text, no long JSON inline (tests/page_metadata.py)."""
+    assert recorded_problems(pipeline.instance) == {}
+
+
+def test_a_published_month_s_checks_name_no_staging_branch(pipeline):
+    """Publishing drops the branch the month was staged on: its checks name the snapshot published instead."""
+    kinds = {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_CHECK_EVALUATION}
+    checked = 0
+    for run in pipeline.instance.get_runs():
+        entries = [entry.dagster_event for entry in pipeline.instance.all_logs(run.run_id, of_type=kinds)]
+        published = {
+            event.asset_key
+            for event in entries
+            if event.is_step_materialization
+            and getattr(event.materialization.metadata.get("publication"), "value", None) == "published"
+        }
+        for event in entries:
+            evaluation = event.event_specific_data
+            if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION and evaluation.asset_key in published:
+                assert not {"staged_branch", "read_staged_with"} & set(evaluation.metadata), evaluation.check_name
+                assert "published" in evaluation.metadata["audited"].value
+                checked += 1
+    assert checked
+
+
 def test_rematerializing_an_unchanged_month_writes_no_snapshot(pipeline):
     before = _snapshots()
     result = pipeline.run("2025-01-01")
@@ -129,7 +156,7 @@ def test_rematerializing_an_unchanged_month_writes_no_snapshot(pipeline):
     for name in TABLES:
         metadata = pipeline.latest_metadata(name)
         assert metadata["publication"].value == "unchanged", name
-        assert metadata[SNAPSHOT_ID].value != 0
+        assert int(metadata[SNAPSHOT_ID].value) != 0
     evaluations = result.get_asset_check_evaluations()
     assert len(evaluations) == len(EVERY_AUDIT)
     # Not audited again: each check reports the result its month was published with, and says so.
@@ -184,7 +211,7 @@ def test_a_check_fails_on_duplicated_actuals(pipeline):
         while _written_month(table, snapshot) != "2025-01-01":
             snapshot = table.snapshot_by_id(snapshot.parent_snapshot_id)
         checked = {e.metadata["iceberg/snapshot_id"].value for e in result.get_asset_check_evaluations()}
-        assert checked == {snapshot.snapshot_id}
+        assert checked == {str(snapshot.snapshot_id)}
     finally:
         table.manage_snapshots().rollback_to_snapshot(good_snapshot).commit()
 

@@ -23,14 +23,15 @@ from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORI
 from forecast_assets.definitions import resources_for
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.settings import PROJECT_ROOT, load_settings
+from tests.page_metadata import page_problems
 
 pytestmark = pytest.mark.integration
 
 HORIZON = 24
 # A Metaflow card draws an image at most 500 px high and 100% wide (card CSS: img {max-width: 100%;
-# max-height: 500px}); the card's column is up to 100rem. An image this wide on screen fills a laptop-sized card.
+# max-height: 500px}); Dagster's Markdown dialog is 1,120 px wide. Each chart is drawn for both.
 CARD_IMAGE_MAX_HEIGHT = 500
-FULL_WIDTH = 1200
+CHART_WIDTH = 1000
 
 
 def _lineage(run, step):
@@ -253,14 +254,16 @@ def test_a_failed_flow_fails_the_dagster_step_naming_the_run_step_and_error(pipe
 
 
 def _png(value: str) -> bytes:
+    """The PNG of a card image's source or of the first image in Markdown (which may go on after it)."""
     prefix = "data:image/png;base64,"
-    return base64.b64decode(value[value.index(prefix) + len(prefix) :].rstrip(")"))
+    return base64.b64decode(value[value.index(prefix) + len(prefix) :].split(")", 1)[0])
 
 
-def _width_on_a_card(png: bytes) -> float:
+def _shown_whole(png: bytes) -> bool:
+    """Drawn at its own size on a card (never shrunk to the card's 500 px height) and in Dagster's dialog."""
     assert png.startswith(b"\x89PNG")
     width, height = struct.unpack(">II", png[16:24])
-    return min(width, CARD_IMAGE_MAX_HEIGHT * width / height)
+    return width == CHART_WIDTH and height <= CARD_IMAGE_MAX_HEIGHT
 
 
 def _materialized_by(result, key: AssetKey) -> dict:
@@ -279,9 +282,10 @@ def test_materializations_show_the_plots_and_short_input_keys(dagster_run):
     assert same_forecast, "the forecast plot in the metadata is not the run's plot file"
     same_backtest = _png(model["backtest_plot"].value) == Path(model["backtest_plot_path"].value).read_bytes()
     assert same_backtest, "the backtest plot in the metadata is not the run's plot file"
-    assert model["actuals_snapshot_id"].value == run.data.actuals_snapshot_id
-    assert model["weather_snapshot_id"].value == run.data.weather_snapshot_id
+    assert model["actuals_snapshot_id"].value == str(run.data.actuals_snapshot_id)
+    assert model["weather_snapshot_id"].value == str(run.data.weather_snapshot_id)
     assert not [key for key in {**model, **table} if key.startswith("input/")]
+    assert page_problems(model) == [] and page_problems(table) == []
 
 
 def _card(task, card_id: str, folder: Path) -> list[dict]:
@@ -314,7 +318,7 @@ def _of_type(components, kind: str) -> list[dict]:
     return [c for c in components if c["type"] == kind]
 
 
-def test_the_backtest_card_ranks_candidates_like_its_chart_and_fills_the_width(by_hand_run, tmp_path):
+def test_the_backtest_card_ranks_candidates_like_its_chart_and_shows_it_whole(by_hand_run, tmp_path):
     components = _card(by_hand_run["evaluate"].task, "backtest", tmp_path)
     held_out, table, zones = _of_type(components, "table")
     assert held_out["columns"] == list(by_hand_run.data.held_out.columns)
@@ -327,13 +331,13 @@ def test_the_backtest_card_ranks_candidates_like_its_chart_and_fills_the_width(b
     weeks_image, image = _of_type(components, "image")
     assert _png(weeks_image["src"]) == by_hand_run.data.held_out_png
     assert _png(image["src"]) == by_hand_run.data.backtest_png
-    assert _width_on_a_card(by_hand_run.data.backtest_png) >= FULL_WIDTH
+    assert _shown_whole(by_hand_run.data.backtest_png) and _shown_whole(by_hand_run.data.held_out_png)
 
 
-def test_the_forecast_card_fills_the_width(by_hand_run, tmp_path):
+def test_the_forecast_card_shows_its_chart_whole(by_hand_run, tmp_path):
     [image] = _of_type(_card(by_hand_run["write"].task, "forecast", tmp_path), "image")
     assert _png(image["src"]) == by_hand_run.data.forecast_png
-    assert _width_on_a_card(by_hand_run.data.forecast_png) >= FULL_WIDTH
+    assert _shown_whole(by_hand_run.data.forecast_png)
 
 
 def test_the_load_card_and_log_say_what_was_read(by_hand_run, dagster_run, tmp_path):
@@ -367,8 +371,9 @@ def test_the_forecast_checks_pass_on_the_version_training_wrote(dagster_run):
     assert evaluations["forecast_no_negative_rides"].metadata["rows"].value == len(run.data.forecast)
     # Each says which version of the table it checked (the lineage of a checks-only run names it).
     assert {evaluations[name].metadata["iceberg/snapshot_id"].value for name in names} == {
-        run.data.forecast_snapshot_id
+        str(run.data.forecast_snapshot_id)
     }
+    assert all(page_problems(evaluations[name].metadata) == [] for name in names)
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, var
     assert "accept:" in message and "reason:" in message
     held_back = pipeline.latest_metadata(RAW_YELLOW)
     assert held_back["publication"].value == "held back"
-    assert held_back[SNAPSHOT_ID].value == before[RAW_YELLOW]
+    assert held_back[SNAPSHOT_ID].value == str(before[RAW_YELLOW])
     # The staged month is kept for inspection, where the check's metadata says.
     failed = next(e for e in result.get_asset_check_evaluations() if e.check_name in expected_failures)
     branch = failed.metadata["staged_branch"].value
@@ -168,7 +168,7 @@ def test_another_months_file_is_refused(pipeline, variant):
     # Every pickup is outside the month, so none of its days has its trips either.
     assert _failed_checks(result) == {"raw_yellow_pickups_inside_month", "raw_yellow_every_day_has_its_trips"}
     check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "raw_yellow_pickups_inside_month")
-    assert check.metadata["share"].value == 1.0
+    assert check.metadata["share"].value == "100%"
     assert "not 2025-01's data" in check.description
 
 

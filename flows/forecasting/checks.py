@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from taxi_core import figures
+
 FORECAST_KEYS = ["pickup_hour", "pulocationid"]
 EVERY_ZONE_EVERY_HOUR = "forecast_every_zone_has_every_horizon_hour"
 NO_NEGATIVE_RIDES = "forecast_no_negative_rides"
@@ -77,7 +79,7 @@ def non_negative_forecasts(rows: pd.DataFrame) -> CheckOutcome:
             "rows": len(rows),
             "negative_forecasts": negative,
             "missing_forecasts": missing,
-            "smallest_forecast": float(rides.min()) if rides.notna().any() else 0.0,
+            "smallest_forecast": figures.rides(rides.min()) if rides.notna().any() else 0.0,
         },
     )
 
@@ -114,7 +116,7 @@ def sane_intervals(rows: pd.DataFrame) -> CheckOutcome:
             "rows_missing_a_bound": missing,
             "rows_out_of_order": out_of_order,
             "negative_lower_bounds": negative,
-            "median_80_width": round(float(width), 3) if pd.notna(width) else 0.0,
+            "median_80_width": figures.rides(width) if pd.notna(width) else 0.0,
         },
     )
 

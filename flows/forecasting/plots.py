@@ -17,12 +17,17 @@ from PIL import Image as PILImage  # noqa: E402
 from flows.forecasting.backtest import ranked  # noqa: E402
 
 HISTORY_DAYS = 7
-# A Metaflow card shows an image at most 500 px high (its CSS: img {max-width: 100%; max-height: 500px}),
-# so only a figure about three times wider than high fills the card's width. Drawn at this resolution,
-# its 9-10 pt text stays readable once the browser scales it down to the card.
-PNG_DPI = 130
-WIDE_FIGURE = (14.0, 4.8)
+# 1,000 px wide: whole in Dagster's Markdown dialog (1,120 px, about 1,080 inside) on a 1,400 px laptop screen,
+# and in a Metaflow card, which shows an image at most 500 px high (its CSS: img {max-width: 100%;
+# max-height: 500px}): a figure more than twice as wide as high is never shrunk there. At 100 dpi a point
+# is 1.4 px, so 9-10 pt text is read at its size, not scaled down. None is over 500 px high.
+PNG_DPI = 100
+PNG_WIDTH = 1000
+WIDE_FIGURE = (PNG_WIDTH / PNG_DPI, 3.8)
+FORECAST_FIGURE = (PNG_WIDTH / PNG_DPI, 5.0)
 PNG_COLOURS = 64
+# Room above the tallest bar for a legend inside the axes.
+LEGEND_HEADROOM = 1.3
 
 
 def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.DataFrame, zones: int = 4):
@@ -32,7 +37,7 @@ def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.
     busiest = list(actuals.groupby("pulocationid").total_rides.sum().nlargest(zones).index)
     start = forecast.pickup_hour.min() - pd.Timedelta(days=HISTORY_DAYS)
     rows = math.ceil(len(busiest) / 2)
-    width, height = WIDE_FIGURE
+    width, height = FORECAST_FIGURE
     figure, axes = plt.subplots(rows, 2, figsize=(width, height * rows / 2), sharex=True, squeeze=False)
     for axis, zone in zip(axes.flat, busiest, strict=False):
         seen = actuals[(actuals.pulocationid == zone) & (actuals.pickup_hour >= start)]
@@ -54,9 +59,10 @@ def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.
     for axis in list(axes.flat)[len(busiest) :]:
         axis.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="upper right", ncols=3, fontsize=9, frameon=False)
+    # Below the panels, where it never covers a line and stays inside the image at any width.
+    figure.legend(handles, labels, loc="lower center", ncols=3, fontsize=9, frameon=False)
     figure.suptitle(f"Forecast from {forecast.pickup_hour.min():%Y-%m-%d %H:%M}", x=0.01, ha="left", fontsize=11)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
     return figure
 
 
@@ -73,8 +79,9 @@ def held_out_figure(weeks: pd.DataFrame):
     labels = [f"{week}\n{champion}" for week, champion in zip(weeks["held-out week"], weeks["champion"], strict=True)]
     axis.set_xticks(list(positions), labels, fontsize=9)
     axis.set_ylabel("MAE / naive MAE")
+    axis.set_ylim(0, max(1.0, float(ranges[1].max())) * LEGEND_HEADROOM)
     axis.set_title("Held-out weeks: each champion chosen on the weeks before it", fontsize=11, loc="left")
-    axis.legend(fontsize=9, loc="upper right")
+    axis.legend(fontsize=9, loc="upper left", ncols=3)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return figure
@@ -91,8 +98,9 @@ def backtest_figure(metrics: pd.DataFrame, floor: dict | None):
         axis.axhline(floor["mae"], color="tab:red", linestyle="--", linewidth=1, label="noise floor MAE")
     axis.set_xticks(list(positions), ordered.candidate, fontsize=10)
     axis.set_ylabel("rides / hour")
+    axis.set_ylim(0, float(ordered.rmse.max()) * LEGEND_HEADROOM)
     axis.set_title("Backtest error per candidate (rolling origin), best first", fontsize=11, loc="left")
-    axis.legend(fontsize=9)
+    axis.legend(fontsize=9, loc="upper left", ncols=3)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     return figure

@@ -14,7 +14,7 @@ from flows.forecasting.checks import (
     sane_intervals,
     unique_forecast_keys,
 )
-from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.assets.table_metadata import SNAPSHOT_ID, snapshot_text
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.resources import IcebergCatalogResource
 
@@ -45,7 +45,7 @@ class _Checked:
 
     def result(self, outcome: CheckOutcome) -> AssetCheckResult:
         """The outcome, saying which version of the table it checked (for the lineage of the check's run)."""
-        checked = {SNAPSHOT_ID: self.snapshot_id} if self.snapshot_id is not None else {}
+        checked = {SNAPSHOT_ID: snapshot_text(self.snapshot_id)} if self.snapshot_id is not None else {}
         return AssetCheckResult(passed=outcome.passed, metadata={**outcome.metadata, **checked})
 
 

@@ -22,6 +22,7 @@ from dagster import (
 from bridge.translate.dagster_inputs import input_versions_metadata
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
 from forecast_assets.assets.source_files import partition_window
+from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
@@ -186,7 +187,7 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
         metadata={
             "hours": window.hours,
             "zones_kept": config.top_zones or "every zone with a ride",
-            "raw_yellow_snapshot_id": trips_snapshot,
+            "raw_yellow_snapshot_id": "" if trips_snapshot is None else snapshot_text(trips_snapshot),
             "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
             # The raw month counted (the snapshot that last wrote it), not raw_yellow's head.
             **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): trips_month.snapshot_id if trips_month else None}),

@@ -34,6 +34,7 @@ from forecast_assets.assets.table_metadata import (
     ROW_COUNT,
     SNAPSHOT_ID,
     TABLE_NAME,
+    snapshot_text,
     table_metadata,
     table_schema,
 )
@@ -212,7 +213,7 @@ def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | 
     judged = []
     for audit in audits:
         result = AuditResult(**record[audit.name])
-        kept = {k: v for k, v in result.metadata.items() if k not in STAGING_ONLY}
+        kept = _without_staging(result.metadata)
         audited = (
             f"at publication, the {kept.get('audited', 'month')} (run {by}); the month is unchanged since "
             f"(snapshot {published.snapshot_id}), so it is not audited again"
@@ -229,7 +230,7 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
     written = published_month(spark.session, month.spec, _partition(context)) if window else None
     version = written.snapshot_id if written is not None else published
     rows = month_rows(spark.session, month.spec, window)
-    checked = {SNAPSHOT_ID: version} if version is not None else {}
+    checked = {SNAPSHOT_ID: snapshot_text(version)} if version is not None else {}
     yield from _check_results(context, _run_audits(context, rows, month, f"published snapshot {published}", checked))
 
 
@@ -267,17 +268,17 @@ def write_audit_publish(
         observed=aggregate_pass.values(staged.observed),
     )
     judged = _accepted(judged, accepted, config.reason, context.run.run_id)
-    checks = _check_results(context, judged)
     for audit, result in judged:
         if not result.passed and not _blocked(audit, result):
             context.log.warning(f"{spec.identifier} {_label(month)}: {audit.name}: {_reason(audit, result)}")
     blocked = [(audit, result) for audit, result in judged if _blocked(audit, result)]
     if blocked:
-        result, message = _held_back(context, spark, month, staged, published, blocked, checks)
+        result, message = _held_back(context, spark, month, staged, published, blocked, _check_results(context, judged))
         yield result
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
     write = publish(session, staged)
+    judged = _as_published(judged, staged, write.snapshot_id)
     record_audits(session, spec, _partition(context), write.snapshot_id, _as_record(judged))
     for branch in staged_branches(session, spec, window):
         left_by = _left_by(context, spec, staged_by(session, spec, branch), branch)
@@ -296,8 +297,30 @@ def write_audit_publish(
         | acceptance
         | code_ran(context),
         data_version=DataVersion(str(write.snapshot_id)),
-        check_results=checks,
+        check_results=_check_results(context, judged),
     )
+
+
+def _as_published(
+    judged: list[tuple[Audit, AuditResult]], staged: StagedMonth, snapshot_id: int
+) -> list[tuple[Audit, AuditResult]]:
+    """The results as they stand once the month is published: its staging branch is dropped, so they name the
+    snapshot published rather than the branch and how to read it."""
+    staged_id = staged.write.snapshot_id
+    # A fast-forward publishes the staged snapshot itself; a cherry-pick (another month published meanwhile), a copy.
+    audited = (
+        f"snapshot {staged_id}, staged then published"
+        if staged_id == snapshot_id
+        else f"staged snapshot {staged_id}, published as {snapshot_id}"
+    )
+    return [
+        (audit, replace(result, metadata={**_without_staging(result.metadata), "audited": audited}))
+        for audit, result in judged
+    ]
+
+
+def _without_staging(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in metadata.items() if key not in STAGING_ONLY}
 
 
 def _left_by(context: AssetExecutionContext, spec: TableSpec, run_id: str | None, branch: str) -> str:
@@ -338,7 +361,7 @@ def _unchanged(
         metadata={
             TABLE_NAME: spec.identifier,
             PUBLICATION: UNCHANGED,
-            SNAPSHOT_ID: MV.int(published.snapshot_id),
+            SNAPSHOT_ID: snapshot_text(published.snapshot_id),
             ROW_COUNT: MV.int(rows.count()),
             COLUMN_SCHEMA: table_schema(rows.schema, spec.descriptions),
             "partition": _partition(context),
@@ -383,7 +406,7 @@ def _held_back(
         PUBLICATION: HELD_BACK,
         "failed_checks": ", ".join(names),
         "staged_branch": staged.branch,
-        "staged_snapshot_id": MV.int(staged.write.snapshot_id),
+        "staged_snapshot_id": snapshot_text(staged.write.snapshot_id),
         "staged_rows": MV.int(staged.write.rows_written),
         "read_staged_with": staged.how_to_read,
         "partition": _partition(context),
@@ -391,7 +414,7 @@ def _held_back(
         **code_ran(context),
     }
     if current is not None:
-        metadata[SNAPSHOT_ID] = MV.int(current)
+        metadata[SNAPSHOT_ID] = snapshot_text(current)
     result = MaterializeResult(
         metadata=metadata,
         data_version=None if published is None else DataVersion(str(published.snapshot_id)),

@@ -14,6 +14,11 @@ ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
 
 
+def snapshot_text(snapshot_id: int) -> MetadataValue:
+    """An Iceberg snapshot id as text: it names a version, and Dagster would plot a number as a measure."""
+    return MetadataValue.text(str(snapshot_id))
+
+
 def table_key(identifier: str) -> AssetKey:
     """A table's asset key: its catalog identifier's parts, ``nyc_taxi.raw_yellow`` -> ``nyc_taxi/raw_yellow``."""
     return AssetKey(identifier.split("."))
@@ -33,7 +38,7 @@ def table_metadata(spec: TableSpec, write: WriteResult, schema: StructType, part
     """Identifier, snapshot, partition row count and schema, plus whatever the asset adds."""
     return {
         TABLE_NAME: spec.identifier,
-        SNAPSHOT_ID: MetadataValue.int(write.snapshot_id),
+        SNAPSHOT_ID: snapshot_text(write.snapshot_id),
         ROW_COUNT: MetadataValue.int(write.rows_written),
         COLUMN_SCHEMA: table_schema(schema, spec.descriptions),
         "partition": partition_key,

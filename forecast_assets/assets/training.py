@@ -1,12 +1,15 @@
 """The Metaflow-made assets: the forecast model and the forecast table, trained by running the flow."""
 
 import base64
+from collections.abc import Sequence
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetExecutionContext,
     AssetKey,
     AssetSpec,
     Config,
+    DagsterEventType,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -15,9 +18,20 @@ from dagster import (
     TableSchema,
     multi_asset,
 )
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
 from pydantic import Field
 
-from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID, TABLE_NAME, table_key
+from forecast_assets.assets.table_metadata import (
+    COLUMN_SCHEMA,
+    ROW_COUNT,
+    SNAPSHOT_ID,
+    TABLE_NAME,
+    snapshot_text,
+    table_key,
+)
+from taxi_core.figures import percent, ratio, rides, seconds
 from taxi_core.names import ACTUALS, FORECAST, MODEL_NAME, RAW_WEATHER
 from taxi_core.names import ZONES as ZONE_LOOKUP
 from taxi_core.progress import SilenceWatch
@@ -104,6 +118,45 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     context.log.info(f"Metaflow run {run.pathspec}: champion {data.champion}")
     yield MaterializeResult(asset_key=FORECAST_MODEL, metadata=model_metadata(run))
     yield MaterializeResult(asset_key=FORECAST_TABLE, metadata=forecast_table_metadata(run))
+    # Logged once the table's materialization is stored, so each evaluation comes after the version it checked.
+    for evaluation in _flow_check_evaluations(context, run.pathspec, _checks_of(run)):
+        context.log_event(evaluation)
+
+
+def _flow_check_evaluations(
+    context: AssetExecutionContext, pathspec: str, outcomes: Sequence[tuple[str, bool, dict]]
+) -> list[AssetCheckEvaluation]:
+    """The flow's evaluations of the forecast table's checks, on the materialization this run just recorded.
+
+    The training job leaves the checks to the flow, which ran them on the rows it wrote. A check Dagster planned
+    in this run (a materialization launched from the asset's page with its checks) runs itself and is left out:
+    Dagster dates a planned check by the run's start, an evaluation logged here by when it is logged.
+    """
+    instance, run_id = context.instance, context.run.run_id
+    planned = {
+        entry.dagster_event.event_specific_data.check_name
+        for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED)
+        if entry.dagster_event is not None and entry.dagster_event.event_specific_data.asset_key == FORECAST_TABLE
+    }
+    recorded = instance.fetch_materializations(FORECAST_TABLE, limit=5).records
+    written = next((record for record in recorded if record.run_id == run_id), None)
+    if written is None:
+        return []
+    target = AssetCheckEvaluationTargetMaterializationData(
+        storage_id=written.storage_id, run_id=run_id, timestamp=written.timestamp
+    )
+    return [
+        AssetCheckEvaluation(
+            asset_key=FORECAST_TABLE,
+            check_name=name,
+            passed=passed,
+            metadata={**metadata, "metaflow_run": pathspec},
+            target_materialization_data=target,
+            description=f"Evaluated by {pathspec} on the rows it wrote",
+        )
+        for name, passed, metadata in outcomes
+        if name not in planned
+    ]
 
 
 def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
@@ -120,9 +173,26 @@ def training_run_checks(pathspec: str) -> list[tuple[str, bool, dict]]:
     from metaflow import Run, namespace  # Metaflow loads only where a flow run is read
 
     namespace(None)
-    data = Run(pathspec).data
+    return _checks_of(Run(pathspec))
+
+
+def _checks_of(run) -> list[tuple[str, bool, dict]]:
+    """Each check the run evaluated: its name, outcome and metadata, with the table version it checked."""
+    data = run.data
     outcomes = data.forecast_checks if "forecast_checks" in data else []
-    return [(outcome["name"], bool(outcome["passed"]), dict(outcome["metadata"])) for outcome in outcomes]
+    checked = {SNAPSHOT_ID: snapshot_text(data.forecast_snapshot_id)} if outcomes else {}
+    return [
+        (outcome["name"], bool(outcome["passed"]), {**_rounded(outcome["metadata"]), **checked}) for outcome in outcomes
+    ]
+
+
+def _rounded(metadata: dict) -> dict:
+    """The checks' figures in rides (older runs kept them unrounded)."""
+    return {key: rides(value) if isinstance(value, float) else value for key, value in metadata.items()}
+
+
+# `card get` writes a card of the run's step to a file a browser opens (docs/forecasting.md lists the cards).
+CARD_COMMAND = "./run python flows/train.py card get {run}/{step} .state/cards/{step}.html"
 
 
 def model_metadata(run) -> dict:
@@ -130,57 +200,117 @@ def model_metadata(run) -> dict:
 
     data = run.data
     metrics = data.metrics.set_index("candidate")
+    naive = metrics.mae.get("seasonal_naive")
+    spent = data.training_seconds if "training_seconds" in data else {}
     metadata = {
         "model_version": data.model_version,
         "metaflow_run": run.pathspec,
         "champion": data.champion,
-        "backtest_mae": MetadataValue.float(float(metrics.loc[data.champion, "mae"])),
+        "backtest_mae": MetadataValue.float(rides(metrics.loc[data.champion, "mae"])),
         "uses_weather": data.settings.use_weather,
         # What the champion knew of the weather (older runs kept no such parameter).
         "champion_weather": data.model_parameters.get("weather", "") if "model_parameters" in data else "",
         "training_window": f"{data.training_window['start']} .. {data.training_window['end']}",
         "features": ", ".join(data.features),
-        "backtest": MetadataValue.table(
-            records=[TableRecord(record) for record in ranked(data.metrics).round(4).to_dict(orient="records")]
+        # Five short columns fit the page; every column is in backtest_plot and the evaluate card.
+        "backtest": _table(
+            [
+                {
+                    "candidate": row.candidate,
+                    "MAE": rides(row.mae),
+                    "RMSE": rides(row.rmse),
+                    "MAE / naive": ratio(row.mae / naive) if naive else "",
+                    "seconds": seconds(spent[row.candidate]) if row.candidate in spent else "",
+                }
+                for row in ranked(data.metrics).itertuples(index=False)
+            ]
         ),
-        "actuals_snapshot_id": data.actuals_snapshot_id,
+        "actuals_snapshot_id": snapshot_text(data.actuals_snapshot_id),
         "backtest_plot_path": MetadataValue.path(data.backtest_plot_path),
     }
     # Runs made before the flow kept its plots as artifacts (the bridge reports them too) show the path only.
     if "backtest_png" in data:
-        metadata["backtest_plot"] = png_markdown(data.backtest_png, "backtest error per candidate")
+        metadata["backtest_plot"] = _chart_and_table(
+            data.backtest_png, "backtest error per candidate", "Every candidate over every backtest week",
+            *_backtest_rows(data, spent),
+        )  # fmt: skip
     if data.weather_snapshot_id is not None:
-        metadata["weather_snapshot_id"] = data.weather_snapshot_id
+        metadata["weather_snapshot_id"] = snapshot_text(data.weather_snapshot_id)
     if "zone_lookup_snapshot_id" in data:  # runs before the forecast named its zones read no lookup
-        metadata["zone_lookup_snapshot_id"] = data.zone_lookup_snapshot_id
+        metadata["zone_lookup_snapshot_id"] = snapshot_text(data.zone_lookup_snapshot_id)
     if data.noise_floor:
-        metadata["noise_floor_mae"] = MetadataValue.float(float(data.noise_floor["mae"]))
+        metadata["noise_floor_mae"] = MetadataValue.float(rides(data.noise_floor["mae"]))
     if "held_out_summary" in data:  # runs before the held-out selection scored the champion on one week
         metadata.update(_held_out_metadata(data))
     if "scenarios" in data and data.scenarios:
         metadata["scenarios_never_champion"] = ", ".join(data.scenarios)
+    metadata["metaflow_cards"] = MetadataValue.md(_cards_markdown(run.id))
     return metadata
+
+
+def _backtest_rows(data, spent: dict) -> tuple[list[str], list[list]]:
+    from flows.forecasting.report import metrics_table  # the flow's modules load with the flow
+
+    headers, rows = metrics_table(data.metrics, data.noise_floor, tuple(data.scenarios) if "scenarios" in data else ())
+    return [*headers, "seconds"], [[*row, seconds(spent[row[0]]) if row[0] in spent else ""] for row in rows]
 
 
 def _held_out_metadata(data) -> dict:
     """What the version is known by: the weeks that chose it, its held-out score and its intervals' coverage."""
-    summary = data.held_out_summary
+    summary, weeks = data.held_out_summary, data.held_out
+    compact = [
+        {"held-out week": row["held-out week"], "champion": row["champion"], "MAE / naive": ratio(row["MAE / naive"]),
+         "90% range": row["90% range"], "80% coverage": f"{percent(row['80% coverage'])}%"}
+        for row in weeks.to_dict("records")
+    ]  # fmt: skip
     return {
         "selection_weeks": ", ".join(data.selection_weeks_used),
-        "held_out_weeks": MetadataValue.table(
-            records=[
-                TableRecord({key: value for key, value in row.items()}) for row in data.held_out.to_dict("records")
-            ]
+        # Five short columns fit the page; every column is in held_out_plot and the evaluate card.
+        "held_out_weeks": _table(compact),
+        "held_out_plot": _chart_and_table(
+            data.held_out_png,
+            "held-out weeks: champion MAE / seasonal naive MAE",
+            "Every column of the held-out weeks",
+            list(weeks.columns),
+            weeks.values.tolist(),
         ),
-        **{key: MetadataValue.float(float(value)) for key, value in summary.items() if key != "held_out_weeks"},
-        "training_seconds": MetadataValue.json(data.training_seconds),
-        "held_out_plot": png_markdown(data.held_out_png, "held-out weeks: champion MAE / seasonal naive MAE"),
+        "held_out_mae": MetadataValue.float(rides(summary["held_out_mae"])),
+        "held_out_mae_vs_naive_median": MetadataValue.float(ratio(summary["held_out_mae_vs_naive_median"])),
+        "held_out_mae_vs_naive_worst": MetadataValue.float(ratio(summary["held_out_mae_vs_naive_worst"])),
+        **{
+            f"held_out_coverage_{level}_pct": MetadataValue.float(percent(summary[f"held_out_coverage_{level}"]))
+            for level in (80, 95)
+        },
     }
+
+
+def _table(rows: list[dict]) -> MetadataValue:
+    return MetadataValue.table(records=[TableRecord(row) for row in rows])
 
 
 def png_markdown(png: bytes, title: str) -> MetadataValue:
     """An image the Dagster UI draws inline: markdown with the PNG as a data URI."""
-    return MetadataValue.md(f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})")
+    return MetadataValue.md(_png_image(png, title))
+
+
+def _png_image(png: bytes, title: str) -> str:
+    return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+
+
+def _chart_and_table(png: bytes, title: str, heading: str, headers: list[str], rows: list[list]) -> MetadataValue:
+    """The chart, then the table with every column (Markdown; the image keeps it behind *Show Markdown*)."""
+    lines = [f"| {' | '.join(headers)} |", f"|{'---|' * len(headers)}"]
+    lines += [f"| {' | '.join(map(str, row))} |" for row in rows]
+    return MetadataValue.md("\n".join([_png_image(png, title), "", f"**{heading}**", "", *lines]))
+
+
+def _cards_markdown(run_id: str) -> str:
+    """The run's cards, named, and the command that writes one (the held-out weeks with every column are in
+    ``evaluate``)."""
+    return (
+        "Cards: `load` (the tables read), `evaluate` (held-out weeks, every candidate, per zone), `write` "
+        f"(forecast plot). Write one to open in a browser: `{CARD_COMMAND.format(run=run_id, step='evaluate')}`"
+    )
 
 
 def forecast_table_metadata(run) -> dict:
@@ -190,7 +320,7 @@ def forecast_table_metadata(run) -> dict:
     data = run.data
     metadata = {
         TABLE_NAME: FORECAST,
-        SNAPSHOT_ID: MetadataValue.int(data.forecast_snapshot_id),
+        SNAPSHOT_ID: snapshot_text(data.forecast_snapshot_id),
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
         COLUMN_SCHEMA: TableSchema(columns=[TableColumn(*column) for column in FORECAST_COLUMNS]),
         "model_version": data.model_version,
@@ -202,8 +332,10 @@ def forecast_table_metadata(run) -> dict:
     }
     if "held_out_summary" in data:
         summary = data.held_out_summary
-        metadata["interval_coverage_80"] = MetadataValue.float(summary["held_out_coverage_80"])
-        metadata["interval_coverage_95"] = MetadataValue.float(summary["held_out_coverage_95"])
+        for level in (80, 95):
+            metadata[f"interval_coverage_{level}_pct"] = MetadataValue.float(
+                percent(summary[f"held_out_coverage_{level}"])
+            )
     if "forecast_png" in data:
         metadata["plot"] = png_markdown(data.forecast_png, "forecast of the busiest zones")
     return metadata
