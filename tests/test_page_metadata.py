@@ -203,28 +203,57 @@ def test_the_forecast_checks_report_rounded_rides_and_the_version_checked(traini
         assert page_problems(outcome["metadata"]) == [], outcome["name"]
 
 
-def test_the_flow_s_checks_are_dated_after_the_materialization_they_checked(training_run, monkeypatch):
-    """In the training job the flow's evaluations are logged once the table's materialization is stored."""
+@pytest.fixture(scope="module")
+def trained(training_run):
+    """The training step materialized on a real instance, the flow's run replaced by ``training_run``."""
     import flows.launch
     from forecast_assets.assets.training import run_training_flow
 
-    monkeypatch.setattr(flows.launch, "run_training", lambda *args, **kwargs: training_run)
-    with instance_for_test() as instance:
-        result = materialize([run_training_flow], instance=instance)
-        written = instance.fetch_materializations(FORECAST_TABLE, limit=1).records[0]
-        evaluations = result.get_asset_check_evaluations()
-        assert {e.check_name for e in evaluations} == {o["name"] for o in training_run.data.forecast_checks}
-        for evaluation in evaluations:
-            assert evaluation.target_materialization_data.storage_id == written.storage_id
-            assert evaluation.metadata["iceberg/snapshot_id"].value == "3993554241455864039"
-            assert page_problems(evaluation.metadata) == []
-            key = AssetCheckKey(FORECAST_TABLE, evaluation.check_name)
-            [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
-            # What the check's page shows as its timestamp (SQLite keeps it in whole seconds).
-            assert execution.create_timestamp >= int(written.timestamp)
-            assert execution.event.timestamp >= written.timestamp
-        model = instance.fetch_materializations(FORECAST_MODEL, limit=1).records[0].asset_materialization
-        assert page_problems(model.metadata) == []
+    with pytest.MonkeyPatch.context() as patch, instance_for_test() as instance:
+        patch.setattr(flows.launch, "run_training", lambda *args, **kwargs: training_run)
+        yield instance, materialize([run_training_flow], instance=instance)
+
+
+def test_the_flow_s_checks_are_dated_after_the_materialization_they_checked(trained, training_run):
+    """In the training job the flow's evaluations are logged once the table's materialization is stored."""
+    instance, result = trained
+    written = instance.fetch_materializations(FORECAST_TABLE, limit=1).records[0]
+    evaluations = result.get_asset_check_evaluations()
+    assert {e.check_name for e in evaluations} == {o["name"] for o in training_run.data.forecast_checks}
+    for evaluation in evaluations:
+        assert evaluation.target_materialization_data.storage_id == written.storage_id
+        assert evaluation.metadata["iceberg/snapshot_id"].value == "3993554241455864039"
+        assert page_problems(evaluation.metadata) == []
+        key = AssetCheckKey(FORECAST_TABLE, evaluation.check_name)
+        [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+        # What the check's page shows as its timestamp (SQLite keeps it in whole seconds).
+        assert execution.create_timestamp >= int(written.timestamp)
+        assert execution.event.timestamp >= written.timestamp
+    model = instance.fetch_materializations(FORECAST_MODEL, limit=1).records[0].asset_materialization
+    assert page_problems(model.metadata) == []
+
+
+def test_the_launching_step_names_no_dataset_and_its_checks_are_a_job_of_their_own(trained, training_run):
+    from dagster import Definitions
+
+    from bridge.sources.dagster import DagsterSource
+    from bridge.translate.dagster import translate_run
+    from forecast_assets.assets.training import run_training_flow
+    from tests.test_golden import NAMING
+
+    instance, result = trained
+    graph = Definitions(assets=[run_training_flow]).resolve_asset_graph()
+    source = DagsterSource(instance, graph, NAMING, launcher_kinds=("metaflow",))
+    events = [event for _, event in translate_run(source.run_records(result.run_id), NAMING)]
+    step = [e for e in events if e.job.name.endswith(".run_training_flow")]
+    checks = [e for e in events if e.job.name.endswith(".run_training_flow__checks")]
+    assert step and all(not e.inputs and not e.outputs for e in step)
+    assert [e.eventType.value for e in checks] == ["START", "COMPLETE"]
+    [checked] = checks[1].inputs
+    assert checked.name.endswith("yellow_rides_hourly_forecast")
+    found = {a.assertion for a in checked.facets["dataQualityAssertions"].assertions}
+    assert found == {o["name"] for o in training_run.data.forecast_checks}
+    assert checks[1].run.facets["parent"].job.name == step[0].job.name
 
 
 def test_the_training_job_leaves_the_forecast_checks_to_the_flow():

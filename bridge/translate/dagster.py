@@ -7,7 +7,8 @@ what the materialization itself says it read (``lineage/input_versions``), else 
 materialization Dagster's data provenance points at, else the parent's newest materialization of the
 run's partition before the step started (the only answer before the step has materialized).
 A step that launches another tool's run (its assets are ``launched``) names no datasets: it is that
-run's parent, and that run says what it read and wrote. A step that found its month unchanged names
+run's parent, and that run says what it read and wrote; the checks the step reports for what that run
+wrote are a check job of their own (``<step>__checks``, the step's child). A step that found its month unchanged names
 the table at the version it checked, as an output; a step that only executes an asset's checks is a
 job of its own (``<step>__checks``), so no job both reads and writes one table.
 """
@@ -199,6 +200,16 @@ class _Run:
         leaf = f"{step}{CHECKS_SUFFIX}" if self.checks_only(step) else step
         return JobRef(self.naming.job_namespace, job_name(lineage_job, leaf), run_id(started, *identity))
 
+    def launched_checks_job(self, step: str) -> JobRef:
+        """The job of the checks a launching step reports for the run it launched (``<step>__checks``)."""
+        starts = self.step_records(step, DagsterEventType.STEP_START)
+        started = _time(starts[-1]) if starts else self.started_at
+        identity = (SOURCE, self.records.run_id, step, CHECKS_SUFFIX, str(len(starts)))
+        lineage_job = dagster_job_name(self.records.job_name, self.records.location)
+        return JobRef(
+            self.naming.job_namespace, job_name(lineage_job, f"{step}{CHECKS_SUFFIX}"), run_id(started, *identity)
+        )
+
     def checks_only(self, step: str) -> bool:
         """True when the step is an asset's own step (its op named for the asset) executing only its checks."""
         if self.planned.get(step):
@@ -352,8 +363,9 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
         spec = _run_spec(run, record, RUN_STATES[kind])
         return [*_unfinished_steps_ended(run, record, RUN_STATES[kind]), (event_key(spec), run_event(spec))]
     if kind in STEP_STATES:
-        spec = _step_spec(run, record, _step(record), STEP_STATES[kind])
-        return [(event_key(spec), run_event(spec))]
+        step = _step(record)
+        spec = _step_spec(run, record, step, STEP_STATES[kind])
+        return [(event_key(spec), run_event(spec)), *_launched_checks(run, record, step, STEP_STATES[kind])]
     if kind == DagsterEventType.ASSET_OBSERVATION:
         spec = _observation_spec(run, record)
         # A step may observe many times: the storage id tells its events apart.
@@ -426,7 +438,9 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
     # A table asset audits its own month in the same step; its checks travel with the output it
     # published, or, when it published nothing, with the dataset it audited, as an input. They are
     # results of the step, so its START names none of them.
-    assertions = _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
+    # A launching step names no dataset: the checks it reports for the launched run are a job of their own.
+    launched = run.launches(step)
+    assertions = {} if launched else _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
     for key, checked in assertions.items() if state != RunState.START else ():
         name = run.naming.asset(key.path)
         written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
@@ -491,6 +505,39 @@ def _audited(run: _Run, step: str, key: AssetKey) -> DatasetRef:
         if checked is not None:
             return replace(run.ref(key), version=str(checked.value))
     return run.ref(key)
+
+
+def _launched_checks(run: _Run, record: EventLogRecord, step: str, state: RunState) -> list[Keyed]:
+    """The checks a launching step reports for the run it launched (evaluated by that run on what it wrote, and
+    recorded by the step after the materializations they checked), as a check job of their own, a child of the
+    step: it starts with the first result recorded and ends with the step, each checked dataset an input carrying
+    the results."""
+    if state == RunState.START or not run.launches(step):
+        return []
+    evaluations = run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION)
+    assertions = _assertions(evaluations)
+    if not assertions:
+        return []
+    audited = {key: _audited(run, step, key) for key in assertions}
+    events = []
+    for moment, at in ((RunState.START, evaluations[0]), (state, record)):
+        spec = EventSpec(
+            state=moment,
+            time=_time(at),
+            job=run.launched_checks_job(step),
+            integration=INTEGRATION,
+            job_type="ASSET_CHECK",
+            inputs=[
+                replace(ref, assertions=assertions[key]) if moment != RunState.START else ref
+                for key, ref in audited.items()
+            ],
+            parent=run.step_job(step),
+            root=run.job,
+            tool_run=run.tool_run,
+            engine=ENGINE,
+        )
+        events.append((event_key(spec), run_event(spec)))
+    return events
 
 
 def is_finished(records: list[EventLogRecord]) -> bool:
