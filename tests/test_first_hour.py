@@ -271,6 +271,7 @@ def test_the_model_s_page_fits_a_laptop_screen(dagster_ui):
         open_latest_materialization(page, url, "nyc_taxi/yellow_rides_hourly_forecast")
         charts["plot"] = chart_in_its_dialog(page, "plot")
     assert shown == columns
-    # Drawn at its own width (a pixel less where the layout rounds a fraction), not shrunk to fit.
-    drawn_whole = [chart["whole"] and chart["natural_width"] - chart["drawn_width"] <= 1 for chart in charts.values()]
+    # Whole in its dialog, and drawn near its own width: the dialog's width moves with its content (a scrollbar),
+    # so a chart may be drawn a few percent narrower, never shrunk to a thumbnail.
+    drawn_whole = [chart["whole"] and chart["drawn_width"] >= 0.9 * chart["natural_width"] for chart in charts.values()]
     assert all(drawn_whole), charts
