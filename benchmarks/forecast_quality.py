@@ -1,105 +1,212 @@
-"""How the flow's model selection does on weeks it never saw, measured as the flow measures it.
+"""How the flow's model selection does on weeks it never saw, across the year, measured as the flow measures it.
 
-    uv run python benchmarks/forecast_quality.py --scale full
+    uv run python benchmarks/forecast_quality.py --scale full \\
+        --periods 2024-02:2024-04 2024-05:2024-07 2024-07:2024-09 2024-09:2024-11 2024-10:2024-12 2024-12:2025-02 \\
+        --json .state/benchmarks/forecast_quality.json
 
-Writes sample months (kept in the state folder's benchmarks/ for the next run), builds the hourly
-actuals from the trip files as the ingestion job does (every zone with a ride, every hour, zeros
-filled) and the daily weather the sample published, then runs the flow's own code: the zone choice
-on what the backtest's first week knew, the features, the weekly rolling-origin backtest of every
-candidate, and the held-out selection. Prints each held-out week (the champion chosen on the weeks
-before it, its MAE against seasonal naive with a bootstrap range and against the noise floor, the
-80% and 95% intervals' coverage), the summary a model version records, and each candidate's time.
+Each period is FIRST:LAST month of actuals; its forecast origin is the hour after LAST ends. For each
+period the benchmark writes the sample months (kept in the state folder's benchmarks/ for the next
+run), builds the hourly actuals from the trip files as the ingestion job does (every zone with a
+ride, every hour, zeros filled) and the daily weather the sample published, then runs the flow's own
+code: the zone choice on what the backtest's first week knew, the weekly refits forecasting day by
+day from what was published at each day's start, and the held-out selection, with and without the
+weather candidates. It prints each held-out week (the champion chosen on the weeks before it, its
+MAE against seasonal naive with a day-resampled range and against the origin-knowable oracle, the
+80% and 95% intervals' coverage), then coverage per borough and per day and each candidate's time.
+``--json PATH`` writes one object per held-out week and weather setting.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+DEFAULT_PERIODS = ["2024-12:2025-01"]
+
+
+@dataclass(frozen=True)
+class Period:
+    first: str
+    last: str
+
+    @classmethod
+    def parse(cls, text: str) -> Period:
+        first, _, last = text.partition(":")
+        return cls(first, last or first)
+
+    @property
+    def months(self) -> list[str]:
+        return [f"{month:%Y-%m}" for month in pd.period_range(self.first, self.last, freq="M")]
+
+    def __str__(self) -> str:
+        return f"{self.first}:{self.last}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", default="demo", help="trips a month: demo (~150k), full (~3M) or a number")
-    parser.add_argument("--months", nargs="+", default=["2024-12", "2025-01"], help="months of actuals, YYYY-MM")
-    parser.add_argument("--as-of", default="", help="forecast origin (default: the hour after the last month)")
+    parser.add_argument("--periods", nargs="+", default=DEFAULT_PERIODS, help="FIRST:LAST months of actuals, each")
     parser.add_argument("--zones", type=int, default=50)
     parser.add_argument("--lookback-days", type=int, default=63)
     parser.add_argument("--evaluation-weeks", type=int, default=4)
     parser.add_argument("--selection-weeks", type=int, default=2)
     parser.add_argument("--candidates", default="", help="comma-separated (default: every candidate)")
+    parser.add_argument("--json", type=Path, help="write one object per held-out week and weather setting here")
     args = parser.parse_args()
 
-    from flows.forecasting import backtest, features, noise_floor, selection
-    from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
-    from flows.forecasting.threads import numeric_threads
-    from flows.run_settings import resolve_settings
     from taxi_core.settings import load_settings
     from taxi_demo.cli import trips_per_month
-    from taxi_demo.sample_source import TRUTH_DIR, SampleSource
+    from taxi_demo.sample_source import SampleSource
 
     trips = trips_per_month(args.scale)
     source = SampleSource(load_settings().path("benchmarks", f"sample_{trips}"), trips_per_month=trips)
-    started = time.perf_counter()
-    source.write_months(args.months)
-    print(f"sample months {', '.join(args.months)} at {trips:,} trips a month: {time.perf_counter() - started:.1f} s")
+    weeks, days, seconds = [], [], {}
+    for period in map(Period.parse, args.periods):
+        began = time.perf_counter()
+        source.write_months(period.months)
+        print(f"\n== period {period}: sample months at {trips:,} trips a month in {time.perf_counter() - began:.1f} s")
+        found = evaluate(source, period, args)
+        weeks += found.weeks
+        days.append(found.days)
+        seconds[str(period)] = found.seconds
+    table = pd.DataFrame(weeks)
+    print("\n== every held-out week")
+    print(table.to_string(index=False))
+    print_summary(table, pd.concat(days, ignore_index=True), seconds)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(weeks, indent=1) + "\n")
+        print(f"\nwrote {len(weeks)} held-out weeks to {args.json}")
+    return 0
 
-    actuals = pd.concat([month_actuals(source, month) for month in args.months], ignore_index=True)
-    weather = pd.concat([month_weather(source, month) for month in args.months], ignore_index=True)
-    as_of = args.as_of or str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
+
+@dataclass(frozen=True)
+class PeriodResult:
+    weeks: list[dict]
+    days: pd.DataFrame
+    seconds: dict[str, float]
+
+
+def evaluate(source, period: Period, args) -> PeriodResult:
+    """The flow's backtest and held-out selection on one period, with and without the weather candidates."""
+    from flows.forecasting import backtest, selection
+    from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate, uses_weather
+    from flows.forecasting.publication import Inputs
+    from flows.forecasting.threads import numeric_threads, share_of_cores
+    from flows.run_settings import resolve_settings
+
+    actuals = pd.concat([month_actuals(source, month) for month in period.months], ignore_index=True)
+    weather = pd.concat([month_weather(source, month) for month in period.months], ignore_index=True)
+    as_of = str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
     names = args.candidates or ",".join(CANDIDATES)
     settings = resolve_settings(
         as_of, args.lookback_days, args.evaluation_weeks, args.selection_weeks, 24, args.zones, True, names
     )
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window[window.pickup_hour < settings.backtest_start], settings.zones)
-    weeks = backtest.backtest_weeks(settings.as_of, settings.backtest_weeks)
+    origins = backtest.backtest_weeks(settings.as_of, settings.backtest_weeks)
     print(f"{settings.describe()}; {len(zones)} zones chosen before {settings.backtest_start:%Y-%m-%d}")
-
-    frame, names_used = features.build_features(
-        features.complete_grid(window[window.pulocationid.isin(zones)], zones, settings.window_start, settings.as_of),
-        settings.horizon_hours,
-        weather[(weather.date >= settings.window_start) & (weather.date < settings.as_of)],
-        features.weather_lag_days(settings.as_of.hour, settings.horizon_hours),
-    )
+    inputs = Inputs(window[window.pulocationid.isin(zones)], weather, zones, 24, settings.window_start)
     results, seconds = [], {}
-    with numeric_threads(1):
+    with numeric_threads(share_of_cores(1)):
         for name in settings.candidates:
             began = time.perf_counter()
-            results.append(
-                backtest.rolling_origin_backtest(frame, names_used, lambda name=name: make_candidate(name), weeks)
-            )
-            seconds[name] = time.perf_counter() - began
+            results.append(backtest.rolling_origin_backtest(inputs, lambda name=name: make_candidate(name), origins))
+            seconds[name] = round(time.perf_counter() - began, 1)
     predictions = pd.concat(results, ignore_index=True)
-    truth = source.root / TRUTH_DIR
-    scenarios = [name for name in settings.candidates if is_scenario(name)]
-
-    def floor_of(rows):
-        floor = noise_floor.noise_floor(rows, truth)
-        return floor["mae"] if floor else None
-
-    chosen = selection.select(predictions, settings.selection_weeks, scenarios, floor_of)
-    print("\nheld-out weeks (each champion chosen on the weeks before it):")
-    print(chosen.table().to_string(index=False))
-    print("\nsummary:", ", ".join(f"{key} {value}" for key, value in chosen.summary().items()))
-    zones_table = chosen.by_zone()
-    print(
-        f"zones: {int((zones_table.ratio > 0.75).sum())} of {len(zones_table)} above 0.75x naive over the held-out "
-        f"weeks; 80% coverage per zone {zones_table.coverage_80.min():.3f}-{zones_table.coverage_80.max():.3f}"
-    )
-    print(f"final champion {chosen.champion}, chosen on {', '.join(f'{w:%Y-%m-%d}' for w in chosen.chosen_on)}")
+    oracle = oracle_rates(source, period.months)
+    groups = borough_of_zones()
+    weeks, days = [], []
+    for with_weather in (False, True):
+        allowed = [name for name in settings.candidates if with_weather or not uses_weather(name)]
+        used = predictions[predictions.candidate.isin(allowed)]
+        scenarios = [name for name in used.candidate.unique() if is_scenario(name)]
+        chosen = selection.select(used, settings.selection_weeks, scenarios, groups=groups)
+        for week in chosen.held_out:
+            rows = chosen.forecasts[chosen.forecasts.origin == week.week]
+            weeks.append(week_record(period, with_weather, week, rows, oracle))
+        days.append(chosen.by("day").assign(period=str(period), weather=with_weather))
+        boroughs = chosen.by("group")
+        print(f"weather {'on' if with_weather else 'off'}: final champion {chosen.champion} ({chosen.final.reason})")
+        print("  coverage by borough: " + ", ".join(
+            f"{row.group} {row.coverage_80:.3f}/{row.coverage_95:.3f}" for row in boroughs.itertuples()
+        ))  # fmt: skip
     weekly = backtest.error_metrics(predictions, ["candidate", "origin"])
     naive = weekly[weekly.candidate == backtest.BASELINE].set_index("origin").mae
     ratios = weekly.assign(ratio=weekly.mae / weekly.origin.map(naive)).pivot(
         index="origin", columns="candidate", values="ratio"
     )
-    print("\nevery candidate's MAE / naive per backtest week:")
+    print("every candidate's MAE / naive per backtest week:")
     print(ratios.round(3).to_string())
-    print("\nseconds per candidate (one thread, every week's refit):")
-    print(", ".join(f"{name} {value:.1f}" for name, value in seconds.items()))
-    return 0
+    print("seconds per candidate (every refit and every day's forecast): " + ", ".join(
+        f"{name} {value}" for name, value in seconds.items()
+    ))  # fmt: skip
+    return PeriodResult(weeks, pd.concat(days, ignore_index=True), seconds)
+
+
+def week_record(period: Period, with_weather: bool, week, rows: pd.DataFrame, oracle: pd.DataFrame | None) -> dict:
+    """One held-out week as the JSON output names it."""
+    from flows.forecasting.intervals import inside
+
+    by_day = rows.assign(day=rows.pickup_hour.dt.normalize(), inside=inside(rows, 80)).groupby("day").inside.mean()
+    record = {
+        "period": str(period),
+        "weather": with_weather,
+        "week": f"{week.week:%Y-%m-%d}",
+        "champion": week.champion,
+        "ratio_to_naive": round(week.ratio, 4),
+        "ratio_low": round(week.ratio_range[0], 4),
+        "ratio_high": round(week.ratio_range[1], 4),
+        "ratio_to_oracle": None,
+        "coverage_80": round(week.coverage[80], 4),
+        "coverage_95": round(week.coverage[95], 4),
+        "coverage_80_worst_day": round(float(by_day.min()), 4),
+    }
+    if oracle is not None:
+        joined = rows.merge(oracle, on=["pickup_hour", "pulocationid"], how="inner")
+        oracle_mae = float((joined.expected_rate - joined.total_rides).abs().mean())
+        record["ratio_to_oracle"] = round(week.mae / oracle_mae, 4)
+    return record
+
+
+def print_summary(table: pd.DataFrame, days: pd.DataFrame, seconds: dict) -> None:
+    for with_weather, rows in table.groupby("weather"):
+        in_band = rows.coverage_80.between(0.75, 0.85)
+        print(
+            f"\n== weather {'on' if with_weather else 'off'}: {len(rows)} weeks; MAE / naive median "
+            f"{rows.ratio_to_naive.median():.3f}, worst {rows.ratio_to_naive.max():.3f}; weeks worse than naive "
+            f"{int((rows.ratio_to_naive > 1).sum())}; range's upper end below 1.0 in {(rows.ratio_high < 1).mean():.0%}"
+            ";"
+            f" 80% coverage in 75-85% in {in_band.mean():.0%} of weeks ({rows.coverage_80.min():.3f}-"
+            f"{rows.coverage_80.max():.3f}); 95% coverage {rows.coverage_95.min():.3f}-{rows.coverage_95.max():.3f}"
+        )
+        if rows.ratio_to_oracle.notna().any():
+            print(f"   MAE / oracle median {rows.ratio_to_oracle.median():.3f}, worst {rows.ratio_to_oracle.max():.3f}")
+        daily = days[days.weather == with_weather].coverage_80
+        print(f"   80% coverage per day: median {daily.median():.3f}, 5th percentile {np.percentile(daily, 5):.3f}, "
+              f"worst {daily.min():.3f}")  # fmt: skip
+    print("\n== seconds per candidate and period: " + json.dumps(seconds))
+
+
+def borough_of_zones() -> dict[int, str]:
+    from taxi_core.zones import load_zones
+
+    return {zone.location_id: zone.borough for zone in load_zones()}
+
+
+def oracle_rates(source, months: list[str]) -> pd.DataFrame | None:
+    """The sample's origin-knowable rate per hour and zone (``expected_rate``), if its truth files record it."""
+    frames = [pd.read_parquet(source.truth_path(month)) for month in months]
+    if not all("expected_rate" in frame for frame in frames):
+        return None
+    return pd.concat(frames, ignore_index=True)[["pickup_hour", "pulocationid", "expected_rate"]]
 
 
 def month_actuals(source, month: str) -> pd.DataFrame:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 WAYS = ("branches", "branches, limit before import", "one process")
 
 
-def train_candidate(name: str, frame: pd.DataFrame, features: list[str], weeks, threads: int, way: str) -> float:
+def train_candidate(name: str, inputs, weeks, threads: int, way: str) -> float:
     """One candidate's backtest, the way named; its seconds (process start-up left out)."""
     from flows.forecasting.backtest import rolling_origin_backtest
     from flows.forecasting.models import make_candidate
@@ -45,32 +45,32 @@ def train_candidate(name: str, frame: pd.DataFrame, features: list[str], weeks, 
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=threads):
-            rolling_origin_backtest(frame, features, lambda: make_candidate(name), weeks)
+            rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks)
     elif way == "branches":
         from flows.forecasting.threads import numeric_threads
 
         with numeric_threads(threads):
-            rolling_origin_backtest(frame, features, lambda: make_candidate(name), weeks)
+            rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks)
     else:
-        rolling_origin_backtest(frame, features, lambda: make_candidate(name), weeks)
+        rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks)
     return time.perf_counter() - began
 
 
-def in_branches(names, frame, features, weeks, way: str) -> tuple[float, dict[str, float]]:
+def in_branches(names, inputs, weeks, way: str) -> tuple[float, dict[str, float]]:
     from flows.forecasting.threads import share_of_cores
 
     threads = share_of_cores(len(names))
     began = time.perf_counter()
     # Fresh interpreters, as Metaflow starts a process per task: nothing numeric is loaded yet.
     with ProcessPoolExecutor(max_workers=len(names), mp_context=get_context("spawn")) as pool:
-        futures = {name: pool.submit(train_candidate, name, frame, features, weeks, threads, way) for name in names}
+        futures = {name: pool.submit(train_candidate, name, inputs, weeks, threads, way) for name in names}
         seconds = {name: future.result() for name, future in futures.items()}
     return time.perf_counter() - began, seconds
 
 
-def in_one_process(names, frame, features, weeks) -> tuple[float, dict[str, float]]:
+def in_one_process(names, inputs, weeks) -> tuple[float, dict[str, float]]:
     began = time.perf_counter()
-    seconds = {name: train_candidate(name, frame, features, weeks, 0, "one process") for name in names}
+    seconds = {name: train_candidate(name, inputs, weeks, 0, "one process") for name in names}
     return time.perf_counter() - began, seconds
 
 
@@ -83,8 +83,9 @@ def main() -> int:
 
     from forecast_quality import month_actuals, month_weather
 
-    from flows.forecasting import backtest, features
+    from flows.forecasting import backtest
     from flows.forecasting.models import CANDIDATES
+    from flows.forecasting.publication import Inputs
     from flows.run_settings import resolve_settings
     from taxi_core.settings import load_settings
     from taxi_demo.cli import trips_per_month
@@ -99,22 +100,16 @@ def main() -> int:
     settings = resolve_settings(as_of, 63, 4, 2, 24, 50, True, ",".join(CANDIDATES))
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window[window.pickup_hour < settings.backtest_start], settings.zones)
-    frame, names_used = features.build_features(
-        features.complete_grid(window[window.pulocationid.isin(zones)], zones, settings.window_start, settings.as_of),
-        settings.horizon_hours,
-        weather,
-        features.weather_lag_days(settings.as_of.hour, settings.horizon_hours),
-    )
+    inputs = Inputs(window[window.pulocationid.isin(zones)], weather, zones, 24, settings.window_start)
     weeks = backtest.backtest_weeks(settings.as_of, settings.backtest_weeks)
     names = settings.candidates
-    print(f"{len(frame):,} rows, {len(zones)} zones, {len(weeks)} weekly refits per candidate, {len(names)} candidates")
+    print(f"{len(inputs.actuals):,} rows, {len(zones)} zones, {len(weeks)} weekly refits per candidate, "
+          f"{len(names)} candidates")  # fmt: skip
 
-    results = {"one process": in_one_process(names, frame, names_used, weeks)}
-    results["branches"] = in_branches(names, frame, names_used, weeks, "branches")
+    results = {"one process": in_one_process(names, inputs, weeks)}
+    results["branches"] = in_branches(names, inputs, weeks, "branches")
     if not args.skip_before:
-        results["branches, limit before import"] = in_branches(
-            names, frame, names_used, weeks, "branches, limit before import"
-        )
+        results["branches, limit before import"] = in_branches(names, inputs, weeks, "branches, limit before import")
     floor = results["one process"][0]
     print(f"\n{'candidate':22s}" + "".join(f"{way:>32s}" for way in results))
     for name in names:

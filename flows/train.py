@@ -53,6 +53,7 @@ from bridge.sources.metaflow_recorder import record_lineage, record_model, recor
 from bridge.wording import plural
 from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
+from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
 from flows.run_settings import RunSettings, resolve_settings
@@ -63,7 +64,7 @@ from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
                     "backtest_zone_ids", "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup",
-                    "zone_lookup_snapshot_id", "features", "weather_lag"]  # fmt: skip
+                    "zone_lookup_snapshot_id", "weather_lag"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -95,7 +96,7 @@ class TrainForecastModelFlow(FlowSpec):
     use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
     weather_delay_days = Parameter(
         "weather_delay_days",
-        default=features.NOAA_PUBLICATION_DELAY_DAYS,
+        default=NOAA_PUBLICATION_DELAY_DAYS,
         type=int,
         help="Days after a day ends before NOAA publishes its weather (NOAA updates nClimGrid-Daily every 3 days)",
     )
@@ -185,19 +186,17 @@ class TrainForecastModelFlow(FlowSpec):
     @step
     def train(self):
         """One branch per candidate, on its share of the cores: refit each week, score the week's hours."""
-        began = time.perf_counter()
-        frame, self.features = self._features(self.backtest_zone_ids, end=self.settings.as_of)
         weeks = backtest.backtest_weeks(self.settings.as_of, self.settings.backtest_weeks)
         threads = share_of_cores(len(self.candidate_names))
         print(
-            f"{self.input}: features in {time.perf_counter() - began:.1f} s; backtest over {len(weeks)} weeks from "
-            f"{weeks[0]:%Y-%m-%d}, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
+            f"{self.input}: backtest over {len(weeks)} weeks from {weeks[0]:%Y-%m-%d}, refitted weekly and "
+            f"forecasting day by day, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
         )
         began = time.perf_counter()
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
         with numeric_threads(threads):
             self.backtest = backtest.rolling_origin_backtest(
-                frame, self.features, lambda: make_candidate(self.input), weeks, on_origin=print
+                self._inputs(self.backtest_zone_ids), lambda: make_candidate(self.input), weeks, on_origin=print
             )
         self.backtest_seconds = time.perf_counter() - began
         print(f"{self.input}: backtest done in {self.backtest_seconds:.1f} s")
@@ -220,8 +219,11 @@ class TrainForecastModelFlow(FlowSpec):
             floor = noise_floor.noise_floor(rows, truth)
             return floor["mae"] if floor else None
 
-        chosen = selection.select(self.backtest, self.settings.selection_weeks, self.scenarios, floor_of)
-        self.champion, self.intervals = chosen.champion, chosen.intervals
+        boroughs = dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
+        chosen = selection.select(
+            self.backtest, self.settings.selection_weeks, self.scenarios, floor_of, groups=boroughs
+        )
+        self.champion, self.intervals, self.champion_reason = chosen.champion, chosen.intervals, chosen.final.reason
         self.selection_weeks_used = [f"{week:%Y-%m-%d}" for week in chosen.chosen_on]
         self.held_out = chosen.table()
         self.held_out_summary = chosen.summary()
@@ -231,7 +233,8 @@ class TrainForecastModelFlow(FlowSpec):
 
         summary = self.held_out_summary
         headline = (
-            f"Champion: **{self.champion}**, chosen on the weeks from {', '.join(self.selection_weeks_used)}. On "
+            f"Champion: **{self.champion}**, chosen on the weeks from {', '.join(self.selection_weeks_used)} "
+            f"({self.champion_reason}). On "
             f"{summary['held_out_weeks']} held-out weeks, each champion chosen on the weeks before: MAE "
             f"{summary['held_out_mae']:.3f}, {summary['held_out_mae_vs_naive_median']:.2f}x seasonal naive in the "
             f"median week ({summary['held_out_mae_vs_naive_worst']:.2f}x in the worst); 80% intervals held "
@@ -272,14 +275,16 @@ class TrainForecastModelFlow(FlowSpec):
     @step
     def predict(self):
         """Refit the champion on all the data and forecast the next --horizon_hours for every zone."""
-        frame, _ = self._features(self.zone_ids, end=self.settings.forecast_end)
-        model = make_candidate(self.champion)
-        self.model = model.fit(
-            features.training_rows(frame[frame.pickup_hour < self.settings.as_of], self.features), self.features
-        )
-        future = frame[frame.pickup_hour >= self.settings.as_of].reset_index(drop=True)
+        inputs = self._inputs(self.zone_ids)
+        model, self.features = backtest.fit_at(inputs, self.settings.as_of, lambda: make_candidate(self.champion))
+        self.model = model
+        future, _ = inputs.forecast_frame(self.settings.as_of)
         predicted = model.predict(future, self.features)
-        forecast = pd.concat([future[["pickup_hour", "pulocationid"]], self.intervals.bounds(predicted)], axis=1)
+        boroughs = future.pulocationid.map(
+            dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
+        )
+        bounds = self.intervals.bounds(predicted, boroughs)
+        forecast = pd.concat([future[["pickup_hour", "pulocationid"]], bounds], axis=1)
         forecast = forecast.assign(
             forecasted_total_rides=predicted,
             model_name=self.champion,
@@ -298,16 +303,17 @@ class TrainForecastModelFlow(FlowSpec):
         self.model_parameters = {
             MODEL_CANDIDATE_PARAM: model.name, "weather": weather, "zones": zones, **model.params,
             "selection_weeks": ",".join(self.selection_weeks_used), "held_out_weeks": held_out_weeks,
+            "chosen_because": self.champion_reason,
             "weather_delay_days": self.weather_delay_days, **self.intervals.as_metadata(),
         }  # fmt: skip
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
         self.used_features = model.used_features(self.features)
         champion = self.metrics.set_index("candidate").loc[self.champion]
-        backtest = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
+        backtest_figures = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
         record_model(
             MODEL_NAME,
             self.model_version,
-            metrics=backtest | self.held_out_summary,
+            metrics=backtest_figures | self.held_out_summary,
             params=self.model_parameters,
             columns_from=column_lineage.model_lineage(self.used_features),
         )
@@ -356,9 +362,12 @@ class TrainForecastModelFlow(FlowSpec):
             f"forecast rows at snapshot {self.forecast_snapshot_id}; plot {self.plot_path}"
         )
 
-    def _features(self, zones, end):
-        grid = features.complete_grid(self.actuals, zones, self.settings.window_start, end)
-        return features.build_features(grid, self.settings.horizon_hours, self.weather, self.weather_lag)
+    def _inputs(self, zones) -> Inputs:
+        """What the run read, for ``zones``: each fit and forecast sees only what was published at its origin."""
+        return Inputs(
+            self.actuals, self.weather, zones, self.settings.horizon_hours, self.settings.window_start,
+            PublicationRule(self.weather_delay_days),
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -7,12 +7,21 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest, features, report
-from flows.forecasting.models import is_scenario, make_candidate
+from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
+from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.tables import ACTUALS, WEATHER
+from flows.forecasting.threads import numeric_threads
 from flows.launch import FlowEvent, FlowEventKind, FlowLog
 from flows.run_settings import resolve_settings
 
 DAY = pd.Timedelta(hours=24)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Models on a few hundred rows: OpenMP's threads would only spin against the other tests' processes."""
+    with numeric_threads(1):
+        yield
 
 
 def _actuals(days=35, zones=(161, 132), seed=0):
@@ -67,34 +76,72 @@ def test_the_weather_lag_reaches_back_before_every_target_of_an_origin(origin_ho
     assert features.weather_lag_days(origin_hour, horizon, delay) == lag
 
 
-@pytest.mark.parametrize("name", ["glm_weather", "gbm_weather"])
-def test_weather_after_the_origin_never_changes_a_backtest_forecast(name):
+def _inputs(actuals, weather=None, zones=(132, 161)):
+    return Inputs(actuals, weather, list(zones), 24, actuals.pickup_hour.min())
+
+
+def _unpublished_changed(actuals, weather, origin):
+    """Every value the publication rule says is unknown at ``origin`` changed wildly; nothing else touched."""
+    rule = PublicationRule()
+    actuals, weather = actuals.copy(), weather.copy()
+    later = actuals.pickup_hour >= origin
+    actuals.loc[later, "total_rides"] = actuals.loc[later, "total_rides"] * 7 + 300
+    unpublished = weather.date > rule.weather_through(origin)
+    weather.loc[unpublished, ["prcp", "tavg"]] = weather.loc[unpublished, ["prcp", "tavg"]] * 10 + 50
+    return actuals, weather
+
+
+@pytest.mark.parametrize("name", [name for name in CANDIDATES if not is_scenario(name)])
+def test_nothing_unpublished_at_a_forecast_s_origin_moves_it(name):
+    """Every value unpublished at a day's origin (later actuals, and weather inside NOAA's delay) is changed: the
+    backtest's forecasts of that day and every day before it stay the same, as does the forecast made at the end."""
     actuals = _actuals(days=42)
     end = pd.Timestamp("2025-02-12")
-    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), end)
-    days = pd.date_range("2025-01-01", end - pd.Timedelta(days=1))
-    rng = np.random.default_rng(1)
-    weather = _weather(days, prcp=rng.gamma(0.9, 9.0, len(days)))
-    origins = [end - DAY * back for back in (3, 2, 1)]
-    for origin in origins:
-        perturbed = weather.copy()
-        after = perturbed.date >= origin.normalize()
-        perturbed.loc[after, ["prcp", "tavg"]] = perturbed.loc[after, ["prcp", "tavg"]] * 10 + 50
-        forecasts = []
-        for table in (weather, perturbed):
-            frame, names = features.build_features(grid, 24, table, features.weather_lag_days(origin.hour, 24))
-            forecasts.append(
-                backtest.rolling_origin_backtest(frame, names, lambda: make_candidate(name), [origin], DAY).predicted
-            )
-        pd.testing.assert_series_equal(*forecasts)
-    # The scenario does see the target day's weather: the same change moves its forecasts.
-    frame, names = features.build_features(grid, 24, weather)
-    moved, _ = features.build_features(grid, 24, perturbed)
+    days = pd.date_range("2025-01-01", end - DAY)
+    weather = _weather(days, prcp=np.random.default_rng(1).gamma(0.9, 9.0, len(days)))
+    week = end - pd.Timedelta(days=7)
+    original = backtest.rolling_origin_backtest(_inputs(actuals, weather), lambda: make_candidate(name), [week])
+    assert len(original.forecast_origin.unique()) == 7
+    for origin in pd.date_range(week, periods=7, freq="D"):
+        moved = backtest.rolling_origin_backtest(
+            _inputs(*_unpublished_changed(actuals, weather, origin)), lambda: make_candidate(name), [week]
+        )
+        known = original.forecast_origin <= origin
+        assert known.sum() == 24 * 2 * ((origin - week).days + 1)
+        pd.testing.assert_series_equal(original[known].predicted, moved[known].predicted)
+    forecasts = []
+    for inputs in (_inputs(actuals, weather), _inputs(*_unpublished_changed(actuals, weather, end))):
+        model, names = backtest.fit_at(inputs, end, lambda: make_candidate(name))
+        rows, _ = inputs.forecast_frame(end)
+        forecasts.append(pd.Series(model.predict(rows, names)))
+    pd.testing.assert_series_equal(*forecasts)
+
+
+def test_the_hindsight_scenario_is_told_the_target_day_s_weather_and_nothing_else_is():
+    actuals = _actuals(days=42)
+    end = pd.Timestamp("2025-02-12")
+    days = pd.date_range("2025-01-01", end - DAY)
+    weather = _weather(days, prcp=np.random.default_rng(1).gamma(0.9, 9.0, len(days)))
+    origin = end - DAY
     scenario = [
-        backtest.rolling_origin_backtest(f, names, lambda: make_candidate("glm_perfect_weather"), [origins[-1]], DAY)
-        for f in (frame, moved)
+        backtest.rolling_origin_backtest(_inputs(*pair), lambda: make_candidate("glm_perfect_weather"), [origin], DAY)
+        for pair in ((actuals, weather), _unpublished_changed(actuals, weather, origin))
     ]
     assert not np.allclose(scenario[0].predicted, scenario[1].predicted)
+
+
+@pytest.mark.parametrize(("origin", "newest"), [("2025-01-10 00:00", "2025-01-06"), ("2025-01-10 05:00", "2025-01-06")])
+def test_a_day_s_weather_is_published_three_days_after_it_ends(origin, newest):
+    assert PublicationRule().weather_through(pd.Timestamp(origin)) == pd.Timestamp(newest)
+
+
+@pytest.mark.parametrize(("origin_hour", "horizon"), [(0, 24), (5, 24), (23, 24), (0, 48), (12, 72), (0, 1)])
+def test_the_known_weather_of_every_target_hour_is_published_at_its_origin(origin_hour, horizon):
+    rule = PublicationRule()
+    origin = pd.Timestamp("2025-01-20") + pd.Timedelta(hours=origin_hour)
+    lag = features.weather_lag_days(origin_hour, horizon, rule.weather_delay_days)
+    for target in pd.date_range(origin, periods=horizon, freq="h"):
+        assert target.normalize() - pd.Timedelta(days=lag) <= rule.weather_through(origin)
 
 
 def test_backtest_weeks_end_at_as_of():
@@ -104,23 +151,24 @@ def test_backtest_weeks_end_at_as_of():
 
 def test_backtest_never_trains_on_the_hours_it_forecasts():
     actuals = _actuals()
-    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-05"))
-    frame, names = features.build_features(grid, 24)
-    seen = []
+    seen, asked = [], []
 
     class Spy:
         name = "spy"
+        weather = None
 
         def fit(self, rows, feature_names):
             seen.append(rows.pickup_hour.max())
             return self
 
         def predict(self, rows, feature_names):
+            asked.append("total_rides" in rows)
             return np.zeros(len(rows))
 
     origins = backtest.backtest_weeks(pd.Timestamp("2025-02-05"), 2)
-    result = backtest.rolling_origin_backtest(frame, names, Spy, origins)
+    result = backtest.rolling_origin_backtest(_inputs(actuals), Spy, origins)
     assert all(last < origin for last, origin in zip(seen, origins, strict=True))
+    assert asked == [False] * 14  # a forecast a day, never shown its target
     assert len(result) == 2 * 168 * 2  # two zones, two weeks of hours
 
 
@@ -132,26 +180,14 @@ def test_metrics_are_computed_per_group():
     assert metrics.loc["a", "mae"] == pytest.approx(1.5)
     assert metrics.loc["a", "rmse"] == pytest.approx(np.sqrt((4 + 1) / 2))
     assert metrics.loc["a", "wape"] == pytest.approx(3 / 10)
-    assert backtest.choose_champion(metrics.reset_index()) == "b"
-
-
-def test_the_champion_is_never_a_scenario():
-    metrics = pd.DataFrame({"candidate": ["glm_perfect_weather", "glm", "seasonal_naive"], "mae": [1.0, 2.0, 3.0]})
-    scenarios = [name for name in metrics.candidate if is_scenario(name)]
-    assert scenarios == ["glm_perfect_weather"]
-    assert backtest.choose_champion(metrics, scenarios) == "glm"
-    with pytest.raises(ValueError, match="every candidate is a scenario"):
-        backtest.choose_champion(metrics.head(1), scenarios)
 
 
 @pytest.mark.parametrize("name", ["gbm", "glm"])
 def test_learned_models_beat_seasonal_naive_on_a_noisy_daily_pattern(name):
     actuals = _actuals(days=42)
-    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-12"))
-    frame, names = features.build_features(grid, 24)
     origins = backtest.backtest_weeks(pd.Timestamp("2025-02-12"), 2)
     runs = [
-        backtest.rolling_origin_backtest(frame, names, lambda n=candidate: make_candidate(n), origins)
+        backtest.rolling_origin_backtest(_inputs(actuals), lambda n=candidate: make_candidate(n), origins)
         for candidate in ("seasonal_naive", name)
     ]
     metrics = backtest.error_metrics(pd.concat(runs), ["candidate"]).set_index("candidate")
@@ -192,12 +228,10 @@ def test_weather_candidates_are_dropped_without_weather_and_the_baseline_is_alwa
 
 def test_the_backtest_reports_each_origin_as_it_is_done():
     actuals = _actuals()
-    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), pd.Timestamp("2025-02-05"))
-    frame, names = features.build_features(grid, 24)
     origins = backtest.backtest_weeks(pd.Timestamp("2025-02-05"), 3)
     reported = []
     result = backtest.rolling_origin_backtest(
-        frame, names, lambda: make_candidate("seasonal_naive"), origins, on_origin=reported.append
+        _inputs(actuals), lambda: make_candidate("seasonal_naive"), origins, on_origin=reported.append
     )
     assert [(r.number, r.total, r.origin) for r in reported] == [(n, 3, o) for n, o in enumerate(origins, start=1)]
     per_origin = result.assign(error=(result.predicted - result.total_rides).abs()).groupby("origin").error.mean()

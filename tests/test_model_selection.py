@@ -8,15 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.forecasting import checks, features, intervals, selection
-from flows.forecasting.backtest import BASELINE, backtest_weeks, rolling_origin_backtest
+from flows.forecasting import checks, intervals, selection
+from flows.forecasting.backtest import BASELINE, backtest_weeks, fit_at, rolling_origin_backtest
 from flows.forecasting.models import make_candidate
+from flows.forecasting.publication import Inputs
 
 AS_OF = pd.Timestamp("2025-02-01")
 
 
-def _backtest(errors_by_week: dict[str, list[float]], seed=0) -> pd.DataFrame:
-    """Forecasts of 10 zones for every hour of each week, each candidate off by its week's error (in rides)."""
+def _backtest(errors_by_week: dict[str, list[float]], seed=0, spread=False) -> pd.DataFrame:
+    """Forecasts of 10 zones for every hour of each week, each candidate off by its week's error (in rides), or
+    with ``spread`` by a normal error of that size."""
     rng = np.random.default_rng(seed)
     weeks = backtest_weeks(AS_OF, len(next(iter(errors_by_week.values()))))
     rows = []
@@ -27,8 +29,10 @@ def _backtest(errors_by_week: dict[str, list[float]], seed=0) -> pd.DataFrame:
         )
         truth = rng.poisson(50, len(cells)).astype(float)
         for candidate, errors in errors_by_week.items():
-            signs = rng.choice([-1.0, 1.0], len(cells))
-            predicted = truth + signs * errors[index]
+            if spread:
+                predicted = truth + rng.normal(0, errors[index], len(cells))
+            else:
+                predicted = truth + rng.choice([-1.0, 1.0], len(cells)) * errors[index]
             rows.append(cells.assign(origin=week, candidate=candidate, total_rides=truth, predicted=predicted))
     return pd.concat(rows, ignore_index=True)
 
@@ -70,7 +74,7 @@ def test_intervals_calibrated_on_earlier_weeks_hold_their_share_of_later_actuals
     mu = rng.uniform(2, 400, 40_000)
     actual = rng.poisson(mu * rng.gamma(25, 1 / 25, len(mu)))
     model = intervals.fit_intervals(mu[:20_000], actual[:20_000])
-    assert model.dispersion == pytest.approx(1 / 25, rel=0.2)
+    assert model.pooled.dispersion == pytest.approx(1 / 25, rel=0.2)
     shares = intervals.coverage(actual[20_000:], model.bounds(mu[20_000:]))
     assert shares[80] == pytest.approx(0.80, abs=0.015)
     assert shares[95] == pytest.approx(0.95, abs=0.01)
@@ -78,6 +82,37 @@ def test_intervals_calibrated_on_earlier_weeks_hold_their_share_of_later_actuals
     assert (bounds.lower_95 >= 0).all() and (bounds.lower_95 <= bounds.lower_80).all()
     assert (bounds.lower_80 <= mu[20_000:]).all() and (mu[20_000:] <= bounds.upper_80).all()
     assert (bounds.upper_80 <= bounds.upper_95).all()
+
+
+def test_intervals_hold_in_each_group_of_zones_when_the_groups_spread_differently():
+    rng = np.random.default_rng(11)
+    # Steady airports beside avenues a shared shock moves: one pooled width suits neither.
+    mu = rng.uniform(20, 300, 60_000)
+    group = np.where(np.arange(len(mu)) % 2 == 0, "Queens", "Manhattan")
+    shock = np.where(group == "Manhattan", rng.gamma(8, 1 / 8, len(mu)), 1.0)
+    actual = rng.poisson(mu * shock)
+    calibrate, check = slice(0, 30_000), slice(30_000, None)
+    pooled = intervals.fit_intervals(mu[calibrate], actual[calibrate])
+    grouped = intervals.fit_intervals(mu[calibrate], actual[calibrate], group[calibrate])
+    for name in ("Queens", "Manhattan"):
+        rows = np.flatnonzero(group[check] == name)
+        later_mu, later_actual = mu[check][rows], actual[check][rows]
+        held = intervals.coverage(later_actual, grouped.bounds(later_mu, group[check][rows]))
+        assert held[80] == pytest.approx(0.80, abs=0.02) and held[95] == pytest.approx(0.95, abs=0.015)
+        assert abs(intervals.coverage(later_actual, pooled.bounds(later_mu))[80] - 0.80) > 0.05
+    assert grouped.as_metadata()["interval_groups"] == "Manhattan, Queens"
+
+
+def test_a_champion_must_beat_naive_beyond_the_noise_of_the_weeks_it_is_chosen_on():
+    lucky = _backtest({BASELINE: [10, 10, 10], "lucky": [9.9, 9.9, 9.9]}, seed=5, spread=True)
+    by = dict(iter(lucky.groupby("candidate")))
+    assert selection._ratio(selection._paired_with_naive(by["lucky"], by[BASELINE])) < 1  # ahead, by luck
+    chosen = selection.select(lucky, selection_weeks=2)
+    assert chosen.champion == BASELINE and chosen.held_out[0].champion == BASELINE
+    assert chosen.final.reason.startswith("no candidate beat naive beyond the noise of 3 weeks: lucky 0.9")
+    clear = _backtest({BASELINE: [10, 10, 10], "clear": [6, 6, 6], "scenario": [1, 1, 1]})
+    chosen = selection.select(clear, selection_weeks=2, scenarios=["scenario"])
+    assert chosen.champion == "clear" and chosen.final.reason.startswith("clear: 0.6")
 
 
 def _version_rows() -> pd.DataFrame:
@@ -120,16 +155,14 @@ def _rainy_city(days=63, seed=3):
 def test_the_expected_weather_glm_learns_the_rain_s_lift_and_forecasts_its_average():
     actuals, weather = _rainy_city()
     end = pd.Timestamp("2025-02-02")
-    grid = features.complete_grid(actuals, [132, 161], actuals.pickup_hour.min(), end)
-    frame, names = features.build_features(grid, 24, weather, features.weather_lag_days(0, 24))
-    history = features.training_rows(frame[frame.pickup_hour < end - pd.Timedelta(days=7)], names)
-    model = make_candidate("glm_weather").fit(history, names)
+    inputs = Inputs(actuals, weather, [132, 161], 24, actuals.pickup_hour.min())
+    model, _ = fit_at(inputs, end - pd.Timedelta(days=7), lambda: make_candidate("glm_weather"))
     rainy_share = (weather.prcp > 0).mean()
     # The lift of an average day's rain: a quarter more rides on the rainy share of days.
     assert model.rain_lift == pytest.approx(1 + 0.25 * rainy_share, abs=0.04)
     week = backtest_weeks(end, 1)
-    scored = rolling_origin_backtest(frame, names, lambda: make_candidate("glm_weather"), week)
-    naive = rolling_origin_backtest(frame, names, lambda: make_candidate(BASELINE), week)
+    scored = rolling_origin_backtest(inputs, lambda: make_candidate("glm_weather"), week)
+    naive = rolling_origin_backtest(inputs, lambda: make_candidate(BASELINE), week)
     assert (scored.predicted - scored.total_rides).abs().mean() < (naive.predicted - naive.total_rides).abs().mean()
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.features import training_rows
+from flows.forecasting.models import sees_hindsight
+from flows.forecasting.publication import Inputs
 
 WEEK = pd.Timedelta(days=7)
+DAY_HOURS = 24
 # The baseline every candidate is measured against; it is always trained.
 BASELINE = "seasonal_naive"
 
@@ -40,34 +42,50 @@ def backtest_weeks(as_of: pd.Timestamp, weeks: int) -> list[pd.Timestamp]:
 
 
 def rolling_origin_backtest(
-    frame: pd.DataFrame,
-    features: list[str],
+    inputs: Inputs,
     make_model,
     origins: list[pd.Timestamp],
     span: pd.Timedelta = WEEK,
     on_origin: Callable[[OriginScore], None] | None = None,
 ) -> pd.DataFrame:
-    """Refit on everything before each origin and score the ``span`` after it; report each refit done.
+    """Refit at each origin on what was published then, and forecast the ``span`` after it day by day.
 
-    Every feature of a row is known one horizon before the row (the lags are no shorter than the
-    horizon), so a model refitted weekly scores each hour as the daily forecast made one horizon
-    earlier would, with a model up to a week old: what a weekly retrain would have delivered.
+    Each day of the span is forecast from its own start with the features published then, by the
+    model fitted at the span's origin: what a weekly retrain serving daily forecasts would have
+    delivered. Every hour is scored against its actuals; ``origin`` names the refit, ``forecast_origin``
+    the day's forecast. Each refit done is reported.
     """
     results = []
     for number, origin in enumerate(origins, start=1):
         began = time.perf_counter()
-        history = training_rows(frame[frame.pickup_hour < origin], features)
-        window = frame[(frame.pickup_hour >= origin) & (frame.pickup_hour < origin + span)]
-        window = window.dropna(subset=["total_rides"])
-        model = make_model().fit(history, features)
-        scored = window[["pickup_hour", "pulocationid", "total_rides"]].assign(
-            origin=origin, candidate=model.name, predicted=model.predict(window, features)
-        )
+        model, names = fit_at(inputs, origin, make_model)
+        days = [forecast_day(model, inputs, day, names) for day in _days(origin, span)]
+        scored = pd.concat(days, ignore_index=True).assign(origin=origin, candidate=model.name)
+        scored = scored.dropna(subset=["total_rides"]).reset_index(drop=True)
         results.append(scored)
         if on_origin is not None:
             mae = float((scored.predicted - scored.total_rides).abs().mean())
             on_origin(OriginScore(model.name, number, len(origins), origin, mae, time.perf_counter() - began))
     return pd.concat(results, ignore_index=True)
+
+
+def fit_at(inputs: Inputs, origin: pd.Timestamp, make_model):
+    """A new model fitted on every hour before ``origin``, as published at ``origin``; and the feature names."""
+    history, names = inputs.training_frame(origin)
+    return make_model().fit(history, names), names
+
+
+def forecast_day(model, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
+    """A fitted model's forecast of the day from ``origin``, from what was published then, with its actuals."""
+    rows, _ = inputs.forecast_frame(origin, hours=DAY_HOURS, hindsight=sees_hindsight(model))
+    forecast = rows[["pickup_hour", "pulocationid"]].assign(
+        forecast_origin=origin, predicted=model.predict(rows, names)
+    )
+    return forecast.assign(total_rides=inputs.targets(forecast).to_numpy())
+
+
+def _days(origin: pd.Timestamp, span: pd.Timedelta) -> list[pd.Timestamp]:
+    return list(pd.date_range(origin, origin + span, freq="D", inclusive="left"))
 
 
 def error_metrics(predictions: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -91,14 +109,6 @@ def error_metrics(predictions: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def ranked(metrics: pd.DataFrame) -> pd.DataFrame:
     """Candidates from the lowest MAE up, ties in name order: the order of every table and chart."""
     return metrics.sort_values(["mae", "candidate"]).reset_index(drop=True)
-
-
-def choose_champion(metrics: pd.DataFrame, scenarios: Collection[str] = ()) -> str:
-    """The candidate with the lowest MAE, scenarios left out (they know what the origin does not); ties by name."""
-    eligible = metrics[~metrics.candidate.isin(list(scenarios))]
-    if eligible.empty:
-        raise ValueError("every candidate is a scenario: add one that forecasts from what the origin knows")
-    return ranked(eligible).iloc[0]["candidate"]
 
 
 def busiest_zones(actuals: pd.DataFrame, count: int) -> list[int]:

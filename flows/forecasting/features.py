@@ -23,19 +23,13 @@ PERFECT_WEATHER_FEATURES = ["prcp_same_day", "tavg_same_day"]
 CANDIDATE_LAGS = (24, 48, 168, 336, 504)
 SEASONAL_LAGS = (168, 336, 504)
 LEVEL_HOURS = 168
-# NOAA updates nClimGrid-Daily's preliminary county values every 3 days (the NOAA entry of the AWS
-# Open Data Registry, noaa-nclimgrid: "Daily data are updated every 3 days with a preliminary data
-# file"), so a day's weather can be up to 3 days old before it is published.
-NOAA_PUBLICATION_DELAY_DAYS = 3
 
 
 def lags_for(horizon_hours: int) -> list[int]:
     return [lag for lag in CANDIDATE_LAGS if lag >= horizon_hours]
 
 
-def weather_lag_days(
-    origin_hour: int, horizon_hours: int, publication_delay_days: int = NOAA_PUBLICATION_DELAY_DAYS
-) -> int:
+def weather_lag_days(origin_hour: int, horizon_hours: int, publication_delay_days: int) -> int:
     """Days between a target hour's day and the newest day of weather known at its origin.
 
     An origin at ``origin_hour`` forecasting ``horizon_hours`` ahead reaches ``ceil((origin_hour +
@@ -101,28 +95,26 @@ def _holidays(hours: pd.Series) -> pd.Series:
 def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame, lag_days: int) -> pd.DataFrame:
     """The weather known at the origin (``lag_days`` before the row's day) and the row's day's own, by county.
 
-    A day missing from the table takes the newest observed day before it: never a later one.
+    A known day missing from the table takes the newest observed day before it, never a later one; a
+    row's own day has its observed weather or none (a day not yet published stays empty).
     """
     counties = zone_counties()
     frame["county_fips"] = frame.pulocationid.map(counties)
     frame["date"] = frame.pickup_hour.dt.normalize()
     days = pd.date_range(weather.date.min(), frame.date.max(), freq="D")
-    filled = (
-        weather.set_index(["county_fips", "date"])[OBSERVED_WEATHER]
-        .unstack("county_fips")
-        .reindex(days)
-        .ffill()
-        .stack("county_fips", future_stack=True)
-        .rename_axis(["date", "county_fips"])
-        .reset_index()
-    )
+    observed = weather.set_index(["county_fips", "date"])[OBSERVED_WEATHER].unstack("county_fips").reindex(days)
+    filled = _long(observed.ffill())
     known = filled.assign(date=filled.date + pd.Timedelta(days=lag_days))
     known = known.rename(columns=dict(zip(OBSERVED_WEATHER, WEATHER_FEATURES, strict=True)))
-    same_day = filled.rename(columns=dict(zip(OBSERVED_WEATHER, PERFECT_WEATHER_FEATURES, strict=True)))
+    same_day = _long(observed).rename(columns=dict(zip(OBSERVED_WEATHER, PERFECT_WEATHER_FEATURES, strict=True)))
     joined = frame.merge(known, on=["county_fips", "date"], how="left").merge(
         same_day, on=["county_fips", "date"], how="left"
     )
     return joined.drop(columns=["county_fips", "date"])
+
+
+def _long(wide: pd.DataFrame) -> pd.DataFrame:
+    return wide.stack("county_fips", future_stack=True).rename_axis(["date", "county_fips"]).reset_index()
 
 
 def training_rows(frame: pd.DataFrame, features: list[str]) -> pd.DataFrame:

@@ -1,9 +1,12 @@
-"""Prediction intervals calibrated on backtest errors: the share of actuals inside is measured, not assumed.
+"""Prediction intervals calibrated on backtest errors, per group of zones: the share inside is measured, not assumed.
 
 Counts spread more as they grow, and faster than Poisson when a shared shock (rain) moves a whole
 day, so each error is scaled by ``sqrt(mu + dispersion * mu**2)`` (the negative-binomial variance).
 An interval is the forecast plus the scaled errors' empirical quantiles on weeks before the ones it
-is used on: split-conformal intervals, which hold their coverage as long as the weeks resemble each other.
+is used on: split-conformal intervals, which hold their coverage as long as the weeks resemble each
+other. They are calibrated per group of zones (Mondrian conformal, by borough): airports and
+Manhattan's avenues do not miss in the same way, and one pooled quantile would cover the one too
+much and the other too little. A group with too few errors to calibrate on takes the pooled figures.
 """
 
 from __future__ import annotations
@@ -13,7 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from taxi_core.errors import PipelineError
+
 LEVELS = (80, 95)
+POOLED = "all zones"
+# Below this many errors a group's 2.5% tail rests on a handful of hours: it takes the pooled figures.
+LEAST_GROUP_ERRORS = 2_000
+
+
+class NoErrorsToCalibrateOn(ValueError, PipelineError):
+    """The backtest left no forecast with an actual to measure the intervals' width on."""
 
 
 def bound_columns(level: int) -> tuple[str, str]:
@@ -24,31 +36,59 @@ INTERVAL_COLUMNS = [column for level in LEVELS for column in bound_columns(level
 
 
 @dataclass(frozen=True)
-class IntervalModel:
-    """How far actuals fell from the forecasts, scaled: the quantiles each interval adds to a forecast."""
+class Calibration:
+    """One group's spread: the dispersion and the scaled errors' quantiles each interval adds to a forecast."""
 
     dispersion: float
     quantiles: dict[int, tuple[float, float]]
     errors: int
 
-    def bounds(self, predicted) -> pd.DataFrame:
+
+@dataclass(frozen=True)
+class IntervalModel:
+    """How far actuals fell from the forecasts, scaled, per group of zones (and pooled, for any other group)."""
+
+    by_group: dict[str, Calibration]
+
+    @property
+    def pooled(self) -> Calibration:
+        return self.by_group[POOLED]
+
+    def bounds(self, predicted, groups=None) -> pd.DataFrame:
         """``lower_80, upper_80, lower_95, upper_95`` around each forecast, never below zero."""
         mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
-        scale = _scale(mu, self.dispersion)
-        columns = {}
-        for level, (low, high) in self.quantiles.items():
-            lower, upper = bound_columns(level)
-            columns[lower] = np.clip(mu + min(low, 0.0) * scale, 0.0, None)
-            columns[upper] = mu + max(high, 0.0) * scale
+        labels = _labels(groups, len(mu))
+        columns = {column: np.zeros(len(mu)) for column in INTERVAL_COLUMNS}
+        for group in np.unique(labels):
+            rows = labels == group
+            calibration = self.by_group.get(group, self.pooled)
+            scale = _scale(mu[rows], calibration.dispersion)
+            for level, (low, high) in calibration.quantiles.items():
+                lower, upper = bound_columns(level)
+                columns[lower][rows] = np.clip(mu[rows] + min(low, 0.0) * scale, 0.0, None)
+                columns[upper][rows] = mu[rows] + max(high, 0.0) * scale
         return pd.DataFrame(columns)
 
-    def as_metadata(self) -> dict[str, float]:
+    def as_metadata(self) -> dict[str, float | int | str]:
+        pooled = self.pooled
         scaled = {
             f"scaled_error_{level}_{end}": round(value, 4)
-            for level, pair in self.quantiles.items()
+            for level, pair in pooled.quantiles.items()
             for end, value in zip(("low", "high"), pair, strict=True)
         }
-        return {"dispersion": round(self.dispersion, 5), "calibration_errors": self.errors, **scaled}
+        groups = sorted(group for group in self.by_group if group != POOLED)
+        return {
+            "dispersion": round(pooled.dispersion, 5),
+            "calibration_errors": pooled.errors,
+            **scaled,
+            "interval_groups": ", ".join(groups) or POOLED,
+        }
+
+
+def _labels(groups, length: int) -> np.ndarray:
+    if groups is None:
+        return np.full(length, POOLED, dtype=object)
+    return np.asarray(pd.Series(groups).fillna(POOLED).astype(str), dtype=object)
 
 
 def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
@@ -56,12 +96,7 @@ def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
     return np.sqrt(np.maximum(mu, 1.0) + dispersion * mu**2)
 
 
-def fit_intervals(predicted, actual) -> IntervalModel:
-    """Intervals from backtest forecasts and their actuals (one candidate's, on the calibration weeks)."""
-    mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
-    y = np.asarray(actual, dtype=float)
-    if len(mu) == 0:
-        raise ValueError("no backtest forecasts to calibrate the intervals on")
+def _calibrate(mu: np.ndarray, y: np.ndarray) -> Calibration:
     # Method of moments: E[(y - mu)^2] = mu + dispersion * mu^2.
     dispersion = max(float(((y - mu) ** 2 - mu).sum() / max((mu**2).sum(), 1e-9)), 0.0)
     scaled = (y - mu) / _scale(mu, dispersion)
@@ -72,7 +107,22 @@ def fit_intervals(predicted, actual) -> IntervalModel:
         )
         for level in LEVELS
     }
-    return IntervalModel(dispersion, quantiles, len(mu))
+    return Calibration(dispersion, quantiles, len(mu))
+
+
+def fit_intervals(predicted, actual, groups=None) -> IntervalModel:
+    """Intervals from backtest forecasts and their actuals (one candidate's, on the calibration weeks), per group."""
+    mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
+    y = np.asarray(actual, dtype=float)
+    if len(mu) == 0:
+        raise NoErrorsToCalibrateOn("no backtest forecasts to calibrate the intervals on")
+    labels = _labels(groups, len(mu))
+    by_group = {POOLED: _calibrate(mu, y)}
+    for group in np.unique(labels):
+        rows = labels == group
+        if group != POOLED and rows.sum() >= LEAST_GROUP_ERRORS:
+            by_group[str(group)] = _calibrate(mu[rows], y[rows])
+    return IntervalModel(by_group)
 
 
 def coverage(actual, bounds: pd.DataFrame) -> dict[int, float]:
@@ -84,3 +134,9 @@ def coverage(actual, bounds: pd.DataFrame) -> dict[int, float]:
         inside = (y >= bounds[lower].to_numpy()) & (y <= bounds[upper].to_numpy())
         shares[level] = float(inside.mean()) if len(y) else float("nan")
     return shares
+
+
+def inside(rows: pd.DataFrame, level: int) -> pd.Series:
+    """Whether each row's actual lies in its ``level`` interval."""
+    lower, upper = bound_columns(level)
+    return (rows.total_rides >= rows[lower]) & (rows.total_rides <= rows[upper])

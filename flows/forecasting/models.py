@@ -218,5 +218,10 @@ def is_scenario(name: str) -> bool:
     return make_candidate(name).weather == "perfect"
 
 
+def sees_hindsight(model) -> bool:
+    """A fitted candidate told the target days' observed weather: a scenario, scored but never a forecast."""
+    return model.weather == "perfect"
+
+
 def needs_weather(names: list[str]) -> bool:
     return any(uses_weather(name) for name in names)
