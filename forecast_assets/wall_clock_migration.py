@@ -18,13 +18,14 @@ from taxi_core.names import FORECAST
 FORECAST_PARTITIONED_BY = "days(pickup_hour)"
 
 
-def _migrate_forecast(spark: SparkSession) -> bool:
-    state = table_state(spark, FORECAST)
+def migrate_forecast(spark: SparkSession, identifier: str = FORECAST) -> bool:
+    """Retype the forecast table's ``pickup_hour`` if an older version wrote it as timestamptz."""
+    state = table_state(spark, identifier)
     zoned = [] if state is None else zoned_columns(state, ["pickup_hour"])
     if not zoned:
         return False
-    replace_with_wall_clock(spark, FORECAST, zoned, FORECAST_PARTITIONED_BY, {})
-    describe_columns(spark, FORECAST, {field.name: field.doc for field in FORECAST_SCHEMA.fields})
+    replace_with_wall_clock(spark, identifier, zoned, FORECAST_PARTITIONED_BY, {})
+    describe_columns(spark, identifier, {field.name: field.doc for field in FORECAST_SCHEMA.fields})
     return True
 
 
@@ -36,6 +37,6 @@ def migrate_times(spark: SparkSession) -> list[str]:
         if state is not None and migrate_wall_clock(spark, spec, state):
             describe_columns(spark, spec.identifier, spec.descriptions)
             migrated.append(spec.identifier)
-    if _migrate_forecast(spark):
+    if migrate_forecast(spark):
         migrated.append(FORECAST)
     return migrated

@@ -4,7 +4,7 @@ from a trip file through Spark to the actuals and out through pyiceberg; a table
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -113,3 +113,41 @@ def test_a_table_typed_timestamptz_by_an_older_version_is_migrated_keeping_value
         first = migrated.snapshot_by_id(first.parent_snapshot_id)
     assert first.summary[REPLACED_SNAPSHOT_PROPERTY] == str(written)
     spark.sql(f"DROP TABLE {spec.identifier} PURGE")
+
+
+def test_a_forecast_table_typed_timestamptz_is_migrated_and_written_again(spark):
+    import pandas as pd
+    from pyiceberg.schema import Schema
+
+    from flows.forecasting.tables import FORECAST_PARTITIONING, FORECAST_SCHEMA
+    from forecast_assets.wall_clock_migration import migrate_forecast
+    from taxi_core.catalog import CatalogConfig, open_catalog
+    from taxi_core.settings import load_settings
+
+    identifier = "nyc_taxi.wall_clock_forecast"
+    old_fields = [replace_type(f) for f in FORECAST_SCHEMA.fields]
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
+    catalog.create_namespace_if_not_exists("nyc_taxi")
+    old = catalog.create_table(identifier, schema=Schema(*old_fields), partition_spec=FORECAST_PARTITIONING)
+    hour = pd.Timestamp("2025-02-01 00:00", tz="UTC")  # as an older version wrote it: the wall clock labelled UTC
+    row = {f.name: None for f in FORECAST_SCHEMA.fields} | {"pickup_hour": hour, "pulocationid": ZONE}
+    old.append(pa.Table.from_pylist([row], schema=Schema(*old_fields).as_arrow()))
+
+    assert migrate_forecast(spark, identifier)
+    migrated = catalog.load_table(identifier)
+    field = migrated.schema().find_field("pickup_hour")
+    assert isinstance(field.field_type, TimestampType) and "New York wall-clock time" in field.doc
+    assert migrated.scan().to_arrow().column("pickup_hour").to_pylist() == [datetime(2025, 2, 1, 0, 0)]
+    partitions = [p["partition"]["pickup_hour_day"] for p in migrated.inspect.partitions().to_pylist()]
+    assert partitions == [date(2025, 2, 1)]  # the same day partition
+    assert not migrate_forecast(spark, identifier)  # once is enough
+    catalog.purge_table(identifier)
+
+
+def replace_type(field):
+    """A forecast column as an older version declared it: ``pickup_hour`` as timestamptz."""
+    from pyiceberg.types import NestedField, TimestamptzType
+
+    if field.name != "pickup_hour":
+        return field
+    return NestedField(field.field_id, field.name, TimestamptzType(), required=False, doc=field.doc)
