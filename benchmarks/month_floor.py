@@ -36,13 +36,13 @@ from taxi_core.months import MonthWindow
 from taxi_core.names import ACTUALS
 from taxi_core.settings import Settings
 
-# Spark's types of RAW_COLUMN_TYPES; Iceberg's timestamp is one with a zone, as the raw table's files hold it.
+# Spark's types of RAW_COLUMN_TYPES; the trip times are New York wall-clock times, timestamps without zone.
 DUCKDB_TYPES = {
     "int": "INTEGER",
     "bigint": "BIGINT",
     "double": "DOUBLE",
     "string": "VARCHAR",
-    "timestamp": "TIMESTAMPTZ",
+    "timestamp_ntz": "TIMESTAMP",
 }
 # As the Iceberg tables are written (TABLE_PROPERTIES): zstd at the codec's default level.
 PARQUET = "(FORMAT parquet, COMPRESSION zstd)"
@@ -101,7 +101,7 @@ def duckdb_month(
     """
     window = MonthWindow.from_partition_key(month)
     con = duckdb.connect(config={"threads": threads} if threads else {})
-    con.execute("SET TimeZone = 'UTC'")  # the Spark session's zone; TIMESTAMPTZ literals and hours are read in it
+    con.execute("SET TimeZone = 'UTC'")  # the Spark session's zone, in which ingested_at's TIMESTAMPTZ literal is read
     con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
     seconds: dict[str, float] = {}
     started = time.perf_counter()
@@ -187,7 +187,7 @@ def _raw_yellow_blocked(con, rows: str, facts: MonthFacts) -> list[str]:
     """RAW_YELLOW_AUDITS that would hold the month back, from two passes over it: one for every count (the
     warnings' too, as the job counts them) and the zones with pickups, one grouping for repeated trip records."""
     pickup, window = "tpep_pickup_datetime", facts.month
-    start, end = f"TIMESTAMPTZ '{window.start}'", f"TIMESTAMPTZ '{window.end}'"
+    start, end = f"TIMESTAMP '{window.start}'", f"TIMESTAMP '{window.end}'"
     total, null_keys, outside, _, _, zones = _one_row(
         con,
         f"SELECT count(*), count(*) FILTER ({pickup} IS NULL OR pulocationid IS NULL), "
@@ -249,7 +249,7 @@ def _raw_weather_blocked(con, rows: str, expected: int) -> list[str]:
 
 def _hourly_actuals(con, raw_trips: Path, window: MonthWindow, zones, out_dir: Path) -> Path:
     """hourly_actuals: every eligible zone with a ride in the month, every hour of it, zero without a ride."""
-    start, end = f"TIMESTAMPTZ '{window.start}'", f"TIMESTAMPTZ '{window.end}'"
+    start, end = f"TIMESTAMP '{window.start}'", f"TIMESTAMP '{window.end}'"
     eligible = ", ".join(map(str, zones or eligible_zones()))
     query = f"""
         WITH in_month AS (SELECT tpep_pickup_datetime AS pickup, pulocationid FROM {_parquet(raw_trips)}
@@ -294,7 +294,7 @@ def pyarrow_actuals(
 
 def _rides_per_hour(trips: pa.Table, window: MonthWindow) -> pa.Table:
     """``hour`` (counted from the month's start), ``pulocationid``, ``count_all``: the pickups inside the month."""
-    micros = pc.cast(pc.cast(trips["tpep_pickup_datetime"], pa.timestamp("us", "UTC")), pa.int64())
+    micros = pc.cast(pc.cast(trips["tpep_pickup_datetime"], pa.timestamp("us")), pa.int64())
     start = _epoch_micros(window.start)
     in_month = pc.and_(pc.greater_equal(micros, start), pc.less(micros, _epoch_micros(window.end)))
     hour = pc.divide(pc.subtract(micros.filter(in_month), start), HOUR_MICROS)
@@ -310,7 +310,7 @@ def _with_every_hour(counts: pa.Table, window: MonthWindow, zones: Sequence[int]
     joined = grid.join(counts, ["hour", "pulocationid"], join_type="left outer")
     pickup_hour = pc.add(pc.multiply(joined["hour"], HOUR_MICROS), _epoch_micros(window.start))
     actuals = pa.table({
-        "pickup_hour": pc.cast(pickup_hour, pa.timestamp("us", "UTC")),
+        "pickup_hour": pc.cast(pickup_hour, pa.timestamp("us")),
         "pulocationid": joined["pulocationid"],
         "total_rides": pc.fill_null(joined["count_all"], 0),
     })  # fmt: skip

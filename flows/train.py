@@ -336,7 +336,7 @@ class TrainForecastModelFlow(FlowSpec):
         print(written)
         # The table's checks, on the rows as the table holds them; a shell run reports them to Dagster.
         version = checks.ForecastVersion(
-            current.run_id, pd.Timestamp(self.settings.as_of).tz_localize("UTC"), self.settings.horizon_hours,
+            current.run_id, pd.Timestamp(self.settings.as_of), self.settings.horizon_hours,
             len(self.zone_ids),
         )  # fmt: skip
         outcomes = checks.forecast_checks(tables.read_forecasts(catalog, current.run_id), version)

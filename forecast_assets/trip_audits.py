@@ -31,6 +31,7 @@ from forecast_assets.audits import (
     repeats_name,
     row_count_matches_source,
 )
+from forecast_assets.lakehouse.wall_clock import wall_clock
 from forecast_assets.trip_calendar import (
     DAY_REFUSED_BELOW,
     DAY_WARNED_BELOW,
@@ -84,7 +85,7 @@ OUTSIDE_MONTH = "pickups_outside_month"
 
 def _outside_month(facts: MonthFacts) -> Mapping[str, Column]:
     pickup, window = F.col(PICKUP), facts.month
-    return {OUTSIDE_MONTH: count_of((pickup < F.lit(window.start)) | (pickup >= F.lit(window.end)))}
+    return {OUTSIDE_MONTH: count_of((pickup < wall_clock(window.start)) | (pickup >= wall_clock(window.end)))}
 
 
 def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, listed
+from forecast_assets.lakehouse.wall_clock import WALL_CLOCK_TYPE
 from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 
@@ -48,7 +49,9 @@ def trip_calendar(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
     and hours, the pickups inside the month."""
     window = facts.month
     counted = (
-        rows.groupBy(F.date_trunc("hour", F.col(PICKUP)).alias("hour"), F.col(PICKUP_ZONE).alias("zone"))
+        rows.groupBy(
+            F.date_trunc("hour", F.col(PICKUP)).cast(WALL_CLOCK_TYPE).alias("hour"), F.col(PICKUP_ZONE).alias("zone")
+        )
         .count()
         .toPandas()
     )

@@ -27,7 +27,7 @@ DEMO_MONTHS = ["2024-12", "2025-01"]
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
 PROFILES = ("embedded", "cluster")
 DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
-COMMANDS = ("init", "demo", "cluster", "undo")
+COMMANDS = ("init", "demo", "cluster", "undo", "migrate-times")
 # The settings a profile adds to its state folder's settings file, so later commands there find its servers.
 PROFILE_SETTINGS = ("TAXI_CATALOG", "TAXI_CATALOG_URL", "TAXI_SPARK_MASTER", "TAXI_SPARK_CORES_MAX",
                     "TAXI_SPARK_EXECUTOR_MEMORY")  # fmt: skip
@@ -276,6 +276,16 @@ def _run_pipeline(
     return True
 
 
+def migrate_times(settings: Settings) -> int:
+    """Migrate every table whose New York wall-clock columns an older version typed timestamptz; say which."""
+    from forecast_assets.definitions import resources_for  # Spark starts only for this command
+    from forecast_assets.wall_clock_migration import migrate_times as migrate
+
+    migrated = migrate(resources_for(settings)["spark"].session)
+    print(f"Migrated {', '.join(migrated)}" if migrated else "Every table already types its wall-clock times")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     # The same options before or after the command; SUPPRESS keeps a later parser from resetting them.
     options = argparse.ArgumentParser(add_help=False)
@@ -302,6 +312,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "undo", help="put every table back to its version before the last failed demo, and the settings as they were"
+    )
+    commands.add_parser(
+        "migrate-times",
+        help="retype the wall-clock columns of tables an older version wrote (timestamptz) as timestamp, in place",
     )
     commands.add_parser(
         "cluster", help="start the cluster profile's servers and keep them up until Ctrl-C (for dagster dev)"
@@ -341,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         return keep_cluster_up(settings)
     if args.command == "undo":
         return demo_undo.undo(settings)
+    if args.command == "migrate-times":
+        return migrate_times(settings)
     return demo(settings, months, trips, options["weather"], options["profile"])
 
 

@@ -17,7 +17,7 @@ MONTH_COLUMNS = {
 
 
 def month_filter(column: str, month: str):
-    start = pd.Timestamp(f"{month}-01", tz="UTC")
+    start = pd.Timestamp(f"{month}-01")  # New York wall-clock time, as the tables hold it
     end = start + pd.offsets.MonthBegin(1)
     if column == "date":
         return And(GreaterThanOrEqual(column, start.date().isoformat()), LessThan(column, end.date().isoformat()))

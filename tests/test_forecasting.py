@@ -268,7 +268,12 @@ def test_the_zone_table_puts_the_zone_worst_against_naive_first():
 def test_the_inputs_read_say_whether_weather_was_read():
     start, end = pd.Timestamp("2025-01-01"), pd.Timestamp("2025-02-01")
     actuals, weather = report.inputs_read(start, end, 1200, 11, None, None)
-    assert actuals.row() == [ACTUALS, "11", "1,200 rows", "2025-01-01 00:00 to 2025-02-01 00:00 UTC, end excluded"]
+    assert actuals.row() == [
+        ACTUALS,
+        "11",
+        "1,200 rows",
+        "2025-01-01 00:00 to 2025-02-01 00:00 New York time, end excluded",
+    ]
     assert weather.row()[:2] == [WEATHER, "not read"] and "use_weather is false" in weather.sentence()
     daily = pd.DataFrame({"county_fips": ["36061"] * 31, "date": pd.date_range(start, periods=31)})
     _, weather = report.inputs_read(start, end, 1200, 11, daily, 22)

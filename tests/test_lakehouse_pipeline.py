@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, AssetSelection, DagsterEventType, Definitions, define_asset_job
 from pyiceberg.expressions import EqualTo
+from pyiceberg.types import TimestampType
 
 from forecast_assets.assets.lakehouse_tables import eligible_zones
 from forecast_assets.assets.publishing import REUSED
@@ -81,6 +82,28 @@ def test_actuals_hold_every_hour_of_every_zone_with_a_ride(pipeline, sample_sour
     assert set(actuals.pulocationid) == set(ridden.index)
     assert actuals.groupby("pulocationid").total_rides.sum().sort_index().tolist() == ridden.sort_index().tolist()
     assert (actuals.total_rides == 0).any()  # quiet hours are present as zeros
+
+
+def test_wall_clock_columns_are_timestamps_without_zone_and_keep_the_files_hours(pipeline, sample_source):
+    for name, column in [
+        ("nyc_taxi.raw_yellow", "tpep_pickup_datetime"),
+        ("nyc_taxi.raw_yellow", "tpep_dropoff_datetime"),
+        ("nyc_taxi.yellow_rides_hourly_actuals", "pickup_hour"),
+    ]:
+        field = _table(name).schema().find_field(column)
+        assert isinstance(field.field_type, TimestampType), (name, column)  # Iceberg timestamp, no zone
+        assert "New York wall-clock time" in field.doc and "02:00 hour" in field.doc
+    month = "2025-01"
+    # The trip file's own wall-clock hours (pyarrow, not Spark) are the actuals' hours with rides.
+    pickups = pq.read_table(sample_source.trip_path(month), columns=["tpep_pickup_datetime", "PULocationID"])
+    trips = pickups.to_pandas()
+    trips = trips[(trips.tpep_pickup_datetime >= "2025-01-01") & (trips.tpep_pickup_datetime < "2025-02-01")]
+    trips = trips[trips.PULocationID.isin(eligible_zones())]
+    in_file = trips.groupby([trips.tpep_pickup_datetime.dt.floor("h"), "PULocationID"]).size()
+    actuals = _actuals(month)
+    assert actuals.pickup_hour.dt.tz is None
+    ridden = actuals[actuals.total_rides > 0].set_index(["pickup_hour", "pulocationid"]).total_rides
+    assert sorted(ridden.items()) == sorted((key, int(rides)) for key, rides in in_file.items())
 
 
 def test_weather_is_long_format_for_the_five_boroughs(pipeline, sample_source):

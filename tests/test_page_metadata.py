@@ -164,7 +164,7 @@ def _training_run() -> SimpleNamespace:
         backtest_png=plots.png_bytes(plots.backtest_figure(metrics, {"mae": 1.36})),
         forecast_png=plots.png_bytes(plots.forecast_figure(actuals, tested, forecast)),
         forecast_checks=[outcome.to_dict() for outcome in checks.forecast_checks(
-            forecast, checks.ForecastVersion(RUN_ID, START.tz_localize("UTC"), 24, len(ZONES))
+            forecast, checks.ForecastVersion(RUN_ID, START, 24, len(ZONES))
         )],
     )  # fmt: skip
     return SimpleNamespace(data=data, pathspec=PATHSPEC, id=RUN_ID)

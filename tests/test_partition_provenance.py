@@ -29,7 +29,7 @@ from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import MonthTransform
-from pyiceberg.types import LongType, NestedField, TimestamptzType
+from pyiceberg.types import LongType, NestedField, TimestampType
 
 from bridge.index import queries
 from bridge.index.lineage_index import LineageIndex
@@ -49,7 +49,7 @@ NAMING = Naming(
 )
 TABLE, FILES, MODEL = "shop.rides", "/staging/files", "/models/demand"
 SCHEMA = Schema(
-    NestedField(1, "pickup_hour", TimestamptzType(), required=False),
+    NestedField(1, "pickup_hour", TimestampType(), required=False),  # New York wall-clock time, as the actuals
     NestedField(2, "total_rides", LongType(), required=False),
 )
 SPEC = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=MonthTransform(), name="pickup_hour_month"))
@@ -65,7 +65,7 @@ operations = st.lists(
 
 
 def _start(month: str) -> datetime:
-    return datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
+    return datetime.strptime(month, "%Y-%m")
 
 
 def _window(first: int, last: int):
@@ -79,7 +79,7 @@ def _window(first: int, last: int):
 def _rows(month: str, count: int, rides: int) -> pa.Table:
     start = _start(month)
     hours = [start.replace(day=1 + day, hour=hour) for day in range(count) for hour in (0, 12)]
-    return pa.table({"pickup_hour": pa.array(hours, pa.timestamp("us", tz="UTC")), "total_rides": [rides] * len(hours)})
+    return pa.table({"pickup_hour": pa.array(hours, pa.timestamp("us")), "total_rides": [rides] * len(hours)})
 
 
 class History:

@@ -56,7 +56,7 @@ def test_forecasts_cover_every_zone_and_every_hour_of_the_horizon(by_hand_run):
     rows = read_forecasts(open_catalog(CatalogConfig.from_settings(load_settings())), by_hand_run.id)
     assert len(rows) == len(data.zone_ids) * HORIZON
     assert set(rows.pulocationid) == set(data.zone_ids)
-    hours = sorted(rows.pickup_hour.dt.tz_localize(None).unique())
+    hours = sorted(rows.pickup_hour.unique())
     assert hours == list(pd.date_range(data.settings.as_of, periods=HORIZON, freq="h"))
     assert (rows.model_version == by_hand_run.pathspec).all() and (rows.forecasted_total_rides >= 0).all()
     assert not rows.duplicated(["pickup_hour", "pulocationid"]).any()

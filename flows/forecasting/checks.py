@@ -23,7 +23,7 @@ NESTED_BOUNDS = ["lower_95", "lower_80", "forecasted_total_rides", "upper_80", "
 
 @dataclass(frozen=True)
 class ForecastVersion:
-    """What the rows of one model version (a Metaflow run's) must cover."""
+    """What the rows of one model version (a Metaflow run's) must cover; ``start`` is New York wall-clock time."""
 
     metaflow_run_id: str
     start: pd.Timestamp
@@ -48,7 +48,8 @@ def horizon_coverage(rows: pd.DataFrame, version: ForecastVersion) -> CheckOutco
     """The version's rows hold every forecast zone for every hour of the horizon, and no other hour."""
     cells = rows[FORECAST_KEYS].drop_duplicates()
     hours = pd.to_datetime(cells.pickup_hour)
-    hours = hours.dt.tz_localize("UTC") if hours.dt.tz is None else hours.dt.tz_convert("UTC")
+    # Rows an older version wrote hold the wall-clock hour labelled UTC: that label dropped, it is the hour again.
+    hours = hours if hours.dt.tz is None else hours.dt.tz_convert("UTC").dt.tz_localize(None)
     inside = cells[hours.isin(version.hours()).to_numpy()]
     zones = int(cells.pulocationid.nunique())
     missing_zones = max(version.zones - zones, 0)

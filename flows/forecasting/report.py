@@ -98,7 +98,7 @@ def zones_read(zones: int, snapshot_id: int) -> TableRead:
 
 
 def hour_window(start: pd.Timestamp, end: pd.Timestamp) -> str:
-    return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC, end excluded"
+    return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} New York time, end excluded"
 
 
 def day_window(start: pd.Timestamp, end: pd.Timestamp) -> str:

@@ -13,7 +13,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform
-from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestamptzType
+from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, TimestampType, TimestamptzType
 
 from bridge.sources.iceberg_contents import partitions_for_lineage
 from bridge.sources.metaflow_recorder import record_read, record_write
@@ -21,6 +21,7 @@ from bridge.translate.column_lineage import ColumnLineage
 from taxi_core.errors import PipelineError
 from taxi_core.names import ACTUALS, FORECAST, ZONES
 from taxi_core.names import RAW_WEATHER as WEATHER
+from taxi_core.wall_clock import ZonedWallClock, wall_clock_doc
 
 # How a user materializes a table: its asset key, which is its identifier's parts.
 ACTUALS_ASSET = ACTUALS.replace(".", "/")
@@ -34,9 +35,9 @@ FORECAST_SCHEMA = Schema(
     NestedField(
         1,
         "pickup_hour",
-        TimestamptzType(),
+        TimestampType(),
         required=False,
-        doc="The hour forecast, as the actuals name it (New York wall-clock time)",
+        doc=wall_clock_doc("The hour forecast, as the actuals name it"),
     ),
     NestedField(2, "pulocationid", IntegerType(), required=False, doc="The TLC taxi zone the trips would begin in"),
     NestedField(
@@ -64,19 +65,27 @@ class MissingInput(RuntimeError, PipelineError):
     """A table the flow reads does not exist or has no rows in the window asked for."""
 
 
-def _utc(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S+00:00")
+def _wall_clock(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _wall_clock_typed(table: Table, identifier: str) -> Table:
+    """The table, once its ``pickup_hour`` is typed as wall-clock time (an older version wrote timestamptz)."""
+    if isinstance(table.schema().find_field("pickup_hour").field_type, TimestamptzType):
+        raise ZonedWallClock(identifier, ["pickup_hour"])
+    return table
 
 
 def _load(catalog: Catalog, identifier: str, asset: str) -> Table:
     try:
-        return catalog.load_table(identifier)
+        table = catalog.load_table(identifier)
     except NoSuchTableError as err:
         msg = (
             f"Table {identifier} does not exist: materialize the Dagster asset {asset} first "
             "(`./run demo`, or materialize it in `./run dagster dev`)."
         )
         raise MissingInput(msg) from err
+    return _wall_clock_typed(table, identifier) if identifier == ACTUALS else table
 
 
 def actuals_end(catalog: Catalog) -> datetime:
@@ -87,7 +96,7 @@ def actuals_end(catalog: Catalog) -> datetime:
         msg = f"Table {ACTUALS} is empty: materialize {ACTUALS_ASSET} for at least one month first."
         raise MissingInput(msg)
     newest = pa.compute.max(hours).as_py()
-    return newest.replace(tzinfo=None) + timedelta(hours=1)
+    return newest + timedelta(hours=1)
 
 
 def _read_window(
@@ -112,11 +121,10 @@ def read_actuals(catalog: Catalog, start: datetime, end: datetime) -> tuple[pd.D
         catalog,
         ACTUALS,
         ACTUALS_ASSET,
-        f"pickup_hour >= '{_utc(start)}' AND pickup_hour < '{_utc(end)}'",
+        f"pickup_hour >= '{_wall_clock(start)}' AND pickup_hour < '{_wall_clock(end)}'",
         f"{start:%Y-%m-%d %H:%M} and {end:%Y-%m-%d %H:%M}",
         "or pick an as-of time inside the data",
     )
-    frame["pickup_hour"] = frame["pickup_hour"].dt.tz_localize(None)
     return frame.sort_values(["pulocationid", "pickup_hour"]).reset_index(drop=True), snapshot_id
 
 
@@ -162,13 +170,14 @@ def write_forecasts(
     catalog: Catalog, forecasts: pd.DataFrame, run_id: str, columns_from: ColumnLineage | None = None
 ) -> int:
     """Replace this run's rows in the forecast table (a re-run of the same run never duplicates)."""
-    table = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
+    created = catalog.create_table_if_not_exists(FORECAST, schema=FORECAST_SCHEMA, partition_spec=FORECAST_PARTITIONING)
+    table = _wall_clock_typed(created, FORECAST)
     if _described(table.schema()) != _described(FORECAST_SCHEMA):
         # A table an older version created gains the newer columns (its rows keep them empty) and their docs.
         with table.update_schema() as update:
             update.union_by_name(FORECAST_SCHEMA)
     frame = forecasts.assign(
-        pickup_hour=pd.to_datetime(forecasts["pickup_hour"]).dt.tz_localize("UTC"),
+        pickup_hour=pd.to_datetime(forecasts["pickup_hour"]),
         created_at=pd.Timestamp.now(tz="UTC"),
     )
     arrow = pa.Table.from_pandas(frame[[f.name for f in FORECAST_SCHEMA.fields]], preserve_index=False)

@@ -23,7 +23,7 @@ def _from_metadata(metadata: dict) -> ForecastVersion:
     values = {key: value.value for key, value in metadata.items()}
     return ForecastVersion(
         metaflow_run_id=str(values[METAFLOW_RUN_ID]),
-        start=pd.Timestamp(values[FORECAST_START]).tz_localize("UTC"),
+        start=pd.Timestamp(values[FORECAST_START]),  # New York wall-clock time, as the table's hours
         horizon_hours=int(values[HORIZON_HOURS]),
         zones=int(values[ZONES]),
     )

@@ -24,6 +24,7 @@ from forecast_assets.lakehouse.commits import committed, committed_sql
 from forecast_assets.lakehouse.table_state import Snapshot, TableState, table_state
 from forecast_assets.lakehouse.tables import TableSpec, ensure_table
 from taxi_core.months import MonthWindow
+from taxi_core.wall_clock import REPLACED_SNAPSHOT_PROPERTY
 
 log = logging.getLogger(__name__)
 
@@ -113,14 +114,16 @@ def published_snapshot(spark: SparkSession, spec: TableSpec) -> int | None:
 def _main_history(state: TableState) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
     """``main``'s snapshots, newest first: id, own summary, and the properties of what it wrote.
 
-    A cherry-picked snapshot's properties are those of the snapshot it copies.
+    A cherry-picked snapshot's properties are those of the snapshot it copies. A table migrated to wall-clock
+    types starts a new history whose first snapshot names the one ``main`` pointed at before: the walk goes on there.
     """
     snapshot = _snapshot_or_none(state, state.ref("main"))
     while snapshot is not None:
         source_id = snapshot.summary.get(CHERRY_PICK_SOURCE)
         source = state.snapshot(int(source_id)) if source_id else None
         yield snapshot.snapshot_id, snapshot.summary, (source or snapshot).summary
-        snapshot = _snapshot_or_none(state, snapshot.parent_id)
+        replaced = snapshot.summary.get(REPLACED_SNAPSHOT_PROPERTY) if snapshot.parent_id is None else None
+        snapshot = _snapshot_or_none(state, int(replaced) if replaced else snapshot.parent_id)
 
 
 def _snapshot_or_none(state: TableState, snapshot_id: int | None) -> Snapshot | None:

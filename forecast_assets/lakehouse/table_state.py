@@ -52,9 +52,13 @@ class TableState:
         summary = {key: value for key, value in data.get("summary", {}).items() if key != "operation"}
         return Snapshot(int(data["snapshot-id"]), data.get("parent-snapshot-id"), summary)
 
+    def schema_json(self) -> str:
+        """The current schema as Iceberg's JSON, in one answer."""
+        return str(self._jvm.org.apache.iceberg.SchemaParser.toJson(self._table.schema()))
+
     def column_docs(self) -> dict[str, str | None]:
         """Each top-level column's comment (its Iceberg ``doc``), fetched as the schema's JSON in one answer."""
-        schema = json.loads(self._jvm.org.apache.iceberg.SchemaParser.toJson(self._table.schema()))
+        schema = json.loads(self.schema_json())
         return {field["name"]: field.get("doc") for field in schema["fields"]}
 
     def property(self, key: str) -> str | None:

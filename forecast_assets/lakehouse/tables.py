@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
-from forecast_assets.lakehouse.table_state import table_state
+from forecast_assets.lakehouse.table_state import TableState, table_state
+from forecast_assets.lakehouse.wall_clock import WALL_CLOCK_TYPE, replace_with_wall_clock, zoned_columns
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
+from taxi_core.wall_clock import wall_clock_doc
 
 TABLE_PROPERTIES = {
     "format-version": "2",
@@ -43,11 +45,16 @@ class TableSpec:
             return "TRUE"
         if self.month_column_kind == "text":
             return f"{self.month_column} = '{window.month}'"
-        cast = "DATE" if self.columns[self.month_column] == "date" else "TIMESTAMP"
+        cast = {"date": "DATE", WALL_CLOCK_TYPE: "TIMESTAMP_NTZ"}.get(self.columns[self.month_column], "TIMESTAMP")
         return (
             f"{self.month_column} >= {cast} '{window.start:%Y-%m-%d}' "
             f"AND {self.month_column} < {cast} '{window.end:%Y-%m-%d}'"
         )
+
+    @property
+    def wall_clock_columns(self) -> list[str]:
+        """The columns holding New York wall-clock times (TIMESTAMP_NTZ)."""
+        return [name for name, spark_type in self.columns.items() if spark_type == WALL_CLOCK_TYPE]
 
     def ddl(self) -> str:
         columns = ", ".join(f"{name} {spark_type}{self._comment(name)}" for name, spark_type in self.columns.items())
@@ -69,11 +76,11 @@ def _sql_string(text: str) -> str:
 
 HOURLY_ACTUALS = TableSpec(
     name="yellow_rides_hourly_actuals",
-    columns={"pickup_hour": "timestamp", "pulocationid": "int", "total_rides": "bigint"},
+    columns={"pickup_hour": WALL_CLOCK_TYPE, "pulocationid": "int", "total_rides": "bigint"},
     partitioned_by="months(pickup_hour)",
     month_column="pickup_hour",
     descriptions={
-        "pickup_hour": "The hour the trips began (the meter engaged), New York wall-clock time",
+        "pickup_hour": wall_clock_doc("The hour the trips began (the meter engaged)"),
         "pulocationid": "The TLC taxi zone the trips began in (nyc_taxi.taxi_zones.location_id)",
         "total_rides": "Yellow-taxi trips that began in the zone in the hour: the count the model forecasts",
     },
@@ -85,9 +92,12 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
 
     Every staging branch is cut from ``main``. On a table without one, a branch would start from an
     empty snapshot of its own that no other branch shares, and of two first months staged at once
-    only one could then be published.
+    only one could then be published. A table an older version typed with timestamptz wall-clock columns is
+    migrated first (see :mod:`forecast_assets.lakehouse.wall_clock`).
     """
     state = table_state(spark, spec.identifier)
+    if state is not None and migrate_wall_clock(spark, spec, state):
+        state = table_state(spark, spec.identifier)
     if state is not None and state.ref("main") is not None:  # the usual case, answered by one load
         _describe_columns(spark, spec, state.column_docs())
         return
@@ -97,6 +107,16 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     if created is None or created.ref("main") is None:
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
         committed_sql(spark, spec.identifier, "while creating main", create_main)
+
+
+def migrate_wall_clock(spark: SparkSession, spec: TableSpec, state: TableState) -> bool:
+    """Retype the table's wall-clock columns an older version stored as timestamptz, keeping values and history;
+    False when there was nothing to migrate."""
+    zoned = zoned_columns(state, spec.wall_clock_columns)
+    if not zoned:
+        return False
+    replace_with_wall_clock(spark, spec.identifier, zoned, spec.partitioned_by, TABLE_PROPERTIES)
+    return True
 
 
 def _describe_columns(spark: SparkSession, spec: TableSpec, docs: dict[str, str | None]) -> None:

@@ -6,6 +6,8 @@ import re
 
 import pyarrow as pa
 
+from taxi_core.wall_clock import wall_clock_doc
+
 TRIP_FILE_TEMPLATE = "yellow_tripdata_{month}.parquet"
 TRIP_FILE_NAME = re.compile(r"yellow_tripdata_(\d{4}-\d{2})\.parquet")
 
@@ -40,11 +42,12 @@ OPTIONAL_COLUMNS: dict[str, str] = {
 
 TIMESTAMP_COLUMNS = ("tpep_pickup_datetime", "tpep_dropoff_datetime")
 
-# The raw table's column types (Spark SQL), one per TLC column after normalisation.
+# The raw table's column types (Spark SQL), one per TLC column after normalisation. TLC's times are New York
+# wall-clock times without a zone: TIMESTAMP_NTZ (Iceberg's timestamp without zone).
 RAW_COLUMN_TYPES: dict[str, str] = {
     "vendorid": "int",
-    "tpep_pickup_datetime": "timestamp",
-    "tpep_dropoff_datetime": "timestamp",
+    "tpep_pickup_datetime": "timestamp_ntz",
+    "tpep_dropoff_datetime": "timestamp_ntz",
     "passenger_count": "bigint",
     "trip_distance": "double",
     "ratecodeid": "bigint",
@@ -67,8 +70,8 @@ RAW_COLUMN_TYPES: dict[str, str] = {
 RAW_COLUMN_DESCRIPTIONS: dict[str, str] = {
     "vendorid": "The TPEP provider that sent the record "
     "(1 Creative Mobile Technologies, 2 Curb Mobility, 6 Myle, 7 Helix)",
-    "tpep_pickup_datetime": "When the meter was engaged, New York wall-clock time",
-    "tpep_dropoff_datetime": "When the meter was disengaged, New York wall-clock time",
+    "tpep_pickup_datetime": wall_clock_doc("When the meter was engaged"),
+    "tpep_dropoff_datetime": wall_clock_doc("When the meter was disengaged"),
     "passenger_count": "Passengers in the vehicle, as the driver entered it",
     "trip_distance": "Trip distance in miles, as the taximeter reported it",
     "ratecodeid": "Rate in effect at the end of the trip (1 standard, 2 JFK, 3 Newark, 4 Nassau or Westchester, "

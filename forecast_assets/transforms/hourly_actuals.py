@@ -7,6 +7,8 @@ from datetime import datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from forecast_assets.lakehouse.wall_clock import WALL_CLOCK_TYPE, wall_clock
+
 
 def busiest_zones(counts: DataFrame, eligible_zones: list[int], top_n: int | None) -> DataFrame:
     """The ``top_n`` zones by rides (every zone with a ride when ``None``), ties broken by zone id so the choice
@@ -28,15 +30,18 @@ def hourly_actuals(
     eligible_zones: list[int],
     top_n: int | None,
 ) -> DataFrame:
-    """``pickup_hour, pulocationid, total_rides`` with zeros for hours without a ride."""
-    in_month = trips.filter(
-        (F.col("tpep_pickup_datetime") >= F.lit(month_start)) & (F.col("tpep_pickup_datetime") < F.lit(month_end))
-    )
-    counts = in_month.groupBy(F.date_trunc("hour", "tpep_pickup_datetime").alias("pickup_hour"), "pulocationid").agg(
-        F.count(F.lit(1)).alias("total_rides")
-    )
+    """``pickup_hour, pulocationid, total_rides`` with zeros for hours without a ride.
+
+    Hours are New York wall-clock hours, as TLC records the trips: the spring-forward day's 02:00 hour has no
+    trips (0 rides) and the fall-back day's 01:00 hour counts two real hours of them.
+    """
+    pickup = F.col("tpep_pickup_datetime")
+    in_month = trips.filter((pickup >= wall_clock(month_start)) & (pickup < wall_clock(month_end)))
+    # date_trunc answers a zoned TIMESTAMP; in the UTC session, cast back it is the wall-clock hour.
+    hour = F.date_trunc("hour", pickup).cast(WALL_CLOCK_TYPE)
+    counts = in_month.groupBy(hour.alias("pickup_hour"), "pulocationid").agg(F.count(F.lit(1)).alias("total_rides"))
     hours = spark.sql(
-        "SELECT explode(sequence(to_timestamp(:start), to_timestamp(:end) - INTERVAL 1 HOUR, INTERVAL 1 HOUR))"
+        "SELECT explode(sequence(to_timestamp_ntz(:start), to_timestamp_ntz(:end) - INTERVAL 1 HOUR, INTERVAL 1 HOUR))"
         " AS pickup_hour",
         args={"start": month_start.isoformat(sep=" "), "end": month_end.isoformat(sep=" ")},
     )

@@ -13,7 +13,7 @@ LINEAGE_COLUMNS = {
     "source_month": "string",
     "source_file": "string",
     "source_fingerprint": "string",
-    "ingested_at": "timestamp",
+    "ingested_at": "timestamp",  # an instant: Iceberg's timestamptz
 }
 LINEAGE_COLUMN_DESCRIPTIONS = {
     "source_month": "The month (YYYY-MM) of the TLC file the row came from; the table's partition",
@@ -24,16 +24,17 @@ LINEAGE_COLUMN_DESCRIPTIONS = {
 
 
 def with_timestamps(trips: DataFrame) -> DataFrame:
-    """A trip file's columns as published; nanosecond timestamps become timestamps.
+    """A trip file's columns as published; nanosecond timestamps become wall-clock timestamps (TIMESTAMP_NTZ).
 
     The session reads TIMESTAMP(NANOS) as epoch nanoseconds (``spark.sql.legacy.parquet.nanosAsLong``);
-    like every TLC timestamp they are wall-clock values, kept as they are in the UTC session.
+    like every TLC timestamp they are wall-clock values: the epoch count read in the UTC session is that value.
     """
     types = dict(trips.dtypes)
     columns = []
     for name in trips.columns:
         if name.lower() in TIMESTAMP_COLUMNS and types[name] == "bigint":
-            columns.append(F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000)).alias(name))
+            micros = F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000))
+            columns.append(micros.cast("timestamp_ntz").alias(name))
         else:
             columns.append(F.col(f"`{name}`"))
     return trips.select(*columns)
