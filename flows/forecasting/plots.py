@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from flows.forecasting.backtest import ranked  # noqa: E402
+from flows.forecasting.selection import RANGE_COLUMN  # noqa: E402
 
 HISTORY_DAYS = 7
 # 1,000 px wide: whole in Dagster's Markdown dialog (1,120 px, about 1,080 inside) on a 1,400 px laptop screen,
@@ -70,7 +71,7 @@ def held_out_figure(weeks: pd.DataFrame):
     """Each held-out week's champion MAE as a share of seasonal naive's, with its bootstrap range."""
     figure, axis = plt.subplots(figsize=WIDE_FIGURE)
     ratios = weeks["MAE / naive"].astype(float)
-    ranges = weeks["90% range"].str.split("-", expand=True).astype(float)
+    ranges = weeks[RANGE_COLUMN].str.split("-", expand=True).astype(float)
     positions = range(len(weeks))
     axis.bar(positions, ratios, color="tab:blue", width=0.6, label="champion MAE / seasonal naive MAE")
     axis.errorbar(positions, ratios, yerr=[ratios - ranges[0], ranges[1] - ratios], fmt="none", ecolor="black",

@@ -22,6 +22,8 @@ from taxi_core.errors import PipelineError
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_RANGE = (5, 95)
+# The held-out table's column of each week's ratio range.
+RANGE_COLUMN = "90% range (days resampled)"
 
 
 class NotEnoughWeeks(ValueError, PipelineError):
@@ -54,7 +56,7 @@ class HeldOutWeek:
             "champion MAE": round(self.mae, 3),
             "naive MAE": round(self.naive_mae, 3),
             "MAE / naive": round(self.ratio, 3),
-            "90% range (days resampled)": f"{low:.2f}-{high:.2f}",
+            RANGE_COLUMN: f"{low:.2f}-{high:.2f}",
             "MAE / floor": round(self.mae / self.floor_mae, 3) if self.floor_mae else "",
             **{f"{level}% coverage": round(share, 3) for level, share in self.coverage.items()},
         }

@@ -257,10 +257,12 @@ def _backtest_rows(data, spent: dict) -> tuple[list[str], list[list]]:
 
 def _held_out_metadata(data) -> dict:
     """What the version is known by: the weeks that chose it, its held-out score and its intervals' coverage."""
+    from flows.forecasting.selection import RANGE_COLUMN  # the flow's modules load with the flow
+
     summary, weeks = data.held_out_summary, data.held_out
     compact = [
         {"held-out week": row["held-out week"], "champion": row["champion"], "MAE / naive": ratio(row["MAE / naive"]),
-         "90% range": row["90% range"], "80% coverage": f"{percent(row['80% coverage'])}%"}
+         "90% range": row[RANGE_COLUMN], "80% coverage": f"{percent(row['80% coverage'])}%"}
         for row in weeks.to_dict("records")
     ]  # fmt: skip
     return {
