@@ -268,10 +268,10 @@ HOLIDAY_AIRPORT = {
     "thanksgiving_eve": 1.35, "thanksgiving": 0.80, "thanksgiving_sunday": 1.40, "christmas_rush": 1.20,
     "christmas": 0.75, "new_year_return": 1.25, "holiday_friday": 1.15, "holiday_monday": 1.20,
 }  # fmt: skip
-# New Year's Eve night: the hours after midnight on January 1 are far busier than a normal early morning
-# (judgement); the evening of December 31 is quieter outside the nightlife zones.
+# New Year's Eve night: the hours after midnight on January 1 are far busier than a normal early morning, about as
+# busy as a Saturday night's (judgement: the weekend night profile's 0-3 am is 3-5 times the weekday one's).
 NEW_YEAR_NIGHT_HOURS = (0, 1, 2, 3)
-NEW_YEAR_NIGHT_FACTOR = 2.2
+NEW_YEAR_NIGHT_FACTOR = 3.5
 
 # --- 4. Daylight saving --------------------------------------------------------------------------------------
 
