@@ -25,7 +25,7 @@ from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE
 from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
 from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import ZONE_LOOKUP, Zone, load_zones
-from taxi_demo import demand_model
+from taxi_demo import city_facts, demand_model
 from taxi_demo.demand_model import DemandSpec
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ NYC_COUNTIES = {
 }
 # Share of trips whose pickup clock is wrong and falls outside the file's month, as in real files.
 OUT_OF_MONTH_SHARE = 2e-5
-AIRPORT_ZONES = (1, 132, 138)
+AIRPORT_ZONES = city_facts.AIRPORT_ZONES
 
 
 @dataclass(frozen=True)
@@ -125,12 +125,12 @@ class SampleSource:
         spec = DemandSpec(self.trips_per_month, self.seed)
         zones = load_zones()
         weather = demand_model.daily_weather(month, [*NYC_COUNTIES, *OTHER_COUNTIES], self.seed)
-        hours, rates = demand_model.hourly_rates(month, zones, weather, spec)
+        rates = demand_model.hourly_rates(month, zones, weather, spec)
         self._write_weather(month, weather)
-        trips = simulate_trips(month, zones, hours, rates, spec)
+        trips = simulate_trips(month, zones, rates.hours, rates.true_rate, spec)
         _atomic_parquet(trips, self.trip_path(month))
         _atomic_parquet(
-            pa.Table.from_pandas(demand_model.truth_frame(hours, zones, rates), preserve_index=False),
+            pa.Table.from_pandas(demand_model.truth_frame(rates, zones), preserve_index=False),
             self.truth_path(month),
         )
         log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month))
@@ -186,7 +186,10 @@ def simulate_trips(
     manhattan = np.isin(pickup_zone, [z.location_id for z in zones if z.borough == "Manhattan"])
     congestion = np.where(manhattan, 2.5, 0.0)
     airport_fee = np.where(airport, 1.75, 0.0)
-    cbd_fee = np.where(manhattan, 0.75, 0.0)
+    # The Congestion Relief Zone toll on trips that start or end in the zone, from its first day.
+    cbd = np.isin(pickup_zone, city_facts.CBD_ZONES) | np.isin(dropoff_zone, city_facts.CBD_ZONES)
+    priced = pickup >= np.datetime64(city_facts.CONGESTION_PRICING_START)
+    cbd_fee = np.where(cbd & priced, city_facts.CBD_CONGESTION_FEE, 0.0)
     total = fare + extra + 0.5 + tip + tolls + 1.0 + congestion + airport_fee
     if year >= 2025:
         total = total + cbd_fee

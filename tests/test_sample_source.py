@@ -2,11 +2,15 @@
 
 import hashlib
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from forecast_assets.sources.noaa_format import ELEMENTS, MISSING_VALUE, NYC_COUNTY_FIPS, weather_file_path
 from forecast_assets.sources.tlc_format import published_schema
+from taxi_demo import city_facts
+from taxi_demo.demand_model import daily_weather, weather_multiplier
 from taxi_demo.sample_source import WEATHER_DIR, SampleSource
 from tests.sample_months import TEST_TRIPS_PER_MONTH
 
@@ -70,3 +74,151 @@ def test_another_scale_writes_the_files_again(tmp_path):
     assert pq.read_metadata(larger.trip_path("2025-01")).num_rows > 3 * first
     small.write_months(["2025-01"])
     assert pq.read_metadata(small.trip_path("2025-01")).num_rows == first
+
+
+# --- the public facts the demand process reproduces (taxi_demo/city_facts.py), checked on the written files ---
+
+FACT_SCALE = 300_000  # enough trips that a day's or an hour's count is a few percent from its rate
+FACT_MONTHS = ["2024-03", "2024-07", "2024-10", "2024-11"]
+
+
+@pytest.fixture(scope="module")
+def city(tmp_path_factory):
+    source = SampleSource(tmp_path_factory.mktemp("city"), trips_per_month=FACT_SCALE)
+    source.write_months(FACT_MONTHS)
+    return source
+
+
+def _pickups(source, month):
+    """The month's pickups inside the month, as the trip file holds them (wall-clock timestamps)."""
+    frame = pq.read_table(source.trip_path(month), columns=["tpep_pickup_datetime", "PULocationID"]).to_pandas()
+    start = pd.Timestamp(month + "-01")
+    inside = frame[
+        (frame.tpep_pickup_datetime >= start) & (frame.tpep_pickup_datetime < start + pd.offsets.MonthBegin())
+    ]
+    return inside.assign(day=inside.tpep_pickup_datetime.dt.floor("D"), hour=inside.tpep_pickup_datetime.dt.floor("h"))
+
+
+def _city_only(pickups):
+    return pickups[~pickups.PULocationID.isin(city_facts.AIRPORT_ZONES)]
+
+
+def test_monthly_totals_follow_tlc_published_months(city):
+    published = city_facts.PUBLISHED_MONTHLY_TRIPS
+    counts = {month: len(_pickups(city, month)) for month in FACT_MONTHS}
+    # The summer dip and the October high, as TLC's files have them (3.08M in July, 3.83M in October 2024).
+    assert counts["2024-07"] < counts["2024-10"] and counts["2024-07"] < counts["2024-03"]
+    for month in FACT_MONTHS:
+        expected = FACT_SCALE * published[month] / (sum(v for k, v in published.items() if k < "2025") / 12)
+        assert counts[month] == pytest.approx(expected, rel=0.05)
+        truth = pd.read_parquet(city.truth_path(month))
+        assert truth.expected_rate.sum() == pytest.approx(expected, rel=1e-9)  # the calendar's expectation, exactly
+
+
+def test_thanksgiving_dips_in_the_city_and_airports_rise_the_day_before(city):
+    pickups = _pickups(city, "2024-11")
+    in_city = _city_only(pickups).groupby("day").size()
+    thursdays = [in_city[pd.Timestamp(f"2024-11-{day}")] for day in (7, 14, 21)]
+    assert in_city[pd.Timestamp("2024-11-28")] < 0.75 * min(thursdays)
+    assert in_city[pd.Timestamp("2024-11-29")] < 0.9 * min(in_city[pd.Timestamp(f"2024-11-{d}")] for d in (15, 22))
+    airports = pickups[pickups.PULocationID.isin(city_facts.AIRPORT_ZONES)].groupby("day").size()
+    assert airports[pd.Timestamp("2024-11-27")] > 1.15 * airports[pd.Timestamp("2024-11-20")]
+
+
+def test_christmas_and_the_quiet_week_between_christmas_and_new_year(sample_source):
+    in_city = _city_only(_pickups(sample_source, "2024-12")).groupby("day").size()
+    typical = in_city[pd.Timestamp("2024-12-02") : pd.Timestamp("2024-12-20")].mean()
+    wednesdays = [in_city[pd.Timestamp(f"2024-12-{day:02d}")] for day in (4, 11, 18)]
+    # Christmas 2024 was a wet, freezing Wednesday in this sample (the weather lifts it): against the Wednesdays.
+    assert in_city[pd.Timestamp("2024-12-25")] < 0.8 * np.mean(wednesdays)
+    truth = pd.read_parquet(sample_source.truth_path("2024-12"))
+    truth = truth[~truth.pulocationid.isin(city_facts.AIRPORT_ZONES)]
+    expected = truth.groupby(truth.pickup_hour.dt.day).expected_rate.sum()
+    assert expected[25] < 0.65 * np.mean([expected[day] for day in (4, 11, 18)])
+    assert in_city[pd.Timestamp("2024-12-26") : pd.Timestamp("2024-12-30")].mean() < 0.95 * typical
+
+
+def test_new_years_night_is_busy_after_midnight(sample_source):
+    hours = _city_only(_pickups(sample_source, "2025-01")).groupby("hour").size()
+    after_midnight = hours[pd.Timestamp("2025-01-01 00:00") : pd.Timestamp("2025-01-01 03:00")].sum()
+    other_nights = [hours[pd.Timestamp(f"2025-01-{d:02d} 00:00") : pd.Timestamp(f"2025-01-{d:02d} 03:00")].sum()
+                    for d in (8, 15, 22, 29)]  # fmt: skip
+    assert after_midnight > 2 * max(other_nights)
+
+
+def test_trip_clocks_are_new_york_wall_clocks_across_daylight_saving(city):
+    spring = _pickups(city, "2024-03")
+    assert not ((spring.day == pd.Timestamp("2024-03-10")) & (spring.tpep_pickup_datetime.dt.hour == 2)).any()
+    fall = _pickups(city, "2024-11").groupby("hour").size()
+    other_sundays = [fall[pd.Timestamp(f"2024-11-{d} 01:00")] for d in (10, 17, 24)]
+    assert fall[pd.Timestamp("2024-11-03 01:00")] > 1.6 * max(other_sundays)  # two real hours in one wall-clock hour
+    truth = pd.read_parquet(city.truth_path("2024-03"))
+    assert (truth[truth.pickup_hour == pd.Timestamp("2024-03-10 02:00")].true_rate == 0).all()
+
+
+def test_zone_types_have_their_weekly_shapes(city):
+    pickups = _pickups(city, "2024-10")
+    pickups = pickups.assign(weekend=pickups.day.dt.day_of_week >= 5, clock=pickups.tpep_pickup_datetime.dt.hour)
+    days = pickups.groupby("weekend").day.nunique()
+
+    def per_day(zones):
+        chosen = pickups[pickups.PULocationID.isin(zones)]
+        return chosen.groupby("weekend").size() / days
+
+    office, airports = per_day(city_facts.OFFICE_ZONES), per_day(city_facts.AIRPORT_ZONES)
+    assert office[False] > 1.4 * office[True]  # midtown empties at weekends
+    assert 0.85 < airports[False] / airports[True] < 1.15  # flights fly every day
+    weekday_office = pickups[~pickups.weekend & pickups.PULocationID.isin(city_facts.OFFICE_ZONES)]
+    assert weekday_office.groupby("clock").size().idxmax() in (17, 18, 19)  # the weekday evening peak
+    airport_hours = pickups[pickups.PULocationID.isin(city_facts.AIRPORT_ZONES)].groupby("clock").size()
+    assert airport_hours[14:22].mean() > 10 * airport_hours[2:5].mean()  # the arrival banks, not the red-eyes
+    night = pickups[pickups.PULocationID.isin(city_facts.NIGHTLIFE_ZONES) & (pickups.clock == 1)]
+    by_weekday = night.groupby(night.day.dt.day_of_week).size()
+    assert min(by_weekday[5], by_weekday[6]) > 2 * max(by_weekday[1], by_weekday[2])  # Friday and Saturday nights
+
+
+def test_congestion_pricing_from_january_5_2025(sample_source):
+    trips = pq.read_table(
+        sample_source.trip_path("2025-01"), columns=["tpep_pickup_datetime", "PULocationID", "cbd_congestion_fee"]
+    ).to_pandas()
+    priced = trips.tpep_pickup_datetime >= pd.Timestamp("2025-01-05")
+    in_zone = trips.PULocationID.isin(city_facts.CBD_ZONES)
+    assert (trips[~priced].cbd_congestion_fee == 0).all()
+    assert (trips[priced & in_zone].cbd_congestion_fee == 0.75).all()
+    # Taxi demand in the zone rose against the rest of the city (TLC: +19% in the zone, +17% citywide).
+    truth = pd.read_parquet(sample_source.truth_path("2025-01")).set_index(["pickup_hour", "pulocationid"])
+    rate = truth.expected_rate
+    before, after = pd.Timestamp("2025-01-04 15:00"), pd.Timestamp("2025-01-11 15:00")  # two Saturdays
+    in_cbd, outside = 161, 236  # Midtown Center, Upper East Side North: both Manhattan, same rain response
+    change = (rate[after, in_cbd] / rate[before, in_cbd]) / (rate[after, outside] / rate[before, outside])
+    assert change == pytest.approx(1 + city_facts.CBD_DEMAND_CHANGE, rel=1e-6)
+
+
+def test_weather_follows_central_park_normals_with_zone_specific_effects():
+    months = [f"2024-{m:02d}" for m in range(1, 13)]
+    weather = pd.concat(daily_weather(month, ["36061"], 2024) for month in months)
+    by_month = weather.groupby(pd.to_datetime(weather.date).dt.month)
+    assert (abs(by_month.tavg.mean().to_numpy() - city_facts.NORMAL_TAVG_C) < 4.5).all()
+    wet_days = (weather.prcp > 0.25).sum()
+    assert 70 < wet_days < 180  # Central Park: about 125 days a year with 0.01 in or more
+    rain = weather_multiplier(np.array([10.0]), np.array([15.0]), np.array([1.0, 0.3, 0.0]))
+    assert rain[0] > rain[1] > rain[2] == 1.0  # strong in Manhattan, weak in the outer boroughs, none at airports
+    light_snow, heavy_snow = weather_multiplier(np.array([3.0, 35.0]), np.array([-3.0, -3.0]), np.array([0.0, 0.0]))
+    assert heavy_snow < 0.7 and light_snow == 1.0
+    assert weather_multiplier(np.array([3.0]), np.array([-3.0]), np.array([1.0]))[0] > 1.05  # light snow lifts
+    # A month's weather is the same however many months came before it (memory from a fixed origin).
+    assert daily_weather("2024-06", ["36061"], 2024).equals(daily_weather("2024-06", ["36061"], 2024))
+
+
+def test_events_shocks_and_noise_are_in_the_true_rate_not_the_expected_one(city):
+    truth = pd.read_parquet(city.truth_path("2024-07"))
+    ratio = truth.true_rate / truth.expected_rate
+    late = truth.pickup_hour.dt.hour == 22
+    stadium = ratio[late & (truth.pulocationid == 247)]  # Yankee Stadium: home games on some nights, not others
+    assert stadium.max() > 1.5 * stadium.min()
+    event_nights = (stadium > 1.2).mean()
+    assert 0.2 < event_nights < 0.9 and (stadium < 0.7).any()  # event nights and quiet nights
+    # Every zone's day is off its expectation: a shared day shock and zone-day noise (overdispersion).
+    midtown = ratio[(truth.pulocationid == 161) & (truth.pickup_hour.dt.hour == 12)]
+    assert 0.05 < midtown.std() < 0.4
+    assert abs(ratio[truth.expected_rate > 0].mean() - 1) < 0.1
