@@ -393,8 +393,8 @@ EVENT_HOURS = (21, 22, 23)
 # A day-level shock shared by every zone (the news of the day, a transit outage), lognormal with this spread, and
 # zone-day noise (gamma with mean 1 and this coefficient of variation): demand overdispersed beyond Poisson,
 # as counts of real zones are (judgement).
-DAY_SHOCK_SD = 0.05
-ZONE_DAY_NOISE_CV = 0.10
+DAY_SHOCK_SD = 0.03
+ZONE_DAY_NOISE_CV = 0.05
 
 # --- Zone sizes ----------------------------------------------------------------------------------------------
 

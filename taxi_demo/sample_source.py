@@ -10,6 +10,7 @@ Layout below the sample root mirrors the public URLs, so the real downloader rea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -107,7 +108,7 @@ class SampleSource:
 
     def _discard_other_scale(self) -> None:
         """Files written with another scale or seed are removed, so they are never silently reused."""
-        wanted = {"trips_per_month": self.trips_per_month, "seed": self.seed}
+        wanted = {"trips_per_month": self.trips_per_month, "seed": self.seed, "process": demand_process_digest()}
         manifest = self.root / MANIFEST
         written = json.loads(manifest.read_text()) if manifest.exists() else None
         if written != wanted and any((self.root / folder).exists() for folder in (TRIP_DIR, WEATHER_DIR, TRUTH_DIR)):
@@ -150,6 +151,14 @@ class SampleSource:
             path = self.root / WEATHER_DIR / weather_file_path(element, month)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, "\n".join(lines) + "\n")
+
+
+def demand_process_digest() -> str:
+    """A digest of the demand process's code and parameters: files another version wrote are written again."""
+    digest = hashlib.sha256()
+    for module in (city_facts, demand_model):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def simulate_trips(
