@@ -78,8 +78,12 @@ def test_each_held_out_week_s_champion_was_the_best_on_the_weeks_before_it(by_ha
     for row in data.held_out.to_dict("records"):
         week = pd.Timestamp(row["held-out week"])
         before = scored[scored.origin < week]
-        # Recomputed from the branches' backtest artifacts: the lowest MAE on the weeks before, never the week.
-        assert row["champion"] == before.groupby("candidate").error.mean().idxmin()
+        # Recomputed from the branches' backtest artifacts: the lowest MAE on the weeks before, never the week,
+        # unless its lead over naive there was within the days' noise (then the next, or naive itself); a
+        # candidate 10% ahead of naive is never passed over.
+        mae = before.groupby("candidate").error.mean()
+        passed_over = mae[(mae < mae[row["champion"]]) & (mae.index != "seasonal_naive")]
+        assert (passed_over / mae["seasonal_naive"] > 0.9).all(), (row, mae.to_dict())
         assert row["chosen on"] == ", ".join(f"{w:%m-%d}" for w in weeks if w < week)
         held = (
             scored[scored.origin == week]

@@ -61,11 +61,17 @@ class TrainingConfig(Config):
         description="Weeks before each held-out week that choose its champion (default: the flow's).",
     )
     horizon_hours: int = Field(default=24, gt=0, le=168, description="Hours ahead to forecast.")
+    candidates: str = Field(
+        default="",
+        description="Comma-separated candidate models, e.g. glm_weather (default: every one the run can train; "
+        "seasonal_naive, the baseline, always trains).",
+    )
 
     def flow_parameters(self) -> dict:
         parameters = {"use_weather": self.use_weather, "horizon_hours": self.horizon_hours}
         chosen = {"lookback_days": self.lookback_days, "evaluation_weeks": self.evaluation_weeks,
-                  "selection_weeks": self.selection_weeks, "as_of": self.as_of or None}  # fmt: skip
+                  "selection_weeks": self.selection_weeks, "as_of": self.as_of or None,
+                  "candidates": self.candidates or None}  # fmt: skip
         return parameters | {name: value for name, value in chosen.items() if value is not None}
 
 
