@@ -35,7 +35,7 @@ apply_tool_environment(load_settings())
 
 from tests.loopback import serve_folder  # noqa: E402
 from tests.pipeline import Pipeline  # noqa: E402
-from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH  # noqa: E402
+from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH, WEATHER_VERSION_CANDIDATES  # noqa: E402
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -136,12 +136,12 @@ def by_hand_run(pipeline):
 
 @pytest.fixture(scope="session")
 def dagster_run(pipeline, by_hand_run):
-    """The training flow launched by Dagster's training job, with weather on and a weather model the only learned
-    candidate: the version whose lineage must lead to the weather."""
+    """The training flow launched by Dagster's training job, with weather on and only weather models to learn (and
+    the baseline): the version whose lineage must lead to the weather."""
     from metaflow import Run
 
     job = pipeline.definitions().resolve_job_def("train_forecast_model")
-    config = {"ops": {"run_training_flow": {"config": {"use_weather": True, "candidates": "glm_weather"}}}}
+    config = {"ops": {"run_training_flow": {"config": {"use_weather": True, "candidates": WEATHER_VERSION_CANDIDATES}}}}
     result = job.execute_in_process(instance=pipeline.instance, run_config=config, raise_on_error=False)
     assert result.success, [e.step_failure_data.error.message for e in result.get_step_failure_events()]
     return result, Run(pipeline.latest_metadata("forecast_model")["model_version"].value)

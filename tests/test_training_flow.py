@@ -14,7 +14,6 @@ import pytest
 from dagster import AssetKey, AssetMaterialization, build_asset_check_context, instance_for_test
 from pyiceberg.expressions import EqualTo
 
-from flows.forecasting.models import CANDIDATES
 from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts, write_forecasts
 from flows.forecasting.tables import ZONES as ZONE_LOOKUP
 from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
@@ -24,6 +23,7 @@ from forecast_assets.definitions import resources_for
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.settings import PROJECT_ROOT, load_settings
 from tests.page_metadata import page_problems
+from tests.sample_months import WEATHER_VERSION_CANDIDATES
 
 pytestmark = pytest.mark.integration
 
@@ -228,8 +228,9 @@ def test_dagster_logs_the_run_and_every_task_while_the_flow_runs(dagster_run, pi
             # Logged while the flow ran (steps before the end began), not when Dagster read the finished run.
             assert finished.timestamp < end_began
     assert entries[0].timestamp < run["start"].task.finished_at.timestamp()
-    # With weather, every candidate trains: the forecasts and the perfect-weather scenario.
-    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == len(CANDIDATES)
+    # The weather candidates asked for train, the baseline too: the forecasts and the perfect-weather scenario.
+    asked = ["seasonal_naive", *WEATHER_VERSION_CANDIDATES.split(",")]
+    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == len(asked)
     for candidate in run.data.settings.candidates:
         assert f"train: {candidate}: week 6/6 from " in "\n".join(messages)
     assert any(re.fullmatch(r"train: gbm_weather: week 3/6 from \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
