@@ -317,13 +317,7 @@ def hourly_rates(month: str, zones: tuple[Zone, ...], weather: pd.DataFrame, spe
     types = np.array([ZONE_TYPES.index(zone_type(zone)) for zone in zones])
     airport = types == ZONE_TYPES.index("airport")
 
-    calendar_rate = _week_shapes(hours)[:, types] * zone_shares(zones, spec.seed)[None, :]
-    calendar_rate *= _holiday_factors(hours, airport)
-    calendar_rate *= clock_hours(hours)[:, None]
-    priced = np.asarray(hours >= pd.Timestamp(facts.CONGESTION_PRICING_START))
-    cbd = np.isin(ids, facts.CBD_ZONES)
-    calendar_rate *= np.where(priced[:, None] & cbd[None, :], 1 + facts.CBD_DEMAND_CHANGE, 1.0)
-    calendar_rate *= np.array([_trend(day) for day in days])[day_of_hour, None]
+    calendar_rate = _calendar_rates(month, zones, spec.seed)
 
     # Events: which nights is drawn; the oracle knows only the chance.
     rng_events = month_seed(spec.seed, month, stream=3)
@@ -353,11 +347,65 @@ def hourly_rates(month: str, zones: tuple[Zone, ...], weather: pd.DataFrame, spe
     shape = 1 / facts.ZONE_DAY_NOISE_CV**2
     zone_day = rng_noise.gamma(shape, 1 / shape, (n_days, len(zones)))
 
-    expected = calendar_rate * expected_events * expected_weather[day_of_hour]
-    scale = spec.trips_per_month / reference_mean_month() * published_level(month) / expected.sum()
-    expected *= scale
-    true = (calendar_rate * scale) * actual_events * (actual_weather * day_shock[:, None] * zone_day)[day_of_hour]
+    daily_scale = _daily_scale(month, zones, spec)[day_of_hour, None]
+    expected = calendar_rate * daily_scale * expected_events * expected_weather[day_of_hour]
+    true = (calendar_rate * daily_scale) * actual_events * (actual_weather * day_shock[:, None] * zone_day)[day_of_hour]
     return MonthRates(hours, true, expected)
+
+
+def _calendar_rates(month: str, zones: tuple[Zone, ...], seed: int) -> np.ndarray:
+    """Each (hour, zone)'s relative rate from the calendar alone: week shape, holidays, clock, pricing, trend."""
+    hours = month_hours(month)
+    day_of_hour = np.repeat(np.arange(len(hours) // 24), 24)
+    ids = np.array([zone.location_id for zone in zones])
+    types = np.array([ZONE_TYPES.index(zone_type(zone)) for zone in zones])
+    airport = types == ZONE_TYPES.index("airport")
+    rates = _week_shapes(hours)[:, types] * zone_shares(zones, seed)[None, :]
+    rates *= _holiday_factors(hours, airport)
+    rates *= clock_hours(hours)[:, None]
+    priced = np.asarray(hours >= pd.Timestamp(facts.CONGESTION_PRICING_START))
+    cbd = np.isin(ids, facts.CBD_ZONES)
+    rates *= np.where(priced[:, None] & cbd[None, :], 1 + facts.CBD_DEMAND_CHANGE, 1.0)
+    days = [stamp.date() for stamp in hours[::24]]
+    rates *= np.array([_trend(day) for day in days])[day_of_hour, None]
+    return rates
+
+
+@cache
+def _month_scale(month: str, zones: tuple[Zone, ...], spec: DemandSpec) -> float:
+    """The factor that makes the month's expected trips TLC's published trips of that month, at the sample's scale."""
+    hours = month_hours(month)
+    days = [stamp.date() for stamp in hours[::24]]
+    ids = np.array([zone.location_id for zone in zones])
+    types = np.array([ZONE_TYPES.index(zone_type(zone)) for zone in zones])
+    airport = types == ZONE_TYPES.index("airport")
+    response = np.array([0.0 if is_airport else facts.RAIN_RESPONSE.get(zone.borough, 0.0)
+                         for zone, is_airport in zip(zones, airport, strict=True)])  # fmt: skip
+    event_hour = np.isin(np.asarray(hours.hour), facts.EVENT_HOURS)
+    events = np.ones((len(hours), len(zones)))
+    for venue, (chance, season, lift) in facts.EVENT_VENUES.items():
+        if month_start(month).month in season:
+            events[:, ids == venue] = np.where(event_hour, 1 + chance * lift, 1.0)[:, None]
+    day_of_hour = np.repeat(np.arange(len(days)), 24)
+    weather = expected_weather_multiplier(days, response)[day_of_hour]
+    expected = (_calendar_rates(month, zones, spec.seed) * weather * events).sum()
+    return spec.trips_per_month / reference_mean_month() * published_level(month) / expected
+
+
+def _daily_scale(month: str, zones: tuple[Zone, ...], spec: DemandSpec) -> np.ndarray:
+    """Each day's scale, moving linearly between the months' scales at their middles: demand does not jump at
+    midnight on the first of a month, though each month's total keeps close to TLC's (within about 2%)."""
+    start = pd.Period(month, freq="M")
+    middles, scales = [], []
+    for offset in (-1, 0, 1):
+        period = start + offset
+        first = period.start_time
+        middles.append(first + (period.end_time - first) / 2)
+        scales.append(_month_scale(f"{period:%Y-%m}", zones, spec))
+    days = month_hours(month)[::24] + pd.Timedelta(hours=12)
+    elapsed = np.asarray((days - middles[0]) / pd.Timedelta(days=1))
+    anchors = np.asarray([(middle - middles[0]) / pd.Timedelta(days=1) for middle in middles])
+    return np.interp(elapsed, anchors, scales)
 
 
 def truth_frame(rates: MonthRates, zones: tuple[Zone, ...]) -> pd.DataFrame:
