@@ -42,8 +42,8 @@ def test_a_by_hand_run_succeeds_and_is_a_model_version(by_hand_run):
     data = by_hand_run.data
     assert by_hand_run.successful
     assert data.model_version == by_hand_run.pathspec
-    assert set(data.metrics.candidate) == {"seasonal_naive", "glm", "gbm"}
-    assert data.champion in {"seasonal_naive", "glm", "gbm"}
+    assert set(data.metrics.candidate) == {"seasonal_naive", "glm", "gbm", "profile", "blend"}
+    assert data.champion in set(data.metrics.candidate)
     assert data.training_window["end"] == str(data.settings.as_of)
     assert data.features and data.model_parameters["name"] == data.champion
     assert data.model_parameters["weather"] == "none"
@@ -66,7 +66,7 @@ def test_the_learned_models_beat_seasonal_naive(by_hand_run):
     metrics = by_hand_run.data.metrics.set_index("candidate")
     floor = by_hand_run.data.noise_floor
     assert floor is not None, "the sample source's truth files are where the flow looks for them"
-    for learned in ("glm", "gbm"):
+    for learned in ("glm", "gbm", "profile", "blend"):
         assert 0 < floor["mae"] < metrics.loc[learned, "mae"] < metrics.loc["seasonal_naive", "mae"]
 
 

@@ -15,7 +15,15 @@ from pandas.tseries.holiday import USFederalHolidayCalendar
 
 from taxi_core.zones import BOROUGH_COUNTY_FIPS, load_zones
 
-CALENDAR_FEATURES = ["hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday"]
+CALENDAR_FEATURES = [
+    "hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday", "is_city_holiday", "day_type",
+    "hour_of_day_type",
+]  # fmt: skip
+# The federal holidays on which New York's offices and most shops close: the city's demand follows a Sunday's.
+# The other federal holidays (Martin Luther King Jr. Day, Presidents' Day, Juneteenth, Columbus Day, Veterans Day)
+# keep most offices open.
+CITY_HOLIDAYS = ("New Year's Day", "Memorial Day", "Independence Day", "Labor Day", "Thanksgiving Day", "Christmas Day")
+SUNDAY = 6
 OBSERVED_WEATHER = ["prcp", "tavg"]
 WEATHER_FEATURES = ["prcp_known", "tavg_known"]
 PERFECT_WEATHER_FEATURES = ["prcp_same_day", "tavg_same_day"]
@@ -79,6 +87,10 @@ def build_features(
     frame["is_weekend"] = (frame.day_of_week >= 5).astype(int)
     frame["hour_of_week"] = frame.day_of_week * 24 + frame.hour
     frame["is_holiday"] = _holidays(frame.pickup_hour)
+    frame["is_city_holiday"] = _holidays(frame.pickup_hour, CITY_HOLIDAYS)
+    # A day's type: its day of the week, or Sunday on a city holiday.
+    frame["day_type"] = frame.day_of_week.where(frame.is_city_holiday == 0, SUNDAY)
+    frame["hour_of_day_type"] = frame.day_type * 24 + frame.hour
     features = ["pulocationid", *CALENDAR_FEATURES, *(f"lag_{lag}" for lag in lags), "seasonal_mean", "recent_level"]
     if weather is not None:
         frame = _join_weather(frame, weather, weather_lag)
@@ -86,10 +98,13 @@ def build_features(
     return frame, features
 
 
-def _holidays(hours: pd.Series) -> pd.Series:
+def _holidays(hours: pd.Series, names: tuple[str, ...] | None = None) -> pd.Series:
+    """1 on the federal holidays (of ``names``, if given), else 0."""
     days = hours.dt.normalize()
-    holidays = USFederalHolidayCalendar().holidays(days.min(), days.max())
-    return days.isin(holidays).astype(int)
+    holidays = USFederalHolidayCalendar().holidays(days.min(), days.max(), return_name=True)
+    if names is not None:
+        holidays = holidays[holidays.isin(names)]
+    return days.isin(holidays.index).astype(int)
 
 
 def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame, lag_days: int) -> pd.DataFrame:

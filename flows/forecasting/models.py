@@ -1,4 +1,5 @@
-"""Candidate forecasters: the seasonal-naive baseline, a Poisson GLM and gradient boosting, with or without weather.
+"""Candidate forecasters: the seasonal-naive baseline, a Poisson GLM, gradient boosting on a zone's relative demand,
+each zone's weekly profile, and the blend of the last two; with or without weather.
 
 Weather candidates use the weather known at the forecast origin. The perfect-weather candidate uses
 the target day's observed weather, which no forecaster has at the origin: it is a scenario (how much
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.features import CALENDAR_FEATURES, PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
+from flows.forecasting.features import PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
 
 BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.12, "max_iter": 120, "max_leaf_nodes": 31, "random_state": 0}
 # Newton-Cholesky: a few hundred one-hot columns and tens of thousands of rows, the case it is made for.
@@ -162,7 +163,13 @@ _FITTED = ["pulocationid", "hour_of_week", "is_holiday", *PERFECT_WEATHER_FEATUR
 
 @dataclass
 class GradientBoosting:
-    """Poisson gradient boosting on the zone (as a category), the calendar, the zone's recent level (and weather)."""
+    """Poisson gradient boosting of a zone's rides relative to its recent level, on the zone, the day type and the hour
+    (and weather).
+
+    Levels move (the season, a trend) while a zone's week keeps its shape: the trees learn the shape as a share of
+    the zone's mean hourly rides over the last week known (rows weighted by that level), and the forecast is the
+    shape times the level, so a level the training weeks never saw is followed, not clipped to the nearest leaf.
+    """
 
     name: str = "gbm"
     weather: str | None = None
@@ -171,30 +178,91 @@ class GradientBoosting:
     zones: list[int] = field(default_factory=list)
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        # Single lags are one noisy hour each; the zone, the calendar and the zone's recent level carry the signal.
-        return ["pulocationid", *CALENDAR_FEATURES, "recent_level", *_weather_columns(self.weather)]
+        return [*self._shape_features(), "recent_level"]
 
-    def _frame(self, rows: pd.DataFrame, features: list[str]) -> pd.DataFrame:
-        columns = self.used_features()
+    def _shape_features(self) -> list[str]:
+        return ["pulocationid", "hour", "day_type", "hour_of_day_type", "is_holiday", *_weather_columns(self.weather)]
+
+    def _frame(self, rows: pd.DataFrame) -> pd.DataFrame:
         # A category, not a number: zone 132 is not "more" than zone 48.
-        return rows[columns].assign(pulocationid=pd.Categorical(rows.pulocationid, categories=self.zones))
+        zones = pd.Categorical(rows.pulocationid, categories=self.zones)
+        return rows[self._shape_features()].assign(pulocationid=zones)
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> GradientBoosting:
         from sklearn.ensemble import HistGradientBoostingRegressor  # seconds to import: only fitting tasks pay
 
+        rows = rows[rows.recent_level > 0]
         self.zones = sorted(rows.pulocationid.unique().tolist())
         boosting = HistGradientBoostingRegressor(**self.params, categorical_features="from_dtype")
-        self.model = boosting.fit(self._frame(rows, features), rows["total_rides"])
+        self.model = boosting.fit(
+            self._frame(rows), rows.total_rides / rows.recent_level, sample_weight=rows.recent_level
+        )
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return self.model.predict(self._frame(rows, features))
+        return self.model.predict(self._frame(rows)) * rows.recent_level.fillna(0.0).to_numpy()
+
+
+@dataclass
+class WeeklyProfile:
+    """Each zone's mean rides per day type and hour over the training weeks, times the zone's recent level.
+
+    The shape is averaged over every training day but the city holidays (which count as Sundays when forecast);
+    the level is the zone's rides over the last ``level_days`` known against what the shape expected of them,
+    steadied by ``prior_rides`` on both sides so a quiet zone's level does not swing on a few rides.
+    """
+
+    name: str = "profile"
+    weather: str | None = None
+    params: dict[str, Any] = field(default_factory=lambda: {"level_days": 14, "prior_rides": 50.0})
+    shape: Any = None
+    level: Any = None
+
+    def used_features(self, features: list[str] | None = None) -> list[str]:
+        return ["pulocationid", "day_type", "hour", "is_city_holiday"]
+
+    def fit(self, rows: pd.DataFrame, features: list[str]) -> WeeklyProfile:
+        keys = ["pulocationid", "day_type", "hour"]
+        self.shape = rows[rows.is_city_holiday == 0].groupby(keys).total_rides.mean().rename("shape")
+        recent = rows[rows.pickup_hour > rows.pickup_hour.max() - pd.Timedelta(days=self.params["level_days"])]
+        recent = recent[recent.is_city_holiday == 0].join(self.shape, on=keys)
+        sums = recent.groupby("pulocationid")[["total_rides", "shape"]].sum() + self.params["prior_rides"]
+        self.level = (sums.total_rides / sums.shape).rename("level")
+        return self
+
+    def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
+        found = rows.join(self.shape, on=["pulocationid", "day_type", "hour"]).join(self.level, on="pulocationid")
+        return (found["shape"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
+
+
+@dataclass
+class Blend:
+    """The mean of the weekly profile's and the boosting's forecasts: two ways of reading the weeks, whose errors
+    partly cancel."""
+
+    name: str = "blend"
+    weather: str | None = None
+    params: dict[str, Any] = field(default_factory=lambda: {"members": "profile, gbm"})
+    members: list[Any] = field(default_factory=list)
+
+    def used_features(self, features: list[str] | None = None) -> list[str]:
+        members = [WeeklyProfile(), GradientBoosting()]
+        return list(dict.fromkeys(name for member in members for name in member.used_features(features)))
+
+    def fit(self, rows: pd.DataFrame, features: list[str]) -> Blend:
+        self.members = [WeeklyProfile().fit(rows, features), GradientBoosting().fit(rows, features)]
+        return self
+
+    def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
+        return np.mean([member.predict(rows, features) for member in self.members], axis=0)
 
 
 CANDIDATES = {
     "seasonal_naive": lambda: SeasonalNaive(),
     "glm": lambda: PoissonGlm(),
     "gbm": lambda: GradientBoosting(),
+    "profile": lambda: WeeklyProfile(),
+    "blend": lambda: Blend(),
     "glm_weather": lambda: ExpectedWeatherGlm(),
     "gbm_weather": lambda: GradientBoosting(name="gbm_weather", weather="known"),
     "glm_perfect_weather": lambda: PoissonGlm(name="glm_perfect_weather", weather="perfect"),
