@@ -320,3 +320,24 @@ def test_the_flow_log_reads_task_starts_ends_output_and_the_failed_steps_error()
 def test_a_run_started_event_names_the_run():
     event = FlowEvent(FlowEventKind.RUN_STARTED, "TrainForecastModelFlow/17")
     assert str(event) == "Metaflow run 17 started: TrainForecastModelFlow/17" and event.step is None
+
+
+@pytest.mark.parametrize("name", ["profile", "gbm", "blend"])
+def test_level_following_candidates_follow_a_zone_whose_demand_doubled(name):
+    """Three zones with a daily pattern; one doubles for the last two weeks: its forecast doubles, the others' stay."""
+    rng = np.random.default_rng(5)
+    hours = pd.date_range("2025-01-01", periods=49 * 24, freq="h")
+    rows = []
+    for zone, base in ((161, 40.0), (132, 25.0), (48, 30.0)):
+        rate = base * (1 + 0.6 * np.sin(2 * np.pi * hours.hour / 24))
+        if zone == 161:
+            rate = np.where(hours >= hours[-1] - pd.Timedelta(days=14), 2 * rate, rate)
+        rows.append(pd.DataFrame({"pickup_hour": hours, "pulocationid": zone, "total_rides": rng.poisson(rate)}))
+    actuals = pd.concat(rows, ignore_index=True)
+    inputs = Inputs(actuals, None, [48, 132, 161], 24, actuals.pickup_hour.min())
+    origin = hours[-1] + pd.Timedelta(hours=1)
+    model, names = backtest.fit_at(inputs, origin, lambda: make_candidate(name))
+    rows_ahead, _ = inputs.forecast_frame(origin)
+    daily = rows_ahead.assign(forecast=model.predict(rows_ahead, names)).groupby("pulocationid").forecast.sum()
+    assert daily[161] == pytest.approx(2 * 40 * 24, rel=0.15)  # not the 40 a day it had for five weeks
+    assert daily[132] == pytest.approx(25 * 24, rel=0.12) and daily[48] == pytest.approx(30 * 24, rel=0.12)

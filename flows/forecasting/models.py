@@ -223,16 +223,16 @@ class WeeklyProfile:
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> WeeklyProfile:
         keys = ["pulocationid", "day_type", "hour"]
-        self.shape = rows[rows.is_city_holiday == 0].groupby(keys).total_rides.mean().rename("shape")
+        self.shape = rows[rows.is_city_holiday == 0].groupby(keys).total_rides.mean().rename("typical")
         recent = rows[rows.pickup_hour > rows.pickup_hour.max() - pd.Timedelta(days=self.params["level_days"])]
         recent = recent[recent.is_city_holiday == 0].join(self.shape, on=keys)
-        sums = recent.groupby("pulocationid")[["total_rides", "shape"]].sum() + self.params["prior_rides"]
-        self.level = (sums.total_rides / sums.shape).rename("level")
+        sums = recent.groupby("pulocationid")[["total_rides", "typical"]].sum() + self.params["prior_rides"]
+        self.level = (sums["total_rides"] / sums["typical"]).rename("level")
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
         found = rows.join(self.shape, on=["pulocationid", "day_type", "hour"]).join(self.level, on="pulocationid")
-        return (found["shape"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
+        return (found["typical"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
 
 
 @dataclass
