@@ -366,12 +366,13 @@ RAIN_EFFECT_PER_MM = 0.03
 RAIN_EFFECT_CAP = 0.30
 RAIN_RESPONSE = {"Manhattan": 1.0, "Brooklyn": 0.3, "Queens": 0.3, "Bronx": 0.25, "Staten Island": 0.2}
 # Snow (precipitation on a day below 0 C): light snow lifts demand like rain, heavy snow cuts it everywhere,
-# airports too (cancelled flights; the project's audit notes a blizzard's travel ban leaves a third of a day).
-# Judgement: up to 8 mm of water a lift, from 15 mm a cut growing to -55% at 40 mm.
+# airports too (cancelled flights). Judgement: up to 8 mm of water a lift, from 15 mm a cut growing to -35% at
+# 40 mm. Only a travel ban cuts deeper (the project's audit notes one leaves about a third of a day; New York
+# declared two in 2015-2016); the sample draws no travel ban.
 SNOW_LIGHT_MM = 8.0
 SNOW_HEAVY_MM = 15.0
 SNOW_CUT_FULL_MM = 40.0
-SNOW_CUT_MAX = 0.55
+SNOW_CUT_MAX = 0.35
 # Cold lifts demand a little: +1% per degree of daily mean below 5 C (judgement).
 COLD_THRESHOLD_C = 5.0
 COLD_EFFECT_PER_DEGREE = 0.01

@@ -217,7 +217,7 @@ def test_weather_follows_central_park_normals_with_zone_specific_effects():
     rain = weather_multiplier(np.array([10.0]), np.array([15.0]), np.array([1.0, 0.3, 0.0]))
     assert rain[0] > rain[1] > rain[2] == 1.0  # strong in Manhattan, weak in the outer boroughs, none at airports
     light_snow, heavy_snow = weather_multiplier(np.array([3.0, 35.0]), np.array([-3.0, -3.0]), np.array([0.0, 0.0]))
-    assert heavy_snow < 0.7 and light_snow == 1.0
+    assert heavy_snow < 0.8 and light_snow == 1.0
     assert weather_multiplier(np.array([3.0]), np.array([-3.0]), np.array([1.0]))[0] > 1.05  # light snow lifts
     # A month's weather is the same however many months came before it (memory from a fixed origin).
     assert daily_weather("2024-06", ["36061"], 2024).equals(daily_weather("2024-06", ["36061"], 2024))
