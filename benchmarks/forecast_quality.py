@@ -38,8 +38,11 @@ class Period:
 
     @classmethod
     def parse(cls, text: str) -> Period:
+        """``FIRST:LAST`` (or one month), each read by the project's one month parser."""
+        from taxi_core.months import parse_month
+
         first, _, last = text.partition(":")
-        return cls(first, last or first)
+        return cls(parse_month(first), parse_month(last or first))
 
     @property
     def months(self) -> list[str]:
