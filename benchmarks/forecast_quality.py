@@ -57,7 +57,7 @@ def main() -> int:
     parser.add_argument("--scale", default="demo", help="trips a month: demo (~150k), full (~3M) or a number")
     parser.add_argument("--periods", nargs="+", default=DEFAULT_PERIODS, help="FIRST:LAST months of actuals, each")
     parser.add_argument("--zones", type=int, default=50)
-    parser.add_argument("--lookback-days", type=int, default=63)
+    parser.add_argument("--lookback-days", type=int, help="days of actuals each training reads (default: the flow's)")
     parser.add_argument("--evaluation-weeks", type=int, default=4)
     parser.add_argument("--selection-weeks", type=int, default=2)
     parser.add_argument("--candidates", default="", help="comma-separated (default: every candidate)")
@@ -103,14 +103,15 @@ def evaluate(source, period: Period, args) -> PeriodResult:
     from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate, uses_weather
     from flows.forecasting.publication import Inputs
     from flows.forecasting.threads import numeric_threads, share_of_cores
-    from flows.run_settings import resolve_settings
+    from flows.run_settings import LOOKBACK_DAYS, resolve_settings
 
     actuals = pd.concat([month_actuals(source, month) for month in period.months], ignore_index=True)
     weather = pd.concat([month_weather(source, month) for month in period.months], ignore_index=True)
     as_of = str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
     names = args.candidates or ",".join(CANDIDATES)
+    lookback = args.lookback_days or LOOKBACK_DAYS
     settings = resolve_settings(
-        as_of, args.lookback_days, args.evaluation_weeks, args.selection_weeks, 24, args.zones, True, names
+        as_of, lookback, args.evaluation_weeks, args.selection_weeks, 24, args.zones, True, names
     )
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window[window.pickup_hour < settings.backtest_start], settings.zones)

@@ -56,7 +56,7 @@ from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
-from flows.run_settings import RunSettings, resolve_settings
+from flows.run_settings import LOOKBACK_DAYS, RunSettings, resolve_settings
 from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
@@ -84,7 +84,9 @@ class TrainForecastModelFlow(FlowSpec):
         default="",
         help="Forecast origin, YYYY-MM-DD or YYYY-MM-DDTHH (default: the hour after the newest actuals)",
     )
-    lookback_days = Parameter("lookback_days", default=63, type=int, help="Days of actuals to read before the origin")
+    lookback_days = Parameter(
+        "lookback_days", default=LOOKBACK_DAYS, type=int, help="Days of actuals to read before the origin"
+    )
     evaluation_weeks = Parameter(
         "evaluation_weeks", default=4, type=int, help="Held-out weeks, each scored on a champion chosen before it"
     )
@@ -283,7 +285,7 @@ class TrainForecastModelFlow(FlowSpec):
         boroughs = future.pulocationid.map(
             dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
         )
-        bounds = self.intervals.bounds(predicted, boroughs)
+        bounds = self.intervals.bounds(predicted, boroughs, features.in_holiday_period(future.pickup_hour))
         forecast = pd.concat([future[["pickup_hour", "pulocationid"]], bounds], axis=1)
         forecast = forecast.assign(
             forecasted_total_rides=predicted,

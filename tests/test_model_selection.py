@@ -33,7 +33,15 @@ def _backtest(errors_by_week: dict[str, list[float]], seed=0, spread=False) -> p
                 predicted = truth + rng.normal(0, errors[index], len(cells))
             else:
                 predicted = truth + rng.choice([-1.0, 1.0], len(cells)) * errors[index]
-            rows.append(cells.assign(origin=week, candidate=candidate, total_rides=truth, predicted=predicted))
+            rows.append(
+                cells.assign(
+                    origin=week,
+                    forecast_origin=cells.pickup_hour.dt.normalize(),
+                    candidate=candidate,
+                    total_rides=truth,
+                    predicted=predicted,
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 

@@ -24,6 +24,11 @@ CALENDAR_FEATURES = [
 # keep most offices open.
 CITY_HOLIDAYS = ("New Year's Day", "Memorial Day", "Independence Day", "Labor Day", "Thanksgiving Day", "Christmas Day")
 SUNDAY = 6
+# The days whose demand no training window teaches: a city holiday and the day either side (the eve's early
+# departures, the Friday after Thanksgiving, the day off that bridges to a weekend), and Christmas Eve to New Year's
+# Day. Each comes once a year, so a model has rarely seen its like; forecasts there are the least sure.
+HOLIDAY_PERIOD_REACH_DAYS = 1
+YEAR_END = ((12, 24), (1, 1))
 OBSERVED_WEATHER = ["prcp", "tavg"]
 WEATHER_FEATURES = ["prcp_known", "tavg_known"]
 PERFECT_WEATHER_FEATURES = ["prcp_same_day", "tavg_same_day"]
@@ -105,6 +110,23 @@ def _holidays(hours: pd.Series, names: tuple[str, ...] | None = None) -> pd.Seri
     if names is not None:
         holidays = holidays[holidays.isin(names)]
     return days.isin(holidays.index).astype(int)
+
+
+def in_holiday_period(hours: pd.Series) -> pd.Series:
+    """Whether each hour falls on a city holiday, a day next to one, or between Christmas Eve and New Year's Day."""
+    days = pd.to_datetime(hours).dt.normalize()
+    if days.empty:
+        return pd.Series(False, index=hours.index)
+    reach = HOLIDAY_PERIOD_REACH_DAYS
+    calendar = USFederalHolidayCalendar().holidays(
+        days.min() - pd.Timedelta(days=reach), days.max() + pd.Timedelta(days=reach), return_name=True
+    )
+    holidays = calendar[calendar.isin(CITY_HOLIDAYS)].index
+    near = [holiday + pd.Timedelta(days=shift) for holiday in holidays for shift in range(-reach, reach + 1)]
+    (first_month, first_day), (last_month, last_day) = YEAR_END
+    month_day = days.dt.month * 100 + days.dt.day
+    year_end = (month_day >= first_month * 100 + first_day) | (month_day <= last_month * 100 + last_day)
+    return days.isin(near) | year_end
 
 
 def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame, lag_days: int) -> pd.DataFrame:

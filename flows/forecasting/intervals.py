@@ -2,11 +2,19 @@
 
 Counts spread more as they grow, and faster than Poisson when a shared shock (rain) moves a whole
 day, so each error is scaled by ``sqrt(mu + dispersion * mu**2)`` (the negative-binomial variance).
-An interval is the forecast plus the scaled errors' empirical quantiles on weeks before the ones it
-is used on: split-conformal intervals, which hold their coverage as long as the weeks resemble each
-other. They are calibrated per group of zones (Mondrian conformal, by borough): airports and
-Manhattan's avenues do not miss in the same way, and one pooled quantile would cover the one too
-much and the other too little. A group with too few errors to calibrate on takes the pooled figures.
+An interval is the forecast plus the scaled errors' empirical quantiles on hours before the day it
+is used on: split-conformal intervals, which hold their coverage as long as the days resemble each
+other. Three things keep that true beyond a calm stretch of weeks:
+
+- **Per group of zones** (Mondrian conformal, by borough): airports and Manhattan's avenues do not
+  miss in the same way. A group's quantile is its own only where it has enough errors beyond that
+  quantile (``LEAST_TAIL_ERRORS``); otherwise the pooled one stands in.
+- **Recent errors count more** (weights halving every ``RECENCY_HALF_LIFE``): after a snowy fortnight
+  or a change of level, the errors that set the width are the ones most like tomorrow's.
+- **Holiday periods apart** (:func:`~flows.forecasting.features.in_holiday_period`): a holiday's miss
+  is not an ordinary day's, so holiday-period days never set an ordinary day's width; a holiday-period
+  day, whose like the errors hardly hold, takes the next level's width (its 80% interval is the 95%
+  one's, its 95% the 99% one's).
 """
 
 from __future__ import annotations
@@ -16,12 +24,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from flows.forecasting.features import in_holiday_period
 from taxi_core.errors import PipelineError
 
 LEVELS = (80, 95)
+# The level each published level takes on a holiday-period day.
+WIDER = {80: 95, 95: 99}
+CALIBRATED_LEVELS = tuple(sorted({*LEVELS, *WIDER.values()}))
 POOLED = "all zones"
-# Below this many errors a group's 2.5% tail rests on a handful of hours: it takes the pooled figures.
-LEAST_GROUP_ERRORS = 2_000
+# A group's quantile rests on at least this many (recency-weighted, effective) errors beyond it.
+LEAST_TAIL_ERRORS = 20
+RECENCY_HALF_LIFE = pd.Timedelta(days=7)
 
 
 class NoErrorsToCalibrateOn(ValueError, PipelineError):
@@ -41,7 +54,7 @@ class Calibration:
 
     dispersion: float
     quantiles: dict[int, tuple[float, float]]
-    errors: int
+    errors: float  # effective: the recency weights' (sum w)^2 / sum w^2
 
 
 @dataclass(frozen=True)
@@ -54,34 +67,40 @@ class IntervalModel:
     def pooled(self) -> Calibration:
         return self.by_group[POOLED]
 
-    def bounds(self, predicted, groups=None) -> pd.DataFrame:
-        """``lower_80, upper_80, lower_95, upper_95`` around each forecast, never below zero."""
+    def bounds(self, predicted, groups=None, holiday_period=None) -> pd.DataFrame:
+        """``lower_80, upper_80, lower_95, upper_95`` around each forecast, never below zero; rows flagged in
+        ``holiday_period`` take the next level's width."""
         mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
         labels = _labels(groups, len(mu))
+        wider = np.zeros(len(mu), dtype=bool) if holiday_period is None else np.asarray(holiday_period, dtype=bool)
         columns = {column: np.zeros(len(mu)) for column in INTERVAL_COLUMNS}
         for group in np.unique(labels):
-            rows = labels == group
             calibration = self.by_group.get(group, self.pooled)
-            scale = _scale(mu[rows], calibration.dispersion)
-            for level, (low, high) in calibration.quantiles.items():
-                lower, upper = bound_columns(level)
-                columns[lower][rows] = np.clip(mu[rows] + min(low, 0.0) * scale, 0.0, None)
-                columns[upper][rows] = mu[rows] + max(high, 0.0) * scale
+            for widened in (False, True):
+                rows = (labels == group) & (wider == widened)
+                scale = _scale(mu[rows], calibration.dispersion)
+                for level in LEVELS:
+                    low, high = calibration.quantiles[WIDER[level] if widened else level]
+                    lower, upper = bound_columns(level)
+                    columns[lower][rows] = np.clip(mu[rows] + min(low, 0.0) * scale, 0.0, None)
+                    columns[upper][rows] = mu[rows] + max(high, 0.0) * scale
         return pd.DataFrame(columns)
 
     def as_metadata(self) -> dict[str, float | int | str]:
         pooled = self.pooled
         scaled = {
-            f"scaled_error_{level}_{end}": round(value, 4)
-            for level, pair in pooled.quantiles.items()
-            for end, value in zip(("low", "high"), pair, strict=True)
+            f"scaled_error_{level}_{end}": round(pooled.quantiles[level][index], 4)
+            for level in LEVELS
+            for index, end in enumerate(("low", "high"))
         }
         groups = sorted(group for group in self.by_group if group != POOLED)
         return {
             "dispersion": round(pooled.dispersion, 5),
-            "calibration_errors": pooled.errors,
+            "calibration_errors": round(pooled.errors),
             **scaled,
             "interval_groups": ", ".join(groups) or POOLED,
+            "interval_recency_half_life_days": RECENCY_HALF_LIFE.days,
+            "holiday_period_width": ", ".join(f"{level}% as {wider}%" for level, wider in WIDER.items()),
         }
 
 
@@ -96,33 +115,71 @@ def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
     return np.sqrt(np.maximum(mu, 1.0) + dispersion * mu**2)
 
 
-def _calibrate(mu: np.ndarray, y: np.ndarray) -> Calibration:
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, share: float) -> float:
+    order = np.argsort(values, kind="stable")
+    values, weights = values[order], weights[order]
+    position = (np.cumsum(weights) - 0.5 * weights) / weights.sum()
+    return float(np.interp(share, position, values))
+
+
+def _tails(level: int) -> tuple[float, float]:
+    outside = (1 - level / 100) / 2
+    return outside, 1 - outside
+
+
+def _calibrate(mu: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Calibration:
     # Method of moments: E[(y - mu)^2] = mu + dispersion * mu^2.
-    dispersion = max(float(((y - mu) ** 2 - mu).sum() / max((mu**2).sum(), 1e-9)), 0.0)
+    spread = (weights * ((y - mu) ** 2 - mu)).sum() / max((weights * mu**2).sum(), 1e-9)
+    dispersion = max(float(spread), 0.0)
     scaled = (y - mu) / _scale(mu, dispersion)
     quantiles = {
-        level: (
-            float(np.quantile(scaled, (1 - level / 100) / 2)),
-            float(np.quantile(scaled, 1 - (1 - level / 100) / 2)),
-        )
-        for level in LEVELS
+        level: tuple(_weighted_quantile(scaled, weights, tail) for tail in _tails(level)) for level in CALIBRATED_LEVELS
     }
-    return Calibration(dispersion, quantiles, len(mu))
+    effective = float(weights.sum() ** 2 / (weights**2).sum())
+    return Calibration(dispersion, quantiles, effective)  # type: ignore[arg-type]
 
 
-def fit_intervals(predicted, actual, groups=None) -> IntervalModel:
-    """Intervals from backtest forecasts and their actuals (one candidate's, on the calibration weeks), per group."""
+def _with_pooled_tails(own: Calibration, pooled: Calibration) -> Calibration:
+    """A group's quantiles where it has enough errors beyond them, the pool's elsewhere."""
+    quantiles = {
+        level: own.quantiles[level] if own.errors * _tails(level)[0] >= LEAST_TAIL_ERRORS else pooled.quantiles[level]
+        for level in CALIBRATED_LEVELS
+    }
+    return Calibration(own.dispersion, quantiles, own.errors)
+
+
+def fit_intervals(predicted, actual, groups=None, weights=None) -> IntervalModel:
+    """Intervals from backtest forecasts and their actuals (one candidate's), per group, each error ``weights``-
+    weighted (equal by default)."""
     mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
     y = np.asarray(actual, dtype=float)
     if len(mu) == 0:
         raise NoErrorsToCalibrateOn("no backtest forecasts to calibrate the intervals on")
+    w = np.ones(len(mu)) if weights is None else np.asarray(weights, dtype=float)
     labels = _labels(groups, len(mu))
-    by_group = {POOLED: _calibrate(mu, y)}
+    pooled = _calibrate(mu, y, w)
+    by_group = {POOLED: pooled}
     for group in np.unique(labels):
         rows = labels == group
-        if group != POOLED and rows.sum() >= LEAST_GROUP_ERRORS:
-            by_group[str(group)] = _calibrate(mu[rows], y[rows])
+        if group == POOLED:
+            continue
+        own = _calibrate(mu[rows], y[rows], w[rows])
+        if own.errors * _tails(LEVELS[0])[0] >= LEAST_TAIL_ERRORS:
+            by_group[str(group)] = _with_pooled_tails(own, pooled)
     return IntervalModel(by_group)
+
+
+def intervals_at(errors: pd.DataFrame, day: pd.Timestamp) -> IntervalModel:
+    """The intervals a forecast made at ``day`` uses: ``errors`` (``pickup_hour, predicted, total_rides, group``)
+    of the hours before it, holiday periods left out, each weighted by how recent it is."""
+    known = errors[errors.pickup_hour < day]
+    if known.empty:
+        raise NoErrorsToCalibrateOn(f"no backtest forecast with an actual before {day} to calibrate the intervals on")
+    ordinary = known[~in_holiday_period(known.pickup_hour).to_numpy()]
+    if ordinary.empty:  # a backtest inside one holiday period: its own days are all there is
+        ordinary = known
+    age = (day - ordinary.pickup_hour) / RECENCY_HALF_LIFE
+    return fit_intervals(ordinary.predicted, ordinary.total_rides, ordinary.group, 0.5 ** age.to_numpy(dtype=float))
 
 
 def coverage(actual, bounds: pd.DataFrame) -> dict[int, float]:

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from flows.forecasting.backtest import BASELINE, error_metrics, ranked
-from flows.forecasting.intervals import LEVELS, POOLED, IntervalModel, coverage, fit_intervals, inside
+from flows.forecasting.features import in_holiday_period
+from flows.forecasting.intervals import LEVELS, POOLED, IntervalModel, coverage, inside, intervals_at
 from taxi_core.errors import PipelineError
 
 BOOTSTRAP_SAMPLES = 1000
@@ -203,7 +204,7 @@ def _choose(
     if champion == BASELINE:
         reason = f"no candidate beat naive beyond the noise of {len(weeks)} weeks: " + ", ".join(ruled_out or ["none"])
     own = earlier[earlier.candidate == champion]
-    return Choice(champion, reason, fit_intervals(own.predicted, own.total_rides, own.group))
+    return Choice(champion, reason, intervals_at(own, own.pickup_hour.max() + pd.Timedelta(hours=1)))
 
 
 def _group_of(zones: pd.Series, groups: Mapping[int, str] | None) -> pd.Series:
@@ -223,10 +224,18 @@ def _ratio(rows: pd.DataFrame) -> float:
 
 
 def _week_forecasts(backtest: pd.DataFrame, week, choice: Choice) -> pd.DataFrame:
+    """The champion's forecasts of ``week`` with naive's, and intervals as a daily forecast would have had them:
+    each day's (``forecast_origin``) calibrated on the champion's errors of every hour before it."""
     rows = backtest[backtest.origin == week]
     chosen = _paired_with_naive(rows[rows.candidate == choice.champion], rows[rows.candidate == BASELINE])
     chosen = chosen.reset_index(drop=True)
-    return pd.concat([chosen, choice.intervals.bounds(chosen.predicted, chosen.group)], axis=1)
+    errors = backtest[backtest.candidate == choice.champion]
+    bounds = []
+    for day, forecast in chosen.groupby("forecast_origin"):
+        intervals = intervals_at(errors, pd.Timestamp(day))
+        widths = intervals.bounds(forecast.predicted, forecast.group, in_holiday_period(forecast.pickup_hour))
+        bounds.append(widths.set_axis(forecast.index))
+    return pd.concat([chosen, pd.concat(bounds).sort_index()], axis=1)
 
 
 def bootstrap_ratio(rows: pd.DataFrame, rng: np.random.Generator) -> tuple[float, float]:
