@@ -3,9 +3,10 @@
 Each backtest week after the first ``selection_weeks`` is held out once: the candidates' errors on
 every week before it choose a champion, whose forecasts on the held-out week are scored against
 seasonal naive (and the noise floor, on sample data) and whose intervals, each day's calibrated
-on the champion's errors of the hours before it, are checked by the share of actuals they hold. The procedure scored is the one the
-run applies last: the final champion is chosen on every backtest week. Choosing on all the weeks
-before, not a fixed few, keeps a near tie between two candidates from flipping the choice week by week.
+on the champion's errors of the hours before it, are checked by the share of actuals they hold. The
+procedure scored is the one the run applies last: the final champion is chosen on every backtest
+week. Choosing on all the weeks before, not a fixed few, keeps a near tie between two candidates
+from flipping the choice week by week.
 """
 
 from __future__ import annotations
