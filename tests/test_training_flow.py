@@ -17,6 +17,7 @@ from pyiceberg.expressions import EqualTo
 from flows.forecasting.tables import ACTUALS, FORECAST, WEATHER, read_forecasts, write_forecasts
 from flows.forecasting.tables import ZONES as ZONE_LOOKUP
 from flows.launch import TRAIN_FLOW_FILE, FlowEventKind, FlowFailed, run_training
+from flows.run_settings import LOOKBACK_DAYS
 from forecast_assets.assets import forecast_checks
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.definitions import resources_for
@@ -180,9 +181,15 @@ def test_missing_actuals_fail_naming_the_table_and_what_to_do(tmp_path):
         run_training(env=os.environ | empty_state, show_output=False)
 
 
+def _window_before_2020() -> str:
+    """The default training window of a run as of 2020-01-01, as its error names it."""
+    start = pd.Timestamp("2020-01-01") - pd.Timedelta(days=LOOKBACK_DAYS)
+    return f"{start:%Y-%m-%d %H:%M} and 2020-01-01"
+
+
 def test_an_as_of_before_the_data_fails_naming_the_table(pipeline):
     with pytest.raises(
-        FlowFailed, match=r"nyc_taxi.yellow_rides_hourly_actuals has no rows between 2019-10-30 00:00 and 2020-01-01"
+        FlowFailed, match=rf"nyc_taxi.yellow_rides_hourly_actuals has no rows between {_window_before_2020()}"
     ):
         run_training({"as_of": "2020-01-01"}, show_output=False)
 
@@ -198,7 +205,7 @@ def test_run_training_reports_progress_without_dagster_and_names_the_failed_step
         (FlowEventKind.TASK_STARTED, "start"), (FlowEventKind.TASK_FINISHED, "start"),
         (FlowEventKind.TASK_STARTED, "load"), (FlowEventKind.TASK_FAILED, "load"),
     ]  # fmt: skip
-    assert "has no rows between 2019-10-30 00:00 and 2020-01-01" in events[-1].message
+    assert f"has no rows between {_window_before_2020()}" in events[-1].message
     assert any(e.kind is FlowEventKind.OUTPUT and e.message.startswith("Model version ") for e in events)
     assert failed.value.step == "load" and f"run {failed.value.pathspec} failed" in str(failed.value)
 
