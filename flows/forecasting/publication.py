@@ -27,16 +27,25 @@ FEATURE_HISTORY = pd.Timedelta(hours=max(features.CANDIDATE_LAGS) + features.LEV
 
 @dataclass(frozen=True)
 class PublicationRule:
-    """When each input becomes known: actuals at the end of their hour, weather days after the day ends."""
+    """When each input becomes known: weather days after the day ends; actuals at the end of their hour or,
+    with ``actuals_month_delay`` set, a month at a time, that many months after the month ends (TLC's way)."""
 
     weather_delay_days: int = NOAA_PUBLICATION_DELAY_DAYS
+    actuals_month_delay: int | None = None
+
+    def actuals_through(self, origin: pd.Timestamp) -> pd.Timestamp:
+        """The end of the actuals published at ``origin`` (excluded)."""
+        if self.actuals_month_delay is None:
+            return origin
+        month_start = origin.to_period("M").to_timestamp()
+        return min(origin, month_start - pd.DateOffset(months=self.actuals_month_delay))
 
     def weather_through(self, origin: pd.Timestamp) -> pd.Timestamp:
         """The newest day whose weather is published at ``origin``: it ended ``weather_delay_days`` before it."""
         return (origin - DAY * (1 + self.weather_delay_days)).normalize()
 
     def known_actuals(self, actuals: pd.DataFrame, origin: pd.Timestamp) -> pd.DataFrame:
-        return actuals[actuals.pickup_hour < origin]
+        return actuals[actuals.pickup_hour < self.actuals_through(origin)]
 
     def known_weather(self, weather: pd.DataFrame, origin: pd.Timestamp) -> pd.DataFrame:
         return weather[weather.date <= self.weather_through(origin)]
