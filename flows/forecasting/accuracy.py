@@ -1,0 +1,64 @@
+"""How a published day's forecast did, once that day's actuals are published: per zone, borough and the city.
+
+Each series of the hierarchy is scored on the day's 24 hours: its MAE, its bias (forecast minus actual,
+summed, as a share of the actual rides), the share of hours inside each interval, and its MAE against
+seasonal naive's. Naive knows what the forecast knew: the same hour of the same weekday in the newest
+week published at the day's start (with a month's actuals published at once, a day late in the month
+is compared with a naive several weeks old, as the forecast was made from data that old).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from flows.forecasting.hierarchy import HOUR, SERIES, VALUE
+
+WEEK = pd.Timedelta(days=7)
+SCORE_COLUMNS = [
+    "day", SERIES, "hours", "rides", "forecast_rides", "mae", "bias", "naive_mae", "ratio_to_naive",
+    "coverage_80", "coverage_95",
+]  # fmt: skip
+
+
+def published_naive(hours: pd.Series, data_end: pd.Timestamp) -> pd.Series:
+    """For each of ``hours``, the newest hour of the same weekday and time before ``data_end``: naive's source."""
+    weeks_back = np.ceil((hours - data_end + pd.Timedelta(hours=1)) / WEEK).clip(lower=1)
+    return hours - weeks_back * WEEK
+
+
+def score_day(forecasts: pd.DataFrame, actuals: pd.DataFrame) -> pd.DataFrame:
+    """One row per series: how ``forecasts`` of one day did against ``actuals``.
+
+    ``forecasts``: ``unique_id, ds, forecast, lower_80, upper_80, lower_95, upper_95, data_end``;
+    ``actuals``: ``unique_id, ds, y`` for the day and for the weeks naive reaches back to.
+    """
+    day = forecasts[HOUR].min().normalize()
+    naive_hour = published_naive(forecasts[HOUR], forecasts.data_end.iloc[0])
+    observed = actuals.set_index([SERIES, HOUR])[VALUE]
+    rows = forecasts.assign(
+        y=observed.reindex(pd.MultiIndex.from_arrays([forecasts[SERIES], forecasts[HOUR]])).to_numpy(),
+        naive=observed.reindex(pd.MultiIndex.from_arrays([forecasts[SERIES], naive_hour])).to_numpy(),
+    )
+    rows = rows.assign(
+        error=(rows.forecast - rows.y).abs(),
+        naive_error=(rows.naive - rows.y).abs(),
+        signed=rows.forecast - rows.y,
+        inside_80=(rows.y >= rows.lower_80) & (rows.y <= rows.upper_80),
+        inside_95=(rows.y >= rows.lower_95) & (rows.y <= rows.upper_95),
+    )
+    grouped = rows.dropna(subset=["y"]).groupby(SERIES)
+    scores = pd.DataFrame(
+        {
+            "hours": grouped.size(),
+            "rides": grouped.y.sum(),
+            "forecast_rides": grouped.forecast.sum(),
+            "mae": grouped.error.mean(),
+            "bias": grouped.signed.sum() / grouped.y.sum().clip(lower=1.0),
+            "naive_mae": grouped.naive_error.mean(),
+            "coverage_80": grouped.inside_80.mean(),
+            "coverage_95": grouped.inside_95.mean(),
+        }
+    )
+    scores["ratio_to_naive"] = scores.mae / scores.naive_mae.where(scores.naive_mae > 0)
+    return scores.reset_index().assign(day=day)[SCORE_COLUMNS]
