@@ -24,7 +24,7 @@ def test_a_step_records_each_dataset_it_touched_once():
     assert [use["version"] for use in artifact["reads"]] == ["42"]
     assert artifact["writes"][0] == {"name": "nyc_taxi.yellow_rides_hourly_forecast", "kind": "table", "version": "7",
                                      "rows": None, "metrics": None, "params": None, "columns_from": None,
-                                     "partitions": None,
+                                     "partitions": None, "promotion": None,
                                      "schema": [("pickup_hour", "timestamptz", "The hour")]}  # fmt: skip
     model = artifact["writes"][1]
     assert model["kind"] == "model" and model["metrics"] == {"backtest_mae": 1.0}

@@ -60,6 +60,31 @@ class DatasetUse:
     schema: list[tuple[str, str, str | None]] | None = None
     # A read table's partitions, each at the version that wrote it, as PartitionVersion.to_json gives them.
     partitions: list[dict[str, Any]] | None = None
+    # A model version's champion/challenger decision: whether it serves, instead of which version, and why.
+    promotion: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """A champion/challenger decision: the version trained, the one serving before it, whether the new one
+    serves now, why, and the figures the reason rests on."""
+
+    challenger: str
+    serving: str | None
+    promoted: bool
+    reason: str
+    figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def now_serving(self) -> str:
+        return self.challenger if self.promoted or self.serving is None else self.serving
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "challenger": self.challenger, "serving": self.serving, "promoted": self.promoted,
+            "nowServing": self.now_serving, "reason": self.reason,
+            "figures": {key: float(value) for key, value in self.figures.items()},
+        }  # fmt: skip
 
 
 @dataclass
@@ -111,14 +136,18 @@ def record_model(
     metrics: dict[str, float],
     params: dict[str, Any],
     columns_from: ColumnLineage | None = None,
+    promotion: Promotion | None = None,
 ) -> None:
     """The step wrote model ``name`` at ``version``, with its metrics, hyperparameters and input columns.
 
-    ``columns_from`` maps each of the model's features to the table columns it is computed from.
+    ``columns_from`` maps each of the model's features to the table columns it is computed from;
+    ``promotion`` says whether this version serves, instead of which one, and why.
     """
     metrics = {key: float(value) for key, value in metrics.items()}
     params = {k: str(v) for k, v in params.items()}
-    _record("writes", DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from)))
+    decided = promotion.to_json() if promotion else None
+    model = DatasetUse(name, "model", str(version), None, metrics, params, _columns(columns_from), promotion=decided)
+    _record("writes", model)
 
 
 def record_nominal_time(start: datetime, end: datetime) -> None:

@@ -15,6 +15,7 @@ from datahub.emitter import mce_builder as builder
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as models
 from datahub.metadata.schema_classes import _Aspect
+from datahub.metadata.urns import MlModelUrn, VersionSetUrn
 
 from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
 from bridge.translate.partitions import partitions_in
@@ -245,13 +246,16 @@ def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> 
     name, version = facet["model"], facet["version"]
     platform = event["job"]["facets"]["jobType"]["integration"].lower()
     group = builder.make_ml_model_group_urn(platform, name, "PROD")
-    urn = builder.make_ml_model_urn(platform, f"{name}_{version.replace('/', '_')}", "PROD")
+    urn = _model_version_urn(platform, name, version)
     written = [
         d for d in event.get("outputs", []) if d.get("facets", {}).get("version", {}).get("datasetVersion") == version
     ]
     custom = {"input_datasets": ", ".join(sorted(set(inputs))), **partitions_read(event, naming)}
     if written:
         custom["model_dataset"] = dataset_urn(written[0], naming)
+    promotion = event["run"]["facets"].get("modelPromotion")
+    if promotion:
+        custom |= {"serving": str(promotion["nowServing"] == version).lower(), "promotion": promotion["reason"]}
     properties = models.MLModelPropertiesClass(
         name=f"{name} {version}",
         version=models.VersionTagClass(versionTag=version),
@@ -261,7 +265,54 @@ def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> 
         groups=[group],
         customProperties=custom,
     )
-    return [(group, models.MLModelGroupPropertiesClass(name=name)), (urn, properties)]
+    aspects: list[tuple[str, _Aspect]] = [(group, models.MLModelGroupPropertiesClass(name=name)), (urn, properties)]
+    if promotion:
+        aspects += _serving_aspects(platform, name, version, promotion)
+    return aspects
+
+
+SERVING = "serving"
+
+
+def _model_version_urn(platform: str, name: str, version: str) -> str:
+    return str(builder.make_ml_model_urn(platform, f"{name}_{version.replace('/', '_')}", "PROD"))
+
+
+def _serving_aspects(platform: str, name: str, version: str, promotion: dict[str, Any]) -> list[tuple[str, _Aspect]]:
+    """Each version of the model in one version set, the serving one under the alias and tag ``serving``.
+
+    A promotion moves the alias: the version that served before is written again without it, from what the
+    event says (its version), so the graph never shows two versions serving.
+    """
+    version_set = str(VersionSetUrn(builder.datahub_guid({"platform": platform, "name": name}), MlModelUrn.ENTITY_TYPE))
+    versions = [version]
+    if promotion.get("serving") and promotion["serving"] != version:
+        versions.append(promotion["serving"])
+    aspects: list[tuple[str, _Aspect]] = []
+    for each in versions:
+        serving = promotion["nowServing"] == each
+        urn = _model_version_urn(platform, name, each)
+        aspects.append(
+            (
+                urn,
+                models.VersionPropertiesClass(
+                    versionSet=version_set,
+                    version=models.VersionTagClass(versionTag=each),
+                    sortId=_sort_id(each),
+                    aliases=[models.VersionTagClass(versionTag=SERVING)] if serving else [],
+                    versioningScheme=models.VersioningSchemeClass.LEXICOGRAPHIC_STRING,
+                ),
+            )
+        )
+        tags = [models.TagAssociationClass(tag=builder.make_tag_urn(SERVING))] if serving else []
+        aspects.append((urn, models.GlobalTagsClass(tags=tags)))
+    return aspects
+
+
+def _sort_id(version: str) -> str:
+    """A version's place among its model's versions: its run id (the pathspec's last part), zero-padded."""
+    run = version.rsplit("/", 1)[-1]
+    return run.zfill(20) if run.isdigit() else run
 
 
 def _assertion_aspects(event: dict[str, Any], dataset: dict[str, Any], naming: Naming) -> list[tuple[str, _Aspect]]:

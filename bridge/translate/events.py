@@ -40,8 +40,9 @@ from bridge.translate.partitions import PartitionVersion, in_order
 BRIDGE_VERSION = "0.1.0"
 PRODUCER = f"urn:taxi-demand-lineage:bridge:{BRIDGE_VERSION}"
 # The custom facets' JSON Schemas ship with the bridge, in bridge/spec/ (ModelTrainingRunFacet.json,
-# OrchestratorRunFacet.json, PartitionVersionsInputDatasetFacet.json).
+# ModelPromotionRunFacet.json, OrchestratorRunFacet.json, PartitionVersionsInputDatasetFacet.json).
 MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRunFacet.json"
+PROMOTION_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelPromotionRunFacet.json"
 ORCHESTRATOR_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:OrchestratorRunFacet.json"
 PARTITION_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:PartitionVersionsInputDatasetFacet.json"
 
@@ -61,6 +62,23 @@ class ModelTrainingRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return MODEL_FACET_SCHEMA + "#/$defs/ModelTrainingRunFacet"
+
+
+@attr.define
+class ModelPromotionRunFacet(RunFacet):
+    """A trained model version's champion/challenger decision: the version serving before it, whether the new
+    one serves now, why, and the figures the reason rests on (both versions scored on the same held-out days)."""
+
+    challenger: str
+    promoted: bool
+    nowServing: str  # noqa: N815 -- the facet's field, in camel case as OpenLineage's fields are
+    reason: str
+    serving: str | None = None
+    figures: dict[str, float] = attr.field(factory=dict)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return PROMOTION_FACET_SCHEMA + "#/$defs/ModelPromotionRunFacet"
 
 
 @attr.define
@@ -196,6 +214,7 @@ class ModelTraining:
     version: str
     metrics: dict[str, float] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    promotion: dict[str, Any] | None = None  # as bridge.sources.metaflow_recorder.Promotion.to_json gives it
 
 
 @dataclass
@@ -429,6 +448,17 @@ def run_event(spec: EventSpec) -> RunEvent:
             metrics=dict(spec.model.metrics),
             params=dict(spec.model.params),
         )
+        if spec.model.promotion:
+            decided = spec.model.promotion
+            run_facets["modelPromotion"] = ModelPromotionRunFacet(
+                producer=PRODUCER,
+                challenger=decided["challenger"],
+                promoted=bool(decided["promoted"]),
+                nowServing=decided["nowServing"],
+                reason=decided["reason"],
+                serving=decided.get("serving"),
+                figures=dict(decided.get("figures") or {}),
+            )
     if spec.tool_run:
         run_facets["orchestratorRun"] = _orchestrator_facet(spec.tool_run)
     if spec.engine:

@@ -186,4 +186,6 @@ def _ref(use: dict[str, Any], naming: Naming) -> DatasetRef:
 
 
 def _model(use: dict[str, Any]) -> ModelTraining:
-    return ModelTraining(use["name"], use["version"], use.get("metrics") or {}, use.get("params") or {})
+    return ModelTraining(
+        use["name"], use["version"], use.get("metrics") or {}, use.get("params") or {}, use.get("promotion")
+    )
