@@ -5,6 +5,8 @@ RAW_YELLOW = f"{NAMESPACE}.raw_yellow"
 RAW_WEATHER = f"{NAMESPACE}.raw_weather"
 ACTUALS = f"{NAMESPACE}.yellow_rides_hourly_actuals"
 FORECAST = f"{NAMESPACE}.yellow_rides_hourly_forecast"
+# Every champion/challenger decision, newest last: which model version serves (flows/forecasting/registry.py).
+MODEL_PROMOTIONS = f"{NAMESPACE}.model_promotions"
 # TLC's zone lookup as published (forecast_assets/source_specs/taxi_zones.py): the forecast names its zones from it.
 ZONES = f"{NAMESPACE}.taxi_zones"
 

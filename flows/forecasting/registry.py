@@ -1,0 +1,78 @@
+"""Which model version serves: every champion/challenger decision, kept in an Iceberg table, newest last.
+
+The table is the registry's one source of truth and its history: each training appends its decision
+(promoted or not, against which version, why, with the figures), so the version serving at any moment
+is the newest decision's ``now_serving``, and a version's rise and fall can be read back, snapshot by
+snapshot, like any other table the lineage records.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.schema import Schema
+from pyiceberg.types import BooleanType, DoubleType, IntegerType, NestedField, StringType, TimestamptzType
+
+from bridge.sources.metaflow_recorder import record_read, record_write
+from flows.forecasting.promotion import Decision
+from taxi_core.names import MODEL_PROMOTIONS
+
+PROMOTIONS_SCHEMA = Schema(
+    NestedField(1, "decided_at", TimestamptzType(), required=False, doc="When the decision was recorded (UTC)"),
+    NestedField(2, "model", StringType(), required=False, doc="The model's name"),
+    NestedField(3, "challenger", StringType(), required=False, doc="The version trained: its run's pathspec"),
+    NestedField(4, "serving_before", StringType(), required=False, doc="The version serving when it was trained"),
+    NestedField(5, "promoted", BooleanType(), required=False, doc="Whether the challenger serves from now on"),
+    NestedField(6, "now_serving", StringType(), required=False, doc="The version serving after the decision"),
+    NestedField(7, "reason", StringType(), required=False, doc="Why, in words, with the figures"),
+    NestedField(8, "challenger_mae", DoubleType(), required=False, doc="The challenger's MAE on the days compared"),
+    NestedField(9, "serving_mae", DoubleType(), required=False, doc="The serving version's MAE on the same days"),
+    NestedField(10, "ratio", DoubleType(), required=False, doc="challenger_mae / serving_mae"),
+    NestedField(11, "ratio_low", DoubleType(), required=False, doc="The ratio's 5th percentile, days resampled"),
+    NestedField(12, "ratio_high", DoubleType(), required=False, doc="The ratio's 95th percentile, days resampled"),
+    NestedField(13, "days", IntegerType(), required=False, doc="The held-out days both versions forecast"),
+)
+
+
+def serving_version(catalog: Catalog, model: str) -> str | None:
+    """The version of ``model`` serving now (``None`` before the first training), recorded as read."""
+    try:
+        table = catalog.load_table(MODEL_PROMOTIONS)
+    except NoSuchTableError:
+        return None
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return None
+    decisions = table.scan(snapshot_id=snapshot.snapshot_id).to_pandas()
+    record_read(MODEL_PROMOTIONS, snapshot.snapshot_id, rows=len(decisions))
+    mine = decisions[decisions.model == model].sort_values("decided_at", kind="stable")
+    return None if mine.empty else str(mine.now_serving.iloc[-1])
+
+
+def record_decision(catalog: Catalog, model: str, decision: Decision) -> int:
+    """Append ``decision`` to the registry; the snapshot that holds it."""
+    table = catalog.create_table_if_not_exists(MODEL_PROMOTIONS, schema=PROMOTIONS_SCHEMA)
+    low, high = decision.ratio_range or (None, None)
+    row = {
+        "decided_at": pd.Timestamp.now(tz="UTC"), "model": model, "challenger": decision.challenger,
+        "serving_before": decision.serving, "promoted": decision.promoted, "now_serving": decision.now_serving,
+        "reason": decision.reason, "challenger_mae": decision.challenger_mae, "serving_mae": decision.serving_mae,
+        "ratio": decision.ratio, "ratio_low": low, "ratio_high": high, "days": decision.days,
+    }  # fmt: skip
+    table.append(pa.Table.from_pylist([row], schema=PROMOTIONS_SCHEMA.as_arrow()))
+    snapshot_id = table.current_snapshot().snapshot_id
+    columns = [(field.name, str(field.field_type), field.doc) for field in PROMOTIONS_SCHEMA.fields]
+    record_write(MODEL_PROMOTIONS, snapshot_id, rows=1, schema=columns)
+    return snapshot_id
+
+
+def decisions(catalog: Catalog, model: str) -> pd.DataFrame:
+    """Every decision on ``model``, oldest first (empty before the first training)."""
+    try:
+        table = catalog.load_table(MODEL_PROMOTIONS)
+    except NoSuchTableError:
+        return pd.DataFrame(columns=[field.name for field in PROMOTIONS_SCHEMA.fields])
+    found = table.scan().to_pandas()
+    return found[found.model == model].sort_values("decided_at", kind="stable").reset_index(drop=True)
