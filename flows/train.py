@@ -49,9 +49,20 @@ from metaflow import FlowSpec, Parameter, card, current, exit_hook, step
 from metaflow.cards import Image, Markdown, Table
 from metaflow.exception import MetaflowException
 
-from bridge.sources.metaflow_recorder import record_lineage, record_model, record_nominal_time
+from bridge.sources.metaflow_recorder import Promotion, record_lineage, record_model, record_nominal_time
 from bridge.wording import plural
-from flows.forecasting import backtest, checks, column_lineage, features, noise_floor, report, selection, tables
+from flows.forecasting import (
+    backtest,
+    checks,
+    column_lineage,
+    features,
+    noise_floor,
+    promotion,
+    registry,
+    report,
+    selection,
+    tables,
+)
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads, share_of_cores
@@ -64,7 +75,7 @@ from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
                     "backtest_zone_ids", "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup",
-                    "zone_lookup_snapshot_id", "weather_lag"]  # fmt: skip
+                    "zone_lookup_snapshot_id", "weather_lag", "serving", "compared_only"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -166,6 +177,12 @@ class TrainForecastModelFlow(FlowSpec):
         if self.settings.use_weather:
             self.weather, self.weather_snapshot_id = tables.read_weather(catalog, start, end)
         self.candidate_names = self.settings.candidates
+        # The version serving now is the one to beat: its candidate is backtested on this run's weeks too.
+        self.serving = registry.serving_version(catalog, MODEL_NAME)
+        self.compared_only = []
+        if self.serving is not None and self.serving.champion not in self.candidate_names:
+            self.compared_only = [self.serving.champion]
+            self.candidate_names = [*self.candidate_names, self.serving.champion]
         actuals_read, weather_read = report.inputs_read(
             start, end, len(actuals), self.actuals_snapshot_id, self.weather, self.weather_snapshot_id
         )
@@ -222,10 +239,13 @@ class TrainForecastModelFlow(FlowSpec):
             return floor["mae"] if floor else None
 
         boroughs = dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
+        never_champion = [*self.scenarios, *self.compared_only]
         chosen = selection.select(
-            self.backtest, self.settings.selection_weeks, self.scenarios, floor_of, groups=boroughs
+            self.backtest, self.settings.selection_weeks, never_champion, floor_of, groups=boroughs
         )
         self.champion, self.intervals, self.champion_reason = chosen.champion, chosen.intervals, chosen.final.reason
+        self.decision = self._against_serving(chosen.forecasts)
+        print(f"Champion/challenger: {self.decision.reason}")
         self.selection_weeks_used = [f"{week:%Y-%m-%d}" for week in chosen.chosen_on]
         self.held_out = chosen.table()
         self.held_out_summary = chosen.summary()
@@ -318,6 +338,13 @@ class TrainForecastModelFlow(FlowSpec):
             metrics=backtest_figures | self.held_out_summary,
             params=self.model_parameters,
             columns_from=column_lineage.model_lineage(self.used_features),
+            promotion=Promotion(
+                self.decision.challenger,
+                self.decision.serving,
+                self.decision.promoted,
+                self.decision.reason,
+                {key: value for key, value in self.decision.as_metadata().items() if isinstance(value, float)},
+            ),
         )
         self.next(self.write)
 
@@ -331,6 +358,8 @@ class TrainForecastModelFlow(FlowSpec):
         self.forecast_snapshot_id = tables.write_forecasts(
             catalog, self.forecast, current.run_id, column_lineage.forecast_lineage(self.used_features)
         )
+        # Recorded once the version's forecasts are written: a run that fails before serves nothing.
+        self.promotion_snapshot_id = registry.record_decision(catalog, MODEL_NAME, self.decision, self.champion)
         written = (
             f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
             f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {tables.FORECAST} at snapshot {self.forecast_snapshot_id}."
@@ -363,6 +392,16 @@ class TrainForecastModelFlow(FlowSpec):
             f"the median week, 80% intervals held {summary['held_out_coverage_80']:.1%}), {len(self.forecast)} "
             f"forecast rows at snapshot {self.forecast_snapshot_id}; plot {self.plot_path}"
         )
+
+    def _against_serving(self, held_out: pd.DataFrame) -> promotion.Decision:
+        """This version against the one serving, on the same held-out hours (the serving version's candidate
+        backtested on this run's weeks, as this run's candidates were)."""
+        if self.serving is None:
+            return promotion.decide(self.model_version, held_out, None, None)
+        serving = self.backtest[
+            (self.backtest.candidate == self.serving.champion) & self.backtest.origin.isin(held_out.origin.unique())
+        ]
+        return promotion.decide(self.model_version, held_out, self.serving.version, serving)
 
     def _inputs(self, zones) -> Inputs:
         """What the run read, for ``zones``: each fit and forecast sees only what was published at its origin."""

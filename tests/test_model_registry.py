@@ -24,13 +24,17 @@ def test_the_serving_version_is_the_newest_decision_s_and_each_decision_is_kept(
     worse = Decision("Flow/2", "Flow/1", False, "Flow/1 keeps serving", 9.0, 6.0, 1.5, (1.3, 1.7), 28)
     better = Decision("Flow/3", "Flow/1", True, "Flow/3 promoted", 5.0, 6.0, 0.83, (0.78, 0.9), 28)
     served = []
-    for decision in (first, worse, better):
+    for decision, champion in ((first, "seasonal_naive"), (worse, "glm"), (better, "blend")):
         with recording() as step:
-            snapshot = registry.record_decision(catalog, "forecast_model", decision)
+            snapshot = registry.record_decision(catalog, "forecast_model", decision, champion)
             served.append(registry.serving_version(catalog, "forecast_model"))
         written, read = step.to_artifact()["writes"][0], step.to_artifact()["reads"][0]
         assert written["name"] == read["name"] == MODEL_PROMOTIONS and written["version"] == str(snapshot)
-    assert served == ["Flow/1", "Flow/1", "Flow/3"]
+    assert served == [
+        registry.Serving("Flow/1", "seasonal_naive"),
+        registry.Serving("Flow/1", "seasonal_naive"),
+        registry.Serving("Flow/3", "blend"),
+    ]
     history = registry.decisions(catalog, "forecast_model")
     assert history.challenger.tolist() == ["Flow/1", "Flow/2", "Flow/3"]
     assert history.promoted.tolist() == [True, False, True]

@@ -8,6 +8,8 @@ snapshot, like any other table the lineage records.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
@@ -33,10 +35,19 @@ PROMOTIONS_SCHEMA = Schema(
     NestedField(11, "ratio_low", DoubleType(), required=False, doc="The ratio's 5th percentile, days resampled"),
     NestedField(12, "ratio_high", DoubleType(), required=False, doc="The ratio's 95th percentile, days resampled"),
     NestedField(13, "days", IntegerType(), required=False, doc="The held-out days both versions forecast"),
+    NestedField(14, "champion", StringType(), required=False, doc="The candidate the challenger serves when promoted"),
 )
 
 
-def serving_version(catalog: Catalog, model: str) -> str | None:
+@dataclass(frozen=True)
+class Serving:
+    """The version serving and the candidate it is (its champion when it was trained)."""
+
+    version: str
+    champion: str
+
+
+def serving_version(catalog: Catalog, model: str) -> Serving | None:
     """The version of ``model`` serving now (``None`` before the first training), recorded as read."""
     try:
         table = catalog.load_table(MODEL_PROMOTIONS)
@@ -48,18 +59,22 @@ def serving_version(catalog: Catalog, model: str) -> str | None:
     decisions = table.scan(snapshot_id=snapshot.snapshot_id).to_pandas()
     record_read(MODEL_PROMOTIONS, snapshot.snapshot_id, rows=len(decisions))
     mine = decisions[decisions.model == model].sort_values("decided_at", kind="stable")
-    return None if mine.empty else str(mine.now_serving.iloc[-1])
+    if mine.empty:
+        return None
+    version = str(mine.now_serving.iloc[-1])
+    trained = mine[mine.challenger == version]
+    return Serving(version, str(trained.champion.iloc[-1]))
 
 
-def record_decision(catalog: Catalog, model: str, decision: Decision) -> int:
-    """Append ``decision`` to the registry; the snapshot that holds it."""
+def record_decision(catalog: Catalog, model: str, decision: Decision, champion: str) -> int:
+    """Append ``decision`` on a version whose champion is ``champion`` to the registry; the snapshot that holds it."""
     table = catalog.create_table_if_not_exists(MODEL_PROMOTIONS, schema=PROMOTIONS_SCHEMA)
     low, high = decision.ratio_range or (None, None)
     row = {
         "decided_at": pd.Timestamp.now(tz="UTC"), "model": model, "challenger": decision.challenger,
         "serving_before": decision.serving, "promoted": decision.promoted, "now_serving": decision.now_serving,
         "reason": decision.reason, "challenger_mae": decision.challenger_mae, "serving_mae": decision.serving_mae,
-        "ratio": decision.ratio, "ratio_low": low, "ratio_high": high, "days": decision.days,
+        "ratio": decision.ratio, "ratio_low": low, "ratio_high": high, "days": decision.days, "champion": champion,
     }  # fmt: skip
     table.append(pa.Table.from_pylist([row], schema=PROMOTIONS_SCHEMA.as_arrow()))
     snapshot_id = table.current_snapshot().snapshot_id
