@@ -22,6 +22,7 @@ from forecast_assets.assets import forecast_checks
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.definitions import resources_for
 from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.names import MODEL_PROMOTIONS
 from taxi_core.settings import PROJECT_ROOT, load_settings
 from tests.page_metadata import page_problems
 from tests.sample_months import WEATHER_VERSION_CANDIDATES
@@ -37,6 +38,17 @@ CHART_WIDTH = 1000
 
 def _lineage(run, step):
     return run[step].task.data.lineage_io
+
+
+def _registry_as_load_found_it(run) -> list[tuple[str, str]]:
+    """The registry's read, as the table's own history says ``load`` must have made it: the newest snapshot
+    committed before the step began, if any (the first training in a state folder finds none)."""
+    catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
+    if not catalog.table_exists(MODEL_PROMOTIONS):
+        return []
+    began = run["load"].task.created_at.timestamp() * 1000
+    before = [s for s in catalog.load_table(MODEL_PROMOTIONS).snapshots() if s.timestamp_ms < began]
+    return [(MODEL_PROMOTIONS, str(max(before, key=lambda s: s.timestamp_ms).snapshot_id))] if before else []
 
 
 def test_a_by_hand_run_succeeds_and_is_a_model_version(by_hand_run):
@@ -119,7 +131,8 @@ def test_the_forecast_carries_nested_intervals_whose_held_out_coverage_is_what_l
 def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
     catalog = open_catalog(CatalogConfig.from_settings(load_settings()))
     reads = _lineage(by_hand_run, "load")["reads"]
-    assert [(r["name"], r["kind"]) for r in reads] == [(ACTUALS, "table"), (ZONE_LOOKUP, "table")]
+    assert [(r["name"], r["kind"]) for r in reads[:2]] == [(ACTUALS, "table"), (ZONE_LOOKUP, "table")]
+    assert [(r["name"], r["version"]) for r in reads[2:]] == _registry_as_load_found_it(by_hand_run)
     assert reads[0]["version"] == str(by_hand_run.data.actuals_snapshot_id)
     # The zone lookup read is the one main held: the version the table's asset published.
     assert reads[1]["version"] == str(catalog.load_table(ZONE_LOOKUP).current_snapshot().snapshot_id)
@@ -133,8 +146,13 @@ def test_each_step_recorded_what_it_read_and_wrote(by_hand_run):
     assert model["metrics"]["backtest_mae"] == round(float(champion.mae), 4)
     assert model["params"]["name"] == by_hand_run.data.champion
     written = _lineage(by_hand_run, "write")["writes"]
-    assert [(w["name"], w["version"]) for w in written] == [(FORECAST, str(by_hand_run.data.forecast_snapshot_id))]
+    assert [(w["name"], w["version"]) for w in written] == [
+        (FORECAST, str(by_hand_run.data.forecast_snapshot_id)),
+        (MODEL_PROMOTIONS, str(by_hand_run.data.promotion_snapshot_id)),
+    ]
     assert int(written[0]["version"]) in {s.snapshot_id for s in catalog.load_table(FORECAST).snapshots()}
+    decided = catalog.load_table(MODEL_PROMOTIONS).scan(snapshot_id=int(written[1]["version"])).to_pandas()
+    assert decided.sort_values("decided_at", kind="stable").challenger.iloc[-1] == by_hand_run.pathspec
     assert _lineage(by_hand_run, "train")["reads"] == []
     graph = by_hand_run["start"].task.data.lineage_step_graph
     assert graph["load"] == ["train"] and graph["write"] == ["end"] and graph["end"] == []
@@ -148,7 +166,8 @@ def test_a_dagster_launch_records_its_parent_and_with_weather_reads_raw_weather(
         "job_name": "train_forecast_model",
         "step_key": "run_training_flow",  # the launching step: the flow run's parent in lineage
     }
-    assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, ZONE_LOOKUP, WEATHER]
+    registry = [name for name, _ in _registry_as_load_found_it(run)]
+    assert [r["name"] for r in _lineage(run, "load")["reads"]] == [ACTUALS, ZONE_LOOKUP, WEATHER, *registry]
     assert "gbm_weather" in set(run.data.metrics.candidate)
     # The perfect-weather scenario is measured, and never the champion.
     assert run.data.scenarios == ("glm_perfect_weather",) and run.data.champion not in run.data.scenarios
@@ -235,10 +254,12 @@ def test_dagster_logs_the_run_and_every_task_while_the_flow_runs(dagster_run, pi
             # Logged while the flow ran (steps before the end began), not when Dagster read the finished run.
             assert finished.timestamp < end_began
     assert entries[0].timestamp < run["start"].task.finished_at.timestamp()
-    # The weather candidates asked for train, the baseline too: the forecasts and the perfect-weather scenario.
+    # The weather candidates asked for train, the baseline too, and the serving version's candidate to compare with.
     asked = ["seasonal_naive", *WEATHER_VERSION_CANDIDATES.split(",")]
-    assert sum(m.startswith("train started") for m in messages) == len(run.data.settings.candidates) == len(asked)
-    for candidate in run.data.settings.candidates:
+    assert run.data.settings.candidates == asked
+    trained = [*asked, *run.data.compared_only]
+    assert sum(m.startswith("train started") for m in messages) == len(trained)
+    for candidate in trained:
         assert f"train: {candidate}: week 6/6 from " in "\n".join(messages)
     assert any(re.fullmatch(r"train: gbm_weather: week 3/6 from \S+ MAE [\d.]+ \([\d.]+ s\)", m) for m in messages)
     data = run.data

@@ -250,6 +250,13 @@ def model_metadata(run) -> dict:
         metadata.update(_held_out_metadata(data))
     if "scenarios" in data and data.scenarios:
         metadata["scenarios_never_champion"] = ", ".join(data.scenarios)
+    if "decision" in data:  # runs before champion and challenger served whatever they trained
+        decision = data.decision
+        metadata["serving"] = decision.now_serving
+        metadata["promoted"] = decision.promoted
+        metadata["promotion"] = decision.reason
+        if decision.ratio is not None:
+            metadata["mae_vs_serving"] = MetadataValue.float(ratio(decision.ratio))
     metadata["metaflow_cards"] = MetadataValue.md(_cards_markdown(run.id))
     return metadata
 
