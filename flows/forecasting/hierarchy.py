@@ -94,6 +94,7 @@ def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarch
     each series' error variance weighs how far its forecast may move. Returns ``unique_id, ds, forecast``
     with every total equal to the sum of its zones.
     """
+    # Imported where used: hierarchicalforecast pulls in its solvers, which most callers of this module never need.
     from hierarchicalforecast.core import HierarchicalReconciliation
     from hierarchicalforecast.methods import MinTrace
 
