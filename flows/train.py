@@ -75,7 +75,8 @@ from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
                     "backtest_zone_ids", "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup",
-                    "zone_lookup_snapshot_id", "weather_lag", "serving", "compared_only"]  # fmt: skip
+                    "zone_lookup_snapshot_id", "weather_lag", "serving", "compared_only",
+                    "registry_snapshot_id"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -179,6 +180,7 @@ class TrainForecastModelFlow(FlowSpec):
         self.candidate_names = self.settings.candidates
         # The version serving now is the one to beat: its candidate is backtested on this run's weeks too.
         self.serving = registry.serving_version(catalog, MODEL_NAME)
+        self.registry_snapshot_id = None if self.serving is None else self.serving.snapshot_id
         self.compared_only = []
         if self.serving is not None and self.serving.champion not in self.candidate_names:
             self.compared_only = [self.serving.champion]

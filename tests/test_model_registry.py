@@ -23,17 +23,18 @@ def test_the_serving_version_is_the_newest_decision_s_and_each_decision_is_kept(
     first = Decision("Flow/1", None, True, "the first version")
     worse = Decision("Flow/2", "Flow/1", False, "Flow/1 keeps serving", 9.0, 6.0, 1.5, (1.3, 1.7), 28)
     better = Decision("Flow/3", "Flow/1", True, "Flow/3 promoted", 5.0, 6.0, 0.83, (0.78, 0.9), 28)
-    served = []
+    served, snapshots = [], []
     for decision, champion in ((first, "seasonal_naive"), (worse, "glm"), (better, "blend")):
         with recording() as step:
-            snapshot = registry.record_decision(catalog, "forecast_model", decision, champion)
+            snapshots.append(registry.record_decision(catalog, "forecast_model", decision, champion))
             served.append(registry.serving_version(catalog, "forecast_model"))
         written, read = step.to_artifact()["writes"][0], step.to_artifact()["reads"][0]
-        assert written["name"] == read["name"] == MODEL_PROMOTIONS and written["version"] == str(snapshot)
+        assert written["name"] == read["name"] == MODEL_PROMOTIONS
+        assert written["version"] == read["version"] == str(snapshots[-1])
     assert served == [
-        registry.Serving("Flow/1", "seasonal_naive"),
-        registry.Serving("Flow/1", "seasonal_naive"),
-        registry.Serving("Flow/3", "blend"),
+        registry.Serving("Flow/1", "seasonal_naive", snapshots[0]),
+        registry.Serving("Flow/1", "seasonal_naive", snapshots[1]),
+        registry.Serving("Flow/3", "blend", snapshots[2]),
     ]
     history = registry.decisions(catalog, "forecast_model")
     assert history.challenger.tolist() == ["Flow/1", "Flow/2", "Flow/3"]

@@ -41,10 +41,12 @@ PROMOTIONS_SCHEMA = Schema(
 
 @dataclass(frozen=True)
 class Serving:
-    """The version serving and the candidate it is (its champion when it was trained)."""
+    """The version serving, the candidate it is (its champion when it was trained), and the registry's snapshot
+    that said so."""
 
     version: str
     champion: str
+    snapshot_id: int
 
 
 def serving_version(catalog: Catalog, model: str) -> Serving | None:
@@ -63,7 +65,7 @@ def serving_version(catalog: Catalog, model: str) -> Serving | None:
         return None
     version = str(mine.now_serving.iloc[-1])
     trained = mine[mine.challenger == version]
-    return Serving(version, str(trained.champion.iloc[-1]))
+    return Serving(version, str(trained.champion.iloc[-1]), snapshot.snapshot_id)
 
 
 def record_decision(catalog: Catalog, model: str, decision: Decision, champion: str) -> int:

@@ -206,6 +206,8 @@ class History:
                 else str(run.data.weather_snapshot_id),
                 "forecast_snapshot_id": str(run.data.forecast_snapshot_id),
                 "zones_snapshot_id": str(run.data.zone_lookup_snapshot_id),
+                "registry_read_snapshot_id": _text(run.data.registry_snapshot_id),
+                "registry_written_snapshot_id": str(run.data.promotion_snapshot_id),
                 "use_weather": bool(run.data.settings.use_weather),
                 "features": list(run.data.used_features),
                 "months_read": self._months_read(run.data),
@@ -296,3 +298,7 @@ class History:
             return runs
         finally:
             lite.close()
+
+
+def _text(snapshot_id: int | None) -> str | None:
+    return None if snapshot_id is None else str(snapshot_id)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 CHERRY_PICK_SOURCE = "source-snapshot-id"
 RAW_YELLOW, RAW_WEATHER = "nyc_taxi.raw_yellow", "nyc_taxi.raw_weather"
 ACTUALS, FORECAST = "nyc_taxi.yellow_rides_hourly_actuals", "nyc_taxi.yellow_rides_hourly_forecast"
+MODEL_PROMOTIONS = "nyc_taxi.model_promotions"
 ZONES = "nyc_taxi.taxi_zones"
 # The partition recorded on a table written whole (the zone lookup): its files are recorded under "".
 WHOLE_TABLE = "whole table"
@@ -97,6 +98,10 @@ def _flow_reads(record: dict) -> dict[str, dict[str, str]]:
         named[ZONES] = run["zones_snapshot_id"]
         if run["weather_snapshot_id"] is not None:
             named[RAW_WEATHER] = run["weather_snapshot_id"]
+        # The registry is read in load (the decisions before the run) and written in write (with its own).
+        if run["registry_read_snapshot_id"] is not None:
+            named[f"{MODEL_PROMOTIONS}:read"] = run["registry_read_snapshot_id"]
+        named[f"{MODEL_PROMOTIONS}:written"] = run["registry_written_snapshot_id"]
         found[run["pathspec"].split("/")[1]] = named
     return found
 
@@ -121,11 +126,12 @@ def event_verdicts(record: dict, expected: dict) -> list[Verdict]:
         if integration == "METAFLOW":
             parent = event["run"].get("facets", {}).get("parent", {}).get("run", {}).get("runId")
             truth = flows.get(flow_runs.get(event["run"]["runId"]) or flow_runs.get(parent, ""), {})
-            for name, version in {**inputs, **outputs}.items():
-                right = truth.get(name) == version
-                verdicts.append(
-                    Verdict(f"event {job}", name, str(version), right, f"the run's artifacts say {truth.get(name)}")
-                )
+            for direction, named in (("read", inputs), ("written", outputs)):
+                for name, version in named.items():
+                    said = truth.get(f"{name}:{direction}", truth.get(name))
+                    verdicts.append(
+                        Verdict(f"event {job}", name, str(version), said == version, f"the run's artifacts say {said}")
+                    )
             continue
         if "." not in job:
             continue  # a Dagster run: its steps say what each read
