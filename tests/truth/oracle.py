@@ -254,7 +254,11 @@ def datahub_verdicts(record: dict, expected: dict) -> list[Verdict]:
             verdicts.append(Verdict("DataHub run", loop, writes[loop], False, f"{run['name']} reads and writes it"))
         if job.startswith(flow_name):
             named = {**reads, **writes}
-            right = any(all(flow.get(k) == v for k, v in named.items()) for flow in flows)
+            sides = [(reads, "read"), (writes, "written")]
+            right = any(
+                all(flow.get(f"{k}:{side}", flow.get(k)) == v for said, side in sides for k, v in said.items())
+                for flow in flows
+            )
             for name, version in named.items():
                 verdicts.append(Verdict("DataHub run", name, version, right, f"{run['name']}: {named}"))
             continue
