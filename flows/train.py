@@ -61,13 +61,14 @@ from flows.forecasting import (
     registry,
     report,
     selection,
+    serving,
     tables,
 )
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
-from flows.run_settings import LOOKBACK_DAYS, RunSettings, resolve_settings
+from flows.run_settings import BACKTEST_ZONES, LOOKBACK_DAYS, RunSettings, resolve_settings
 from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
@@ -106,7 +107,12 @@ class TrainForecastModelFlow(FlowSpec):
         "selection_weeks", default=2, type=int, help="Weeks before each held-out week that choose its champion"
     )
     horizon_hours = Parameter("horizon_hours", default=24, type=int, help="Hours ahead to forecast")
-    zones = Parameter("zones", default=50, type=int, help="How many of the busiest zones to forecast")
+    zones = Parameter(
+        "zones", default=0, type=int, help="How many of the busiest zones to serve (default 0: every zone with rides)"
+    )
+    backtest_zones = Parameter(
+        "backtest_zones", default=BACKTEST_ZONES, type=int, help="How many of the busiest zones the backtest scores"
+    )
     use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
     weather_delay_days = Parameter(
         "weather_delay_days",
@@ -145,6 +151,7 @@ class TrainForecastModelFlow(FlowSpec):
                 zones=self.zones,
                 use_weather=self.use_weather,
                 candidates=self.candidates,
+                backtest_zones=self.backtest_zones,
             )
         except ValueError as err:
             raise BadRunSetting(str(err)) from None
@@ -168,11 +175,11 @@ class TrainForecastModelFlow(FlowSpec):
         self.zone_lookup, self.zone_lookup_snapshot_id = tables.read_zones(catalog)
         # The backtest's zones are what its first week knew; the forecast's, everything up to the origin.
         known = actuals[actuals.pickup_hour < self.settings.backtest_start]
-        self.backtest_zone_ids = backtest.busiest_zones(known, self.settings.zones)
-        self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones)
+        self.backtest_zone_ids = backtest.busiest_zones(known, self.settings.backtest_zones)
+        self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones or None)
         used = set(self.zone_ids) | set(self.backtest_zone_ids)
         self.actuals = actuals[actuals.pulocationid.isin(used)].reset_index(drop=True)
-        if len(self.zone_ids) < self.settings.zones:
+        if len(self.zone_ids) < self.settings.zones or len(self.backtest_zone_ids) < self.settings.backtest_zones:
             print(f"Only {len(self.zone_ids)} zones have actuals for every hour of the window; forecasting those.")
         self.weather, self.weather_snapshot_id = None, None
         if self.settings.use_weather:
@@ -191,8 +198,8 @@ class TrainForecastModelFlow(FlowSpec):
         zones_read = report.zones_read(len(self.zone_lookup), self.zone_lookup_snapshot_id)
         changed = len(set(self.zone_ids) - set(self.backtest_zone_ids))
         kept = (
-            f"Kept the {len(self.zone_ids)} busiest zones ({changed} of them not among the busiest before the "
-            f"backtest's first week, {self.settings.backtest_start:%Y-%m-%d}, on which its zones were chosen): "
+            f"Serving {len(self.zone_ids)} zones; the backtest scores the {len(self.backtest_zone_ids)} busiest before "
+            f"its first week, {self.settings.backtest_start:%Y-%m-%d} ({changed} served zones not among them): "
             f"{len(self.actuals):,} rows."
         )
         current.card.append(Markdown(f"# Inputs of {self.model_version}"))
@@ -304,10 +311,10 @@ class TrainForecastModelFlow(FlowSpec):
         self.model = model
         future, _ = inputs.forecast_frame(self.settings.as_of)
         predicted = model.predict(future, self.features)
-        boroughs = future.pulocationid.map(
-            dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
+        boroughs = dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
+        bounds = self.intervals.bounds(
+            predicted, future.pulocationid.map(boroughs), features.in_holiday_period(future.pickup_hour)
         )
-        bounds = self.intervals.bounds(predicted, boroughs, features.in_holiday_period(future.pickup_hour))
         forecast = pd.concat([future[["pickup_hour", "pulocationid"]], bounds], axis=1)
         forecast = forecast.assign(
             forecasted_total_rides=predicted,
@@ -316,6 +323,12 @@ class TrainForecastModelFlow(FlowSpec):
             metaflow_run_id=current.run_id,
         )
         self.forecast = tables.with_zone_names(forecast, self.zone_lookup)
+        # What every day's forecast is made with while this version serves (forecast_assets' daily_forecast).
+        self.served = serving.fit_served(
+            self.model_version, self.champion, lambda: make_candidate(self.champion), inputs, self.settings.as_of,
+            boroughs, (model, self.features), self.intervals,
+            sorted(pd.Timestamp(origin) for origin in self.held_out_forecasts.origin.unique()),
+        )  # fmt: skip
         unnamed = sorted(set(self.forecast.pulocationid[self.forecast.zone.isna()]))
         if unnamed:
             print(f"Zones {unnamed} are not in {tables.ZONES}: their forecasts carry no zone name or borough.")

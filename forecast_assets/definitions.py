@@ -15,10 +15,22 @@ from dagster import (
 )
 
 from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
+from forecast_assets.assets.forecast_loop import (
+    accuracy_checks,
+    daily_forecast_asset,
+    daily_partitions,
+    forecast_accuracy_asset,
+)
 from forecast_assets.assets.lakehouse_tables import actuals_asset, source_table_asset
 from forecast_assets.assets.source_files import source_file_asset
 from forecast_assets.assets.training import run_training_flow
 from forecast_assets.automation import ingestion_jobs, source_sensors, training_job
+from forecast_assets.loop_automation import (
+    accuracy_job,
+    daily_forecast_job,
+    daily_forecast_schedule,
+    score_forecasts_sensor,
+)
 from forecast_assets.resources import IcebergCatalogResource, SourceResource, SparkResource, StagingResource
 from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig
@@ -81,20 +93,27 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
         drawn = lineage.picture.read_bytes() if lineage.picture.is_file() else None
         return spec.merge_attributes(metadata={"lineage": MetadataValue.md(lineage_markdown(lineage, drawn))})
 
-    months = monthly_partitions(settings)
+    months, days = monthly_partitions(settings), daily_partitions(settings)
     sources = registered_sources()
     assets = [
         *(source_file_asset(source, months) for source in sources),
         *(source_table_asset(source, months) for source in sources),
         actuals_asset(months),
         run_training_flow,
+        daily_forecast_asset(days),
+        forecast_accuracy_asset(days),
     ]
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
         assets=map_asset_specs(with_lineage, assets),
-        asset_checks=FORECAST_CHECKS,
-        jobs=[*ingestion_jobs(sources), training_job],
-        sensors=[*source_sensors(sources, months), lineage_sensor(taxi_bridge(settings))],
+        asset_checks=[*FORECAST_CHECKS, *accuracy_checks(days)],
+        jobs=[*ingestion_jobs(sources), training_job, daily_forecast_job, accuracy_job],
+        schedules=[daily_forecast_schedule()],
+        sensors=[
+            *source_sensors(sources, months),
+            score_forecasts_sensor(days),
+            lineage_sensor(taxi_bridge(settings)),
+        ],
         resources=resources if resources is not None else resources_for(settings),
         executor=in_process_executor,
     )

@@ -7,6 +7,10 @@ ACTUALS = f"{NAMESPACE}.yellow_rides_hourly_actuals"
 FORECAST = f"{NAMESPACE}.yellow_rides_hourly_forecast"
 # Every champion/challenger decision, newest last: which model version serves (flows/forecasting/registry.py).
 MODEL_PROMOTIONS = f"{NAMESPACE}.model_promotions"
+# Each day's forecast by the serving version (every zone, borough and the city), and each forecast day's score once
+# its actuals are published (forecast_assets/assets/forecast_loop.py).
+DAILY_FORECAST = f"{NAMESPACE}.yellow_rides_daily_forecast"
+FORECAST_ACCURACY = f"{NAMESPACE}.forecast_accuracy"
 # TLC's zone lookup as published (forecast_assets/source_specs/taxi_zones.py): the forecast names its zones from it.
 ZONES = f"{NAMESPACE}.taxi_zones"
 

@@ -17,6 +17,12 @@ BOROUGH_COUNTY_FIPS = {
     "Staten Island": "36085",
     "EWR": "34013",  # Newark airport, Essex County NJ: outside the city's weather table
 }
+# The borough and city totals, forecast as series of their own under ids no TLC zone has (TLC's run 1-265). The city's
+# weather is Manhattan's county, where Central Park's station is.
+CITY_SERIES_ID = 10_000
+TOTAL_BOROUGHS = (*sorted(BOROUGH_COUNTY_FIPS), "Unknown")
+BOROUGH_SERIES_IDS = {borough: CITY_SERIES_ID + 1 + index for index, borough in enumerate(TOTAL_BOROUGHS)}
+CITY_COUNTY_FIPS = BOROUGH_COUNTY_FIPS["Manhattan"]
 
 
 @dataclass(frozen=True)

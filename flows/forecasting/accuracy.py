@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.hierarchy import HOUR, SERIES, VALUE
+from flows.forecasting.hierarchy import HOUR, SERIES, VALUE, series_frame
 
 WEEK = pd.Timedelta(days=7)
+# What a score row says of the forecast it scored, from the forecast's own rows.
+DESCRIBED = ["level", "borough", "pulocationid", "model_version", "data_end"]
 SCORE_COLUMNS = [
     "day", SERIES, "hours", "rides", "forecast_rides", "mae", "bias", "naive_mae", "ratio_to_naive",
     "coverage_80", "coverage_95",
@@ -62,3 +64,34 @@ def score_day(forecasts: pd.DataFrame, actuals: pd.DataFrame) -> pd.DataFrame:
     )
     scores["ratio_to_naive"] = scores.mae / scores.naive_mae.where(scores.naive_mae > 0)
     return scores.reset_index().assign(day=day)[SCORE_COLUMNS]
+
+
+def score_forecast(forecast: pd.DataFrame, actuals: pd.DataFrame) -> pd.DataFrame:
+    """One day's forecast (the daily forecast table's rows) scored per series against the zones' actuals
+    (``pickup_hour, pulocationid, total_rides``, from the newest week before its ``data_end`` to the day's end).
+
+    A total is scored against the rides of the zones it sums: the zones the version serves.
+    """
+    zones = forecast[forecast.level == "zone"]
+    boroughs = dict(zip(zones.pulocationid.astype(int), zones.borough, strict=True))
+    observed, _ = series_frame(actuals[actuals.pulocationid.isin(boroughs)], boroughs)
+    scores = score_day(forecast.rename(columns={"series": SERIES, "pickup_hour": HOUR}), observed)
+    described = forecast.drop_duplicates("series").set_index("series")[DESCRIBED]
+    return scores.join(described, on=SERIES).rename(columns={SERIES: "series"})
+
+
+def pooled(scores: pd.DataFrame, level: str = "zone") -> dict[str, float]:
+    """A level's figures over all its series (and days) in ``scores``: hour-weighted MAE, the ratio of summed
+    errors to naive's, bias and coverage."""
+    rows = scores[scores.level == level]
+    hours = rows.hours.sum()
+    if hours == 0:
+        return {}
+    naive_error = (rows.naive_mae * rows.hours).sum()
+    return {
+        "mae": float((rows.mae * rows.hours).sum() / hours),
+        "ratio_to_naive": float((rows.mae * rows.hours).sum() / naive_error) if naive_error > 0 else float("nan"),
+        "bias": float((rows.forecast_rides.sum() - rows.rides.sum()) / max(rows.rides.sum(), 1.0)),
+        "coverage_80": float((rows.coverage_80 * rows.hours).sum() / hours),
+        "coverage_95": float((rows.coverage_95 * rows.hours).sum() / hours),
+    }

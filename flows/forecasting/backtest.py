@@ -111,8 +111,9 @@ def ranked(metrics: pd.DataFrame) -> pd.DataFrame:
     return metrics.sort_values(["mae", "candidate"]).reset_index(drop=True)
 
 
-def busiest_zones(actuals: pd.DataFrame, count: int) -> list[int]:
-    """The forecast's zones: the ``count`` busiest among zones with actuals for every hour of ``actuals``.
+def busiest_zones(actuals: pd.DataFrame, count: int | None) -> list[int]:
+    """The forecast's zones: the ``count`` busiest (all of them when None) among zones with actuals for every hour
+    of ``actuals``.
 
     The caller passes only what is known at the origin, so the choice never sees the hours it is
     scored on. A zone that enters or leaves the actuals inside the window would appear or vanish

@@ -13,7 +13,7 @@ import math
 import pandas as pd
 from pandas.tseries.holiday import USFederalHolidayCalendar
 
-from taxi_core.zones import BOROUGH_COUNTY_FIPS, load_zones
+from taxi_core.zones import BOROUGH_COUNTY_FIPS, BOROUGH_SERIES_IDS, CITY_COUNTY_FIPS, CITY_SERIES_ID, load_zones
 
 CALENDAR_FEATURES = [
     "hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday", "is_city_holiday", "day_type",
@@ -53,12 +53,15 @@ def weather_lag_days(origin_hour: int, horizon_hours: int, publication_delay_day
 
 
 def zone_counties() -> dict[int, str]:
-    """Pickup zone -> NOAA county, through the zone's borough."""
-    return {
+    """Pickup zone -> NOAA county, through the zone's borough; a borough's total -> its county, the city's ->
+    Manhattan's."""
+    zones = {
         zone.location_id: BOROUGH_COUNTY_FIPS[zone.borough]
         for zone in load_zones()
         if zone.borough in BOROUGH_COUNTY_FIPS
     }
+    totals = {BOROUGH_SERIES_IDS[borough]: county for borough, county in BOROUGH_COUNTY_FIPS.items()}
+    return zones | totals | {CITY_SERIES_ID: CITY_COUNTY_FIPS}
 
 
 def complete_grid(actuals: pd.DataFrame, zones: list[int], start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:

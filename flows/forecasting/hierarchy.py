@@ -10,6 +10,7 @@ series is forecast, never negative.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -100,11 +101,14 @@ def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarch
 
     reconciler = HierarchicalReconciliation([MinTrace(method="wls_var", nonnegative=True)])
     tags = {" / ".join(LEVELS[: index + 1]): series for index, series in enumerate(hierarchy.levels.values())}
-    reconciled = reconciler.reconcile(
-        Y_hat_df=forecasts[[SERIES, HOUR, "forecast"]],
-        Y_df=errors[[SERIES, HOUR, VALUE, "forecast"]],
-        S_df=hierarchy.summing,
-        tags=tags,
-    )
+    with warnings.catch_warnings():
+        # The solver converts the dense problem to sparse and says so on every call: a hint, not a fault.
+        warnings.filterwarnings("ignore", message="Converted matrix", module="qpsolvers")
+        reconciled = reconciler.reconcile(
+            Y_hat_df=forecasts[[SERIES, HOUR, "forecast"]],
+            Y_df=errors[[SERIES, HOUR, VALUE, "forecast"]],
+            S_df=hierarchy.summing,
+            tags=tags,
+        )
     column = next(name for name in reconciled.columns if name.startswith("forecast/"))
     return reconciled[[SERIES, HOUR]].assign(forecast=reconciled[column].clip(lower=0.0).to_numpy())

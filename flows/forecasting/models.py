@@ -158,6 +158,8 @@ class ExpectedWeatherGlm:
         return self.model.predict(known[_FITTED]) * self.rain_lift
 
 
+# HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
+MAX_ZONE_CATEGORIES = 254
 _FITTED = ["pulocationid", "hour_of_week", "is_holiday", *PERFECT_WEATHER_FEATURES]
 
 
@@ -192,7 +194,10 @@ class GradientBoosting:
         from sklearn.ensemble import HistGradientBoostingRegressor  # seconds to import: only fitting tasks pay
 
         rows = rows[rows.recent_level > 0]
-        self.zones = sorted(rows.pulocationid.unique().tolist())
+        # The trees take at most MAX_ZONE_CATEGORIES categories: the busiest zones are their own, the rest share
+        # the missing category (their week's shape is learned together; each keeps its own level).
+        busiest = rows.groupby("pulocationid").total_rides.sum().sort_values(ascending=False, kind="stable")
+        self.zones = sorted(busiest.index[:MAX_ZONE_CATEGORIES].tolist())
         boosting = HistGradientBoostingRegressor(**self.params, categorical_features="from_dtype")
         self.model = boosting.fit(
             self._frame(rows), rows.total_rides / rows.recent_level, sample_weight=rows.recent_level

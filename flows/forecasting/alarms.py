@@ -1,0 +1,88 @@
+"""The alarms on a scored forecast day: what a demand planner is told to look at, and how loudly.
+
+- The city's bias: a day forecast more than 10% over or under its rides warns. A day's weather or an event
+  can do that once; a model gone wrong does it every day, which the next alarm catches.
+- The zones' 80% intervals: the share of a day's zone-hours inside them between 60% and 95% (the
+  held-out weeks measured 70-86% per week; a day is noisier) warns when outside.
+- Beaten by naive: over the last 7 scored days, the zones' summed errors above seasonal naive's is an
+  error, and blocks what reads the scores: the serving version is worse than the baseline it must beat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from flows.forecasting.accuracy import pooled
+
+BIAS_LIMIT = 0.10
+COVERAGE_RANGE = (0.60, 0.95)
+ROLLING_DAYS = 7
+RATIO_LIMIT = 1.0
+WARN, ERROR = "WARN", "ERROR"
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """One check's rule, as Dagster shows it: its name, how loud a failure is, and what it means."""
+
+    name: str
+    severity: str
+    blocking: bool
+    description: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    alarm: Alarm
+    passed: bool
+    metadata: dict[str, float | int | str] = field(default_factory=dict)
+
+
+CITY_BIAS = Alarm(
+    "city_bias_within_10pct",
+    WARN,
+    False,
+    f"The city's forecast rides of the day are within {BIAS_LIMIT:.0%} of its actual rides.",
+)
+ZONE_COVERAGE = Alarm(
+    "zone_coverage_80_in_range",
+    WARN,
+    False,
+    f"The share of the day's zone-hours inside their 80% interval is between {COVERAGE_RANGE[0]:.0%} and "
+    f"{COVERAGE_RANGE[1]:.0%}.",
+)
+BEATS_NAIVE = Alarm(
+    "beats_naive_over_7_days",
+    ERROR,
+    True,
+    f"Over the last {ROLLING_DAYS} scored days up to this one, the zones' summed absolute error is at most "
+    f"{RATIO_LIMIT:g}x seasonal naive's: the serving version beats the baseline.",
+)
+ALARMS = (CITY_BIAS, ZONE_COVERAGE, BEATS_NAIVE)
+
+
+def evaluate(day_scores: pd.DataFrame, recent_scores: pd.DataFrame) -> list[Outcome]:
+    """Each alarm on one scored day; ``recent_scores`` holds the scores of the days before it (any number)."""
+    day = pd.Timestamp(day_scores.day.iloc[0]).normalize()
+    city = pooled(day_scores, "city")
+    zones = pooled(day_scores)
+    days = pd.to_datetime(recent_scores.day) if len(recent_scores) else pd.Series(dtype="datetime64[ns]")
+    window = recent_scores[(days > day - pd.Timedelta(days=ROLLING_DAYS)) & (days < day)]
+    rolling = pooled(pd.concat([window, day_scores], ignore_index=True))
+    days_in_window = pd.concat([pd.to_datetime(window.day), pd.Series([day])]).nunique()
+    low, high = COVERAGE_RANGE
+    return [
+        Outcome(CITY_BIAS, abs(city["bias"]) <= BIAS_LIMIT, {"city_bias_pct": round(100 * city["bias"], 2)}),
+        Outcome(
+            ZONE_COVERAGE,
+            low <= zones["coverage_80"] <= high,
+            {"coverage_80_pct": round(100 * zones["coverage_80"], 1)},
+        ),
+        Outcome(
+            BEATS_NAIVE,
+            not rolling["ratio_to_naive"] > RATIO_LIMIT,
+            {"ratio_to_naive": round(rolling["ratio_to_naive"], 4), "days": int(days_in_window)},
+        ),
+    ]

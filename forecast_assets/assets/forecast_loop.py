@@ -1,0 +1,304 @@
+"""The forecasting loop: each day forecast by the serving version, and each forecast day scored once its actuals
+are published, with the alarms as asset checks.
+
+``daily_forecast`` is partitioned by day: a day's forecast is made from what was published
+at its start, whenever it runs, so its schedule (every day, for the day) and a backfill over past days from the
+UI write the same rows. ``forecast_accuracy`` scores a day when its month's actuals are published: a sensor sees
+the actuals (or a day's forecast) change and asks for the days it can score.
+"""
+
+
+from collections.abc import Iterator
+
+import pandas as pd
+from dagster import (
+    AllPartitionMapping,
+    AssetCheckEvaluation,
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetDep,
+    AssetExecutionContext,
+    AssetMaterialization,
+    AssetRecordsFilter,
+    AssetsDefinition,
+    BackfillPolicy,
+    DailyPartitionsDefinition,
+    Failure,
+    MetadataValue,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    asset,
+    asset_check,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+
+from bridge.translate.dagster_inputs import input_versions_metadata
+from forecast_assets.assets.table_metadata import (
+    COLUMN_SCHEMA,
+    ROW_COUNT,
+    SNAPSHOT_ID,
+    TABLE_NAME,
+    snapshot_text,
+    table_key,
+)
+from forecast_assets.assets.training import FORECAST_MODEL
+from forecast_assets.resources import IcebergCatalogResource
+from taxi_core.figures import percent, ratio, rides
+from taxi_core.months import MonthWindow
+from taxi_core.names import ACTUALS, DAILY_FORECAST, FORECAST_ACCURACY, MODEL_NAME, RAW_WEATHER
+from taxi_core.settings import Settings
+
+FORECASTING_GROUP = "forecasting"
+DAILY_FORECAST_KEY, ACCURACY_KEY = table_key(DAILY_FORECAST), table_key(FORECAST_ACCURACY)
+ACTUALS_KEY, WEATHER_KEY = table_key(ACTUALS), table_key(RAW_WEATHER)
+# Read back by the checks and plotted by Dagster per partition.
+PLOTTED = ("city_mae", "city_bias_pct", "city_ratio_to_naive", "zone_mae", "zone_ratio_to_naive",
+           "zone_coverage_80_pct", "zone_coverage_95_pct")  # fmt: skip
+
+
+class NothingServes(RuntimeError):
+    """No model version serves yet: there is nothing to forecast with."""
+
+
+def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
+    """Every day from the first month, to the last month's end when the source has one, else to today: the day
+    in progress is a partition, as its forecast is made at its start.
+
+    Keyed as the monthly partitions are (UTC, Dagster's default), so a day maps to its month; a key names a day of
+    the data's own New York wall-clock time."""
+    start = f"{MonthWindow.from_partition_key(settings.first_month).start:%Y-%m-%d}"
+    if not settings.last_month:
+        return DailyPartitionsDefinition(start_date=start, end_offset=1)
+    end = MonthWindow.from_partition_key(settings.last_month).end
+    return DailyPartitionsDefinition(start_date=start, end_date=f"{end:%Y-%m-%d}", end_offset=1)
+
+
+def _days(context: AssetExecutionContext) -> list[pd.Timestamp]:
+    return [pd.Timestamp(key) for key in context.partition_keys]
+
+
+def _served(catalog):
+    """The serving version and what it serves with, from the registry and its Metaflow run."""
+    from metaflow import Run, namespace  # Metaflow loads only when a forecast is made
+
+    from flows.forecasting import registry
+
+    serving = registry.serving_version(catalog, MODEL_NAME)
+    if serving is None:
+        msg = "No model version serves yet: run the job train_forecast_model (or `./run demo`) first."
+        raise Failure(description=msg, allow_retries=False)
+    namespace(None)
+    data = Run(serving.version).data
+    if "served" not in data:
+        msg = f"{serving.version} was trained before versions served daily forecasts: train again to serve one."
+        raise Failure(description=msg, allow_retries=False)
+    return serving, data.served
+
+
+def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
+    @asset(
+        key=DAILY_FORECAST_KEY,
+        partitions_def=days,
+        deps=[
+            FORECAST_MODEL,
+            AssetDep(ACTUALS_KEY, partition_mapping=AllPartitionMapping()),
+            AssetDep(WEATHER_KEY, partition_mapping=AllPartitionMapping()),
+        ],
+        backfill_policy=BackfillPolicy.single_run(),
+        output_required=False,
+        group_name=FORECASTING_GROUP,
+        kinds={"iceberg", "pandas"},
+        description="Each day's forecast by the serving model version, from the data published before the day: "
+        "every zone with rides, each borough and the city, reconciled so the totals add up, with 80% and 95% "
+        "intervals.",
+    )
+    def daily_forecast(
+        context: AssetExecutionContext, catalog: IcebergCatalogResource
+    ) -> Iterator[AssetMaterialization]:
+        from flows.forecasting import loop_tables, serving, tables  # the flow's modules load with the step
+
+        lakehouse = catalog.load()
+        wanted = _days(context)
+        version, served = _served(lakehouse)
+        start, end = served.reads_from(wanted)
+        actuals, actuals_snapshot = tables.read_actuals(lakehouse, start, end)
+        weather, weather_snapshot = None, None
+        if served.uses_weather:
+            weather, weather_snapshot = tables.read_weather(lakehouse, start, max(wanted))
+        context.log.info(
+            f"Forecasting {len(wanted)} day(s) with {version.version} ({version.champion}) from actuals before "
+            f"{end:%Y-%m-%d} (snapshot {actuals_snapshot}): {len(served.zones)} zones, their boroughs and the city"
+        )
+        rows = serving.forecast(served, actuals, weather, wanted)
+        snapshot_id = loop_tables.write_daily_forecasts(lakehouse, rows, version.version, actuals_snapshot)
+        read = {FORECAST_MODEL.to_user_string(): version.version, ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}
+        if weather_snapshot is not None:
+            read[WEATHER_KEY.to_user_string()] = str(weather_snapshot)
+        schema = TableSchema(
+            columns=[TableColumn(*column) for column in loop_tables.columns(loop_tables.DAILY_FORECAST_SCHEMA)]
+        )
+        for day, day_rows in rows.groupby("forecast_day"):
+            city = day_rows[day_rows.level == "city"]
+            yield AssetMaterialization(
+                DAILY_FORECAST_KEY,
+                partition=f"{day:%Y-%m-%d}",
+                metadata={
+                    TABLE_NAME: DAILY_FORECAST,
+                    SNAPSHOT_ID: snapshot_text(snapshot_id),
+                    ROW_COUNT: MetadataValue.int(len(day_rows)),
+                    COLUMN_SCHEMA: schema,
+                    "model_version": version.version,
+                    "champion": version.champion,
+                    "actuals_snapshot_id": snapshot_text(actuals_snapshot),
+                    "data_end": f"{day_rows.data_end.iloc[0]:%Y-%m-%d %H:%M}",
+                    "zones": MetadataValue.int(int((day_rows.level == "zone").sum() // 24)),
+                    "city_forecast_rides": MetadataValue.float(rides(city.forecast.sum())),
+                    **input_versions_metadata(read),
+                },
+            )
+
+    return daily_forecast
+
+
+def _score_metadata(scores: pd.DataFrame) -> dict:
+    from flows.forecasting.accuracy import pooled
+
+    city, zones = pooled(scores, "city"), pooled(scores)
+    boroughs = scores[scores.level == "borough"].sort_values("series")
+    table = [
+        TableRecord({"borough": row.borough, "rides": rides(row.rides), "MAE": rides(row.mae),
+                     "bias %": percent(row.bias), "MAE / naive": ratio(row.ratio_to_naive),
+                     "80% coverage %": percent(row.coverage_80)})
+        for row in boroughs.itertuples()
+    ]  # fmt: skip
+    return {
+        "city_mae": MetadataValue.float(rides(city["mae"])),
+        "city_bias_pct": MetadataValue.float(percent(city["bias"])),
+        "city_ratio_to_naive": MetadataValue.float(ratio(city["ratio_to_naive"])),
+        "zone_mae": MetadataValue.float(rides(zones["mae"])),
+        "zone_ratio_to_naive": MetadataValue.float(ratio(zones["ratio_to_naive"])),
+        "zone_coverage_80_pct": MetadataValue.float(percent(zones["coverage_80"])),
+        "zone_coverage_95_pct": MetadataValue.float(percent(zones["coverage_95"])),
+        "boroughs": MetadataValue.table(table),
+    }
+
+
+def _severity(alarm) -> AssetCheckSeverity:
+    return AssetCheckSeverity.ERROR if alarm.severity == "ERROR" else AssetCheckSeverity.WARN
+
+
+def _score_day(lakehouse, day: pd.Timestamp):
+    """A day's forecast scored against the actuals published now; the scores and the versions compared."""
+    from flows.forecasting import accuracy, loop_tables, tables
+
+    forecast, forecast_snapshot = loop_tables.read_daily_forecast(lakehouse, day.date())
+    data_end = pd.Timestamp(forecast.data_end.iloc[0])
+    actuals, actuals_snapshot = tables.read_actuals(lakehouse, data_end - accuracy.WEEK, day + pd.Timedelta(days=1))
+    scores = accuracy.score_forecast(forecast, actuals)
+    scores = scores.assign(forecast_snapshot_id=forecast_snapshot, actuals_snapshot_id=actuals_snapshot)
+    return scores, forecast_snapshot, actuals_snapshot, str(forecast.model_version.iloc[0])
+
+
+def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
+    @asset(
+        key=ACCURACY_KEY,
+        partitions_def=days,
+        deps=[DAILY_FORECAST_KEY, ACTUALS_KEY],
+        backfill_policy=BackfillPolicy.single_run(),
+        output_required=False,
+        group_name=FORECASTING_GROUP,
+        kinds={"iceberg", "pandas"},
+        description="How each day's published forecast did once the day's actuals are published: MAE, bias, MAE "
+        "against seasonal naive and interval coverage, per zone, borough and the city.",
+    )
+    def forecast_accuracy(context: AssetExecutionContext, catalog: IcebergCatalogResource):
+        from flows.forecasting import alarms, loop_tables
+
+        lakehouse = catalog.load()
+        for day in _days(context):
+            scores, forecast_snapshot, actuals_snapshot, version = _score_day(lakehouse, day)
+            if scores.hours.sum() == 0:
+                context.log.warning(f"{day:%Y-%m-%d}: its actuals are not published yet; nothing scored")
+                continue
+            snapshot_id = loop_tables.write_accuracy(lakehouse, scores)
+            recent = loop_tables.read_accuracy(
+                lakehouse, [(day - pd.Timedelta(days=back)).date() for back in range(1, alarms.ROLLING_DAYS)]
+            )
+            key = f"{day:%Y-%m-%d}"
+            read = {DAILY_FORECAST_KEY.to_user_string(): str(forecast_snapshot),
+                    ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}  # fmt: skip
+            schema = TableSchema(columns=[TableColumn(*c) for c in loop_tables.columns(loop_tables.ACCURACY_SCHEMA)])
+            yield AssetMaterialization(
+                ACCURACY_KEY,
+                partition=key,
+                metadata={
+                    TABLE_NAME: FORECAST_ACCURACY, SNAPSHOT_ID: snapshot_text(snapshot_id),
+                    ROW_COUNT: MetadataValue.int(len(scores)), COLUMN_SCHEMA: schema,
+                    "model_version": version, "forecast_snapshot_id": snapshot_text(forecast_snapshot),
+                    "actuals_snapshot_id": snapshot_text(actuals_snapshot),
+                    **_score_metadata(scores), **input_versions_metadata(read),
+                },
+            )  # fmt: skip
+            # A check Dagster planned in this run (Materialize with its checks, from the UI) runs itself, on the
+            # scores written; the scoring job leaves the checks to this step, per day.
+            if not context.op_execution_context.selected_asset_check_keys:
+                for evaluation in _evaluations(context, key, alarms.evaluate(scores, recent)):
+                    context.log_event(evaluation)
+
+    return forecast_accuracy
+
+
+def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> list[AssetCheckEvaluation]:
+    """Each alarm's outcome on ``partition``, aimed at the materialization this run just recorded for it."""
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(ACCURACY_KEY, asset_partitions=[partition]), limit=1
+    ).records
+    if not records or records[0].run_id != context.run.run_id:
+        return []
+    record = records[0]
+    target = AssetCheckEvaluationTargetMaterializationData(
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
+    )
+    return [
+        AssetCheckEvaluation(
+            asset_key=ACCURACY_KEY,
+            check_name=outcome.alarm.name,
+            passed=outcome.passed,
+            metadata=outcome.metadata,
+            target_materialization_data=target,
+            severity=_severity(outcome.alarm),
+            description=outcome.alarm.description,
+            partition=partition,
+        )  # fmt: skip
+        for outcome in outcomes
+    ]
+
+
+def accuracy_checks(days: DailyPartitionsDefinition) -> list:
+    """The alarms as checks a user runs on a scored day from the UI: each reads the day's scores back."""
+    from flows.forecasting.alarms import ALARMS
+
+    def build(alarm):
+        @asset_check(
+            asset=ACCURACY_KEY, name=alarm.name, description=alarm.description, blocking=alarm.blocking,
+            partitions_def=days,
+        )  # fmt: skip
+        def check(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource) -> AssetCheckResult:
+            from flows.forecasting import alarms, loop_tables
+
+            day = pd.Timestamp(context.partition_key)
+            lakehouse = catalog.load()
+            scores = loop_tables.read_accuracy(lakehouse, [day.date()])
+            recent = loop_tables.read_accuracy(
+                lakehouse, [(day - pd.Timedelta(days=back)).date() for back in range(1, alarms.ROLLING_DAYS)]
+            )
+            outcome = next(o for o in alarms.evaluate(scores, recent) if o.alarm.name == alarm.name)
+            return AssetCheckResult(passed=outcome.passed, metadata=outcome.metadata, severity=_severity(alarm))
+
+        return check
+
+    return [build(alarm) for alarm in ALARMS]
