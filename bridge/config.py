@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 ReportMetadata = Callable[[str], Mapping["AssetKey", Mapping[str, "RawMetadataValue"]]]
 # The checks a Metaflow run evaluated on what it wrote, by asset: (check name, passed, metadata) each.
 ReportChecks = Callable[[str], Mapping["AssetKey", Sequence[tuple[str, bool, Mapping[str, "RawMetadataValue"]]]]]
+# Each model version's accuracy since it served (its forecasts scored against the actuals), by version: figures by name.
+LiveAccuracy = Callable[[], Mapping[str, Mapping[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class LineageBridge:
     commands). ``sinks`` are where events go, each a registered kind (:mod:`bridge.sinks.registry`) with its options.
     ``model_candidate_param`` is the model hyperparameter that names which candidate a model version is, and
     ``model_targets`` the columns of a model's column lineage that are what it learned to predict, not features.
+    ``live_accuracy`` gives each model version's scores since it served, which ``model`` and ``diff`` show beside
+    the backtest.
     """
 
     naming: Naming
@@ -78,6 +82,7 @@ class LineageBridge:
     dagster_home: Path | None = None
     model_candidate_param: str = CANDIDATE_PARAM
     model_targets: tuple[str, ...] = TARGETS
+    live_accuracy: LiveAccuracy | None = None
 
     def sink_spec(self, key: str) -> SinkSpec | None:
         """The sink configured under ``key`` (its name, or its kind when it has none)."""

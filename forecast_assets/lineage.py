@@ -192,6 +192,16 @@ def _report_checks(pathspec: str) -> Mapping:
     return {FORECAST_TABLE: training_run_checks(pathspec)}
 
 
+def _live_accuracy(settings: Settings) -> Mapping[str, Mapping[str, float]]:
+    """Each model version's scores so far, from nyc_taxi.forecast_accuracy (none before the first is scored)."""
+    from flows.forecasting.accuracy import by_version  # pandas and pyiceberg load only for the model views
+    from flows.forecasting.loop_tables import read_all_accuracy
+    from taxi_core.catalog import CatalogConfig, open_catalog
+
+    scores = read_all_accuracy(open_catalog(CatalogConfig.from_settings(settings)))
+    return by_version(scores) if len(scores) else {}
+
+
 def taxi_bridge(settings: Settings) -> LineageBridge:
     return LineageBridge(
         naming=naming(settings),
@@ -209,6 +219,7 @@ def taxi_bridge(settings: Settings) -> LineageBridge:
         dagster_home=settings.dagster_home,
         model_candidate_param=MODEL_CANDIDATE_PARAM,
         model_targets=(MODEL_TARGET,),
+        live_accuracy=lambda: _live_accuracy(settings),
     )
 
 

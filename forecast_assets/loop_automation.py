@@ -3,11 +3,10 @@ once its actuals are published."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from datetime import date, timedelta
 
 from dagster import (
-    AssetRecordsFilter,
     AssetSelection,
     DailyPartitionsDefinition,
     DefaultScheduleStatus,
@@ -19,11 +18,12 @@ from dagster import (
     define_asset_job,
     sensor,
 )
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forecast_assets.assets.forecast_loop import ACCURACY_KEY, ACTUALS_KEY, DAILY_FORECAST_KEY
 
 DAILY_FORECAST_JOB, ACCURACY_JOB = "daily_forecast", "score_forecasts"
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+MATERIALIZATIONS_READ = 100_000  # of each asset, newest first: years of daily partitions
 # 05:30 UTC, half past midnight in New York in winter (01:30 in summer): the day's forecast is made at its start,
 # from what was published before it.
 FORECAST_HOUR, FORECAST_MINUTE = 5, 30
@@ -52,36 +52,31 @@ def daily_forecast_schedule():
     )
 
 
-def _materialized_since(context: SensorEvaluationContext, key, after: int) -> tuple[set[str], int]:
-    """The partitions of ``key`` materialized after storage id ``after``, and the newest storage id seen."""
-    records = context.instance.fetch_materializations(
-        AssetRecordsFilter(key, after_storage_id=after or None), limit=10_000
-    ).records
-    partitions = {record.partition_key for record in records if record.partition_key}
-    return partitions, max([after, *(record.storage_id for record in records)])
+def _newest(context: SensorEvaluationContext, key) -> dict[str, int]:
+    """Each partition of ``key`` and the storage id of its newest materialization."""
+    records = context.instance.fetch_materializations(key, limit=MATERIALIZATIONS_READ).records
+    newest: dict[str, int] = {}
+    for record in records:
+        if record.partition_key:
+            newest[record.partition_key] = max(newest.get(record.partition_key, 0), record.storage_id)
+    return newest
 
 
-def days_to_score(published_months: set[str], forecast_days: set[str], new_months: set[str], new_days: set[str]):
-    """The forecast days to score anew: every forecast day of a month just published, and every day forecast
-    again in a month already published; as ranges of consecutive days (one run each)."""
+def days_to_score(actuals: dict[str, int], forecasts: dict[str, int], scored: dict[str, int]) -> list[tuple[str, str]]:
+    """The forecast days whose month is published and whose newest score is older than their newest forecast or
+    their month's newest actuals (each a partition and the storage id of its newest materialization); as ranges
+    of consecutive days, one run each."""
     wanted = sorted(
-        day for day in forecast_days
-        if day[:7] in {month[:7] for month in new_months}
-        or (day in new_days and day[:7] in {month[:7] for month in published_months})
+        day for day, forecast in forecasts.items()
+        if f"{day[:7]}-01" in actuals and scored.get(day, 0) < max(forecast, actuals[f"{day[:7]}-01"])
     )  # fmt: skip
     ranges: list[tuple[str, str]] = []
     for day in wanted:
-        if ranges and _next_day(ranges[-1][1]) == day:
+        if ranges and (date.fromisoformat(ranges[-1][1]) + timedelta(days=1)).isoformat() == day:
             ranges[-1] = (ranges[-1][0], day)
         else:
             ranges.append((day, day))
     return ranges
-
-
-def _next_day(day: str) -> str:
-    from datetime import date, timedelta
-
-    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
 
 
 def score_forecasts_sensor(days: DailyPartitionsDefinition):
@@ -89,22 +84,20 @@ def score_forecasts_sensor(days: DailyPartitionsDefinition):
         job_name=ACCURACY_JOB,
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.RUNNING,
-        description="Scores every forecast day of a month once its actuals are published (and a day forecast "
-        "again after them), one run per range of days.",
+        description="Scores every forecast day of a month once its actuals are published, and again when the day "
+        "is forecast again or its month republished; one run per range of days.",
     )
     def score_published_forecasts(context: SensorEvaluationContext) -> Iterator[RunRequest | SkipReason]:
-        cursor = json.loads(context.cursor) if context.cursor else {"actuals": 0, "forecasts": 0}
-        new_months, actuals_seen = _materialized_since(context, ACTUALS_KEY, cursor["actuals"])
-        new_days, forecasts_seen = _materialized_since(context, DAILY_FORECAST_KEY, cursor["forecasts"])
-        published = context.instance.get_materialized_partitions(ACTUALS_KEY)
-        forecast = context.instance.get_materialized_partitions(DAILY_FORECAST_KEY)
-        ranges = days_to_score(published, forecast, new_months, new_days)
-        context.update_cursor(json.dumps({"actuals": actuals_seen, "forecasts": forecasts_seen}))
+        actuals = _newest(context, ACTUALS_KEY)
+        forecasts = _newest(context, DAILY_FORECAST_KEY)
+        ranges = days_to_score(actuals, forecasts, _newest(context, ACCURACY_KEY))
         if not ranges:
-            yield SkipReason("No forecast day has newly published actuals")
+            yield SkipReason("Every forecast day whose actuals are published is scored")
             return
+        newest = max([*actuals.values(), *forecasts.values()])
         for first, last in ranges:
-            tags = {RANGE_START: first, RANGE_END: last}
-            yield RunRequest(run_key=f"{first}..{last}@{actuals_seen}.{forecasts_seen}", tags=tags)
+            tags = {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+            # Keyed by what it scores: the daemon starts a run once, however often the tick asks.
+            yield RunRequest(run_key=f"{first}..{last}@{newest}", tags=tags)
 
     return score_published_forecasts

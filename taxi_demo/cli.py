@@ -23,7 +23,9 @@ from taxi_demo import demo_undo, local_state
 from taxi_demo.local_cluster import profile as cluster_profile
 from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
-DEMO_MONTHS = ["2024-12", "2025-01"]
+# The last month is the loop's: forecast day by day from the months before it, then published and scored.
+DEMO_MONTHS = ["2024-12", "2025-01", "2025-02"]
+LOOP_AFTER_MONTHS = 2  # months trained on before a further month is the loop's
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
 PROFILES = ("embedded", "cluster")
 DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
@@ -228,9 +230,9 @@ def _run_pipeline(
                 stages.header(f"Reference data (published once for all months): job {pipeline_run.REFERENCE_JOB}")
                 outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.REFERENCE_JOB))
                 pipeline_run.print_outcome(outcomes[-1])
-            for month in months:
-                if outcomes and not outcomes[-1].success:
-                    break
+            loop_month = months[-1] if len(months) > LOOP_AFTER_MONTHS else None
+
+            def ingest(month: str) -> None:
                 stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
                 partition = {"dagster/partition": f"{month}-01"}
                 outcomes.append(
@@ -239,14 +241,23 @@ def _run_pipeline(
                 pipeline_run.print_outcome(outcomes[-1])
                 if outcomes[-1].success:
                     ingested.append(month)
+
+            for month in months[:-1] if loop_month else months:
+                if outcomes and not outcomes[-1].success:
+                    break
+                ingest(month)
             if all(outcome.success for outcome in outcomes):
                 weather = "with" if use_weather else "without"
                 stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
-                config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather}}}}
+                # With a loop month, the version is trained as of its start: what a model serving it could know.
+                as_of = {"as_of": f"{loop_month}-01"} if loop_month else {}
+                config = {"ops": {"run_training_flow": {"config": {"use_weather": use_weather, **as_of}}}}
                 outcomes.append(
                     pipeline_run.run_to_end(instance, workspace, pipeline_run.TRAINING_JOB, run_config=config)
                 )
                 pipeline_run.print_outcome(outcomes[-1])
+            if loop_month and all(outcome.success for outcome in outcomes):
+                _forecasting_loop(instance, workspace, loop_month, stages, outcomes, ingest)
 
     stages.header("Lineage: one bridge pass (OpenLineage events and the DataHub graph) and its picture")
     from forecast_assets.lineage_cli import main as lineage
@@ -274,6 +285,29 @@ def _run_pipeline(
     if plot:
         print(f"Forecast plot:         {plot}")
     return True
+
+
+def _forecasting_loop(instance, workspace, month: str, stages: Stages, outcomes: list, ingest) -> None:
+    """Every day of ``month`` forecast from what was published before it (one run, as a backfill from the UI); the
+    month published; its days scored (the run the scoring sensor asks for) and their accuracy shown."""
+    from taxi_demo import pipeline_run
+
+    days = pipeline_run.days_of(month)
+    stages.header(
+        f"Forecasting every day of {month} from the actuals published before it: job {pipeline_run.FORECAST_JOB}, "
+        "one run for the month (a backfill)"
+    )
+    outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.FORECAST_JOB, tags=days))
+    pipeline_run.print_outcome(outcomes[-1])
+    if not outcomes[-1].success:
+        return
+    ingest(month)
+    if not outcomes[-1].success:
+        return
+    stages.header(f"Scoring {month}'s forecasts against its actuals: job {pipeline_run.SCORING_JOB}")
+    outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.SCORING_JOB, tags=days))
+    pipeline_run.print_outcome(outcomes[-1])
+    print("\n".join(f"  {line}" for line in pipeline_run.accuracy_lines(instance, outcomes[-1].run_id)))
 
 
 def migrate_times(settings: Settings) -> int:

@@ -12,14 +12,17 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from dagster import DagsterEventType, DagsterInstance
 from dagster._core.definitions.selector import JobSubsetSelector
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
+from taxi_core.months import MonthWindow
 from taxi_core.names import LOCATION_NAME
 from taxi_core.progress import SilenceWatch, print_now, reporting_while
 from taxi_core.settings import PROJECT_ROOT
@@ -27,6 +30,7 @@ from taxi_core.settings import PROJECT_ROOT
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
 REPOSITORY_NAME = "__repository__"
 INGESTION_JOB, REFERENCE_JOB, TRAINING_JOB = "monthly_ingestion", "reference_data", "train_forecast_model"
+FORECAST_JOB, SCORING_JOB = "daily_forecast", "score_forecasts"
 QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 POLL_SECONDS = 0.5
 SUMMARY_EVENTS = {
@@ -221,7 +225,8 @@ def _materialization_line(materialization) -> str:
         line = f"{name:40s} rows={metadata[ROW_COUNT]:>9}  snapshot={metadata[SNAPSHOT_ID]}"
         return line + ("  (unchanged source: nothing written)" if publication == "unchanged" else "")
     if "model_version" in metadata and "champion" in metadata:
-        return f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + _model_score(metadata)
+        line = f"{name:40s} {metadata['model_version']}: {metadata['champion']}" + _model_score(metadata)
+        return line + (f"\n    serving: {metadata['promotion']}" if "promotion" in metadata else "")
     return name
 
 
@@ -243,10 +248,53 @@ def _coverage_80(metadata: dict) -> str:
     return f"{metadata['held_out_coverage_80']:.1%}"
 
 
+def days_of(month: str) -> dict[str, str]:
+    """The tags of a run over every day of ``month``: one run for a range of partitions, as a backfill's."""
+    window = MonthWindow.from_partition_key(month)
+    last = window.end - timedelta(days=1)
+    return {
+        ASSET_PARTITION_RANGE_START_TAG: f"{window.start:%Y-%m-%d}",
+        ASSET_PARTITION_RANGE_END_TAG: f"{last:%Y-%m-%d}",
+    }
+
+
+def accuracy_lines(instance: DagsterInstance, run_id: str) -> list[str]:
+    """Each day the run scored: the city's MAE and bias, the zones' MAE against naive's, their 80% coverage, and
+    the alarms that fired."""
+    fired: dict[str, list[str]] = {}
+    for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if evaluation is not None and not evaluation.passed:
+            fired.setdefault(evaluation.partition or "", []).append(evaluation.check_name)
+    lines = [f"{'day':10s} {'city MAE':>9s} {'city bias':>9s} {'zones MAE/naive':>15s} {'80% held':>8s}  alarms"]
+    for entry in sorted(
+        instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION),
+        key=lambda entry: entry.dagster_event.partition or "" if entry.dagster_event else "",
+    ):
+        materialization = entry.dagster_event.event_specific_data.materialization if entry.dagster_event else None
+        if materialization is None or materialization.partition is None:
+            continue
+        figures = {key: value.value for key, value in materialization.metadata.items()}
+        lines.append(
+            f"{materialization.partition:10s} {figures['city_mae']:9.1f} {figures['city_bias_pct']:8.1f}% "
+            f"{figures['zone_ratio_to_naive']:15.2f} {figures['zone_coverage_80_pct']:7.1f}%  "
+            + (", ".join(fired.get(materialization.partition, [])) or "none")
+        )
+    return lines
+
+
 def print_outcome(outcome: RunOutcome) -> None:
     print(f"Run {outcome.run_id} ({outcome.label}): {'succeeded' if outcome.success else 'FAILED'}")
-    for line in outcome.tables + outcome.problems:
+    for line in _one_line_per_asset(outcome.tables) + outcome.problems:
         print(f"  {line}")
+
+
+def _one_line_per_asset(lines: list[str]) -> list[str]:
+    """A run of many partitions (a backfill of days) says each asset once, with how many partitions it wrote."""
+    by_asset: dict[str, list[str]] = {}
+    for line in lines:
+        by_asset.setdefault(line.split(" ", 1)[0], []).append(line)
+    return [found[0] if len(found) == 1 else f"{found[-1]}  ({len(found)} partitions)" for found in by_asset.values()]
 
 
 def newest_plot(state: Path) -> Path | None:

@@ -3,6 +3,7 @@
 - the README's pipeline command, typed into a clean login shell on a fresh copy of the project, then the
   flow by hand there (:mod:`tests.test_first_hour`);
 - the ground-truth scenario, which records what really happened (:mod:`tests.test_ground_truth`);
+- the forecasting loop through a month (:mod:`tests.test_forecast_loop`);
 - the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`).
 """
 
@@ -87,6 +88,19 @@ def truth_record(lane: Lane) -> dict[str, Any]:
     return record
 
 
+def loop_record(lane: Lane) -> dict[str, Any]:
+    """The forecasting loop's scenario (:mod:`tests.loop_scenario`), in a state folder of its own: its record and
+    that folder, whose tables and lineage the tests read."""
+    folder = lane.scratch("loop")
+    out, state = folder / "record.json", folder / "state"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
+    environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
+    command = [sys.executable, "-m", "tests.loop_scenario", str(out), str(state)]
+    finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return {"record": json.loads(out.read_text()), "state": str(state)}
+
+
 @dataclass(frozen=True)
 class ClusterDemo:
     home: Path  # the profile's state folder (PostgreSQL can reach it when the tests run as root)
@@ -111,4 +125,5 @@ RUNS = (
     EndToEndRun("readme-demo", fixture="fresh_copy_demo", work=readme_demo),
     EndToEndRun("flow-by-hand", fixture="flow_by_hand", work=flow_by_hand),
     EndToEndRun("truth-record", fixture="truth_record", work=truth_record),
+    EndToEndRun("forecast-loop", fixture="loop", work=loop_record),
 )

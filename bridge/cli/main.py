@@ -33,7 +33,7 @@ import json
 import logging
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -262,7 +262,24 @@ def _metrics(version: TrainedVersion) -> str:
     return ", ".join(f"{name}={value:g}" for name, value in version.metrics.items()) or "none recorded"
 
 
-def model_lines(version: TrainedVersion) -> list[str]:
+def _live(figures: Mapping[str, float] | None) -> str:
+    if not figures:
+        return "not scored yet (no forecast of it has published actuals)"
+    return ", ".join(f"{name}={value:g}" for name, value in figures.items())
+
+
+def live_changes(before: TrainedVersion, after: TrainedVersion, live: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """How the live figures moved from ``before`` to ``after``, figure by figure (each as scored so far)."""
+    old, new = live.get(before.version) or {}, live.get(after.version) or {}
+    if not old and not new:
+        return []
+    if not old or not new:
+        return [f"live accuracy: {before.version}: {_live(old)}; {after.version}: {_live(new)}."]
+    moved = [f"{name} {old[name]:g} -> {new[name]:g}" for name in new if name in old and old[name] != new[name]]
+    return [f"live accuracy: {', '.join(moved) or 'unchanged'}."]
+
+
+def model_lines(version: TrainedVersion, live: Mapping[str, float] | None = None) -> list[str]:
     """One model version for a person: which candidate, its features, when, what it read, its metrics."""
     lines = [
         f"{version.version}  {learned(version, brief=True)}",
@@ -278,6 +295,7 @@ def model_lines(version: TrainedVersion) -> list[str]:
     if version.input_columns:
         lines.append(f"  input columns: {', '.join(sorted(version.input_columns))}")
     lines.append(f"  metrics: {_metrics(version)}")
+    lines.append(f"  live: {_live(live)}")
     return lines
 
 
@@ -285,14 +303,15 @@ def model(bridge: LineageBridge, version: str | None, as_json: bool) -> int:
     with _reading(bridge) as connection:
         versions = _trained(connection, bridge)
     chosen = [_model_version(versions, version)] if version else versions
+    live = bridge.live_accuracy() if bridge.live_accuracy and versions else {}
     if as_json:
-        print(json.dumps([v.to_json() for v in chosen], indent=2))
+        print(json.dumps([v.to_json() | {"live": dict(live.get(v.version) or {})} for v in chosen], indent=2))
         return 0
     if not versions:
         say(f"No model versions in the lineage yet; {bridge.how_to_fill_graph}.")
         return 0
     for found in chosen:
-        say(*model_lines(found))
+        say(*model_lines(found, live.get(found.version)))
     say(SHORTENED)
     return 0
 
@@ -305,15 +324,16 @@ def diff(bridge: LineageBridge, first: str, second: str, as_json: bool) -> int:
     before, after = _model_version(versions, first), _model_version(versions, second)
     if before.trained_at > after.trained_at:
         before, after = after, before
+    live = bridge.live_accuracy() if bridge.live_accuracy else {}
     if as_json:
-        changes = differences(before, after)
+        changes = differences(before, after) + live_changes(before, after, live)
         print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
         return 0
     say(
         f"From {before.version} (trained {when(before.trained_at)})",
         f"  to {after.version} (trained {when(after.trained_at)}):",
     )
-    say(*(f"  {line}" for line in differences(before, after, brief=True)))
+    say(*(f"  {line}" for line in differences(before, after, brief=True) + live_changes(before, after, live)))
     say(SHORTENED)
     return 0
 

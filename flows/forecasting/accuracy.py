@@ -95,3 +95,19 @@ def pooled(scores: pd.DataFrame, level: str = "zone") -> dict[str, float]:
         "coverage_80": float((rows.coverage_80 * rows.hours).sum() / hours),
         "coverage_95": float((rows.coverage_95 * rows.hours).sum() / hours),
     }
+
+
+def by_version(scores: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Each model version's live figures over every day of its forecasts scored: days, the zones' hour-weighted
+    MAE and its ratio to naive's, the city's bias, the zones' 80% coverage."""
+    found = {}
+    for version, rows in scores.groupby("model_version"):
+        zones, city = pooled(rows), pooled(rows, "city")
+        found[str(version)] = {
+            "days_scored": float(rows.day.nunique()),
+            "zone_mae": round(zones["mae"], 4),
+            "zone_mae_vs_naive": round(zones["ratio_to_naive"], 4),
+            "city_bias_pct": round(100 * city["bias"], 2),
+            "zone_coverage_80_pct": round(100 * zones["coverage_80"], 1),
+        }
+    return found

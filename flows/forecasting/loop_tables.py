@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from datetime import date
 
@@ -87,7 +88,10 @@ def _replace_days(catalog: Catalog, identifier: str, schema: Schema, column: str
     table = catalog.create_table_if_not_exists(identifier, schema=schema, partition_spec=_by_day(1, column))
     arrow = pa.Table.from_pandas(rows[[field.name for field in schema.fields]], preserve_index=False)
     days = sorted({day.isoformat() for day in rows[column]})
-    table.overwrite(arrow.cast(schema.as_arrow()), overwrite_filter=In(column, days))
+    with warnings.catch_warnings():
+        # A day written for the first time has no rows to replace, which pyiceberg warns of; nothing is wrong.
+        warnings.filterwarnings("ignore", message="Delete operation did not match any records")
+        table.overwrite(arrow.cast(schema.as_arrow()), overwrite_filter=In(column, days))
     return table.current_snapshot().snapshot_id
 
 
@@ -138,4 +142,12 @@ def read_accuracy(catalog: Catalog, days: Sequence[date]) -> pd.DataFrame:
     try:
         return _read_days(catalog, FORECAST_ACCURACY, "day", days, "forecast_accuracy")[0]
     except MissingInput:
+        return pd.DataFrame(columns=[field.name for field in ACCURACY_SCHEMA.fields])
+
+
+def read_all_accuracy(catalog: Catalog) -> pd.DataFrame:
+    """Every score the table holds (none before the first day is scored)."""
+    try:
+        return catalog.load_table(FORECAST_ACCURACY).scan().to_pandas()
+    except NoSuchTableError:
         return pd.DataFrame(columns=[field.name for field in ACCURACY_SCHEMA.fields])

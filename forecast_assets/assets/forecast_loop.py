@@ -7,7 +7,6 @@ UI write the same rows. ``forecast_accuracy`` scores a day when its month's actu
 the actuals (or a day's forecast) change and asks for the days it can score.
 """
 
-
 from collections.abc import Iterator
 
 import pandas as pd

@@ -1,0 +1,203 @@
+"""Run the forecasting loop through a month and record what really happened.
+
+    ./run python -m tests.loop_scenario OUT.json STATE_DIR
+
+In a state folder of its own: the zone lookup and two sample months ingested; a first training on seasonal naive
+alone (the first version serves), a second on every candidate (promoted only if it beats it); every day of the
+third month forecast on the schedule's code path (each tick's run request run as the daemon would run it); the
+third month ingested; the scoring sensor's requests run; one day's forecast overwritten +30% and scored (its
+alarm must fire), then forecast and scored again; a third training on seasonal naive alone (not promoted when
+worse); one lineage pass. OUT.json holds the runs, their outcomes and timings; the tests read the truth from the
+state folder's Iceberg tables and Metaflow runs, the lineage's claims from its events and DataHub Lite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+MONTHS = ["2024-12", "2025-01"]
+LOOP_MONTH = "2025-02"
+TRIPS = 20_000
+BIASED_DAY = "2025-02-12"
+BIAS = 1.3
+NAIVE_ONLY = "seasonal_naive"
+LEARNED = "seasonal_naive,profile,gbm,blend"
+# Each tick as the daemon evaluates the schedule: at its cron time on the day (UTC, as the partitions are keyed).
+TICK = timedelta(hours=5, minutes=30)
+
+
+def main(out: Path, state: Path) -> None:
+    os.environ["TAXI_STATE_DIR"] = str(state)
+    os.environ["DAGSTER_HOME"] = str(state / "dagster")
+    (state / "dagster").mkdir(parents=True, exist_ok=True)
+    from taxi_core.settings import PROJECT_ROOT, load_settings
+
+    link = state / "dagster" / "dagster.yaml"
+    if not link.exists():
+        link.symlink_to(PROJECT_ROOT / "dagster.yaml")
+    from taxi_demo.cli import init
+
+    os.environ.update(init(load_settings(), [*MONTHS, LOOP_MONTH], TRIPS))
+    settings = load_settings()
+    from taxi_core.tool_env import apply_tool_environment
+
+    apply_tool_environment(settings)
+    record = play(settings)
+    out.write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+
+
+def play(settings) -> dict:
+    import pandas as pd
+    from dagster import AssetCheckKey, DagsterInstance, build_schedule_context, build_sensor_context
+
+    from flows.forecasting import loop_tables
+    from forecast_assets.assets.forecast_loop import ACCURACY_KEY, DAILY_FORECAST_KEY
+    from forecast_assets.definitions import build_definitions
+    from forecast_assets.lineage_cli import main as lineage_command
+    from taxi_core.catalog import CatalogConfig, open_catalog
+    from taxi_core.names import ACTUALS
+    from taxi_demo import pipeline_run
+
+    record: dict = {"trainings": [], "forecast_ticks": [], "scoring": [], "timings": {}}
+    catalog = open_catalog(CatalogConfig.from_settings(settings))
+    with DagsterInstance.get() as instance:
+        definitions = build_definitions(settings)
+
+        def run(job: str, **options):
+            result = definitions.resolve_job_def(job).execute_in_process(
+                instance=instance, raise_on_error=False, **options
+            )
+            return {"run_id": result.run_id, "success": result.success, "job": job, **options}
+
+        def launched(job: str, month: str | None = None) -> bool:
+            """A Spark job's run in a process of its own, as the daemon and the UI start it (one JVM per run)."""
+            with pipeline_run.code_location(instance) as workspace:
+                tags = {"dagster/partition": f"{month}-01"} if month else None
+                return pipeline_run.run_to_end(instance, workspace, job, tags=tags).success
+
+        assert launched("reference_data")
+        for month in MONTHS:
+            assert launched("monthly_ingestion", month), month
+
+        def train(candidates: str) -> dict:
+            config = {"ops": {"run_training_flow": {"config": {"candidates": candidates}}}}
+            trained = run("train_forecast_model", run_config=config)
+            event = instance.get_latest_materialization_event(_key("forecast_model"))
+            metadata = event.asset_materialization.metadata
+            done = {"candidates": candidates, "success": trained["success"], "run_id": trained["run_id"]}
+            done |= {key: metadata[key].value for key in ("model_version", "serving", "promoted", "promotion")}
+            record["trainings"].append(done)
+            return done
+
+        train(NAIVE_ONLY)
+        train(LEARNED)
+        record["actuals_snapshot_before_loop_month"] = catalog.load_table(ACTUALS).current_snapshot().snapshot_id
+
+        schedule = definitions.resolve_schedule_def("daily_forecast_schedule")
+        days = pd.date_range(f"{LOOP_MONTH}-01", periods=pd.Period(LOOP_MONTH).days_in_month, freq="D")
+        for day in days:
+            tick = datetime(day.year, day.month, day.day, tzinfo=UTC) + TICK
+            requests = schedule.evaluate_tick(
+                build_schedule_context(instance=instance, scheduled_execution_time=tick)
+            ).run_requests
+            for request in requests:
+                began = time.perf_counter()
+                done = run("daily_forecast", partition_key=request.partition_key, tags=dict(request.tags))
+                done |= {"tick": tick.isoformat(), "seconds": round(time.perf_counter() - began, 2)}
+                record["forecast_ticks"].append(done)
+
+        assert launched("monthly_ingestion", LOOP_MONTH)
+        record["actuals_snapshot_after_loop_month"] = catalog.load_table(ACTUALS).current_snapshot().snapshot_id
+        sensor = definitions.resolve_sensor_def("score_published_forecasts")
+        cursor = None
+
+        def score(label: str) -> None:
+            nonlocal cursor
+            context = build_sensor_context(instance=instance, cursor=cursor, definitions=definitions)
+            result = sensor.evaluate_tick(context)
+            cursor = result.cursor
+            for request in result.run_requests:
+                began = time.perf_counter()
+                done = run("score_forecasts", tags=dict(request.tags))
+                done |= {"label": label, "seconds": round(time.perf_counter() - began, 2)}
+                record["scoring"].append(done)
+
+        score("month published")
+        biased = _overwrite_biased(catalog, loop_tables, pd.Timestamp(BIASED_DAY))
+        record["biased"] = {"day": BIASED_DAY, "forecast_snapshot_id": biased}
+        record["biased"]["run"] = run("score_forecasts", partition_key=BIASED_DAY)
+        record["biased"]["checks"] = _checks(instance, AssetCheckKey, ACCURACY_KEY, BIASED_DAY)
+        record["forecast_again"] = run("daily_forecast", partition_key=BIASED_DAY)
+        score("forecast again")
+        record["checks"] = {
+            day: _checks(instance, AssetCheckKey, ACCURACY_KEY, day) for day in (f"{d:%Y-%m-%d}" for d in days)
+        }
+        record["daily_forecast_materializations"] = _materializations(instance, DAILY_FORECAST_KEY)
+        record["accuracy_materializations"] = _materializations(instance, ACCURACY_KEY)
+        train(NAIVE_ONLY)
+        lineage_command([])
+    return record
+
+
+def _key(name: str):
+    from dagster import AssetKey
+
+    return AssetKey(name.split("/"))
+
+
+def _overwrite_biased(catalog, loop_tables, day) -> int:
+    """The day's forecast as written, every figure times BIAS: a forecast gone wrong, as a new table version."""
+    rows, _ = loop_tables.read_daily_forecast(catalog, day.date())
+    scaled = ["forecast", "lower_80", "upper_80", "lower_95", "upper_95", "model_forecast"]
+    rows[scaled] = rows[scaled] * BIAS
+    return loop_tables.write_daily_forecasts(
+        catalog, rows, str(rows.model_version.iloc[0]), int(rows.actuals_snapshot_id.iloc[0])
+    )
+
+
+def _checks(instance, check_key, asset_key, day: str) -> dict:
+    """Each alarm's latest evaluation on ``day``: passed or not, its severity and figures."""
+    from flows.forecasting.alarms import ALARMS
+
+    found = {}
+    for alarm in ALARMS:
+        history = instance.event_log_storage.get_asset_check_execution_history(
+            check_key(asset_key, alarm.name), limit=500
+        )
+        for execution in history:
+            evaluation = execution.event.dagster_event.event_specific_data if execution.event else None
+            if evaluation is None or getattr(evaluation, "partition", None) != day:
+                continue
+            found[alarm.name] = {
+                "passed": evaluation.passed,
+                "severity": evaluation.severity.value,
+                "metadata": {key: value.value for key, value in evaluation.metadata.items()},
+                "run_id": execution.run_id,
+            }
+            break
+    return found
+
+
+def _materializations(instance, key) -> list[dict]:
+    records = instance.fetch_materializations(key, limit=1000).records
+    return [
+        {
+            "partition": record.partition_key,
+            "run_id": record.run_id,
+            "metadata": {
+                name: value.value if not hasattr(value, "columns") else None
+                for name, value in record.asset_materialization.metadata.items()
+                if name not in ("boroughs", "dagster/column_schema")
+            },
+        }
+        for record in records
+    ]
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
