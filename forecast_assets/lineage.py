@@ -194,7 +194,8 @@ def _report_checks(pathspec: str) -> Mapping:
 
 def _live_accuracy(settings: Settings) -> Mapping[str, Mapping[str, float]]:
     """Each model version's scores so far, from nyc_taxi.forecast_accuracy (none before the first is scored)."""
-    from flows.forecasting.accuracy import by_version  # pandas and pyiceberg load only for the model views
+    # pandas and pyiceberg load only for the model views.
+    from flows.forecasting.accuracy import by_version
     from flows.forecasting.loop_tables import read_all_accuracy
     from taxi_core.catalog import CatalogConfig, open_catalog
 

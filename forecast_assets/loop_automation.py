@@ -8,6 +8,7 @@ from datetime import date, timedelta
 
 from dagster import (
     AssetSelection,
+    DagsterEventType,
     DailyPartitionsDefinition,
     DefaultScheduleStatus,
     DefaultSensorStatus,
@@ -23,7 +24,6 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from forecast_assets.assets.forecast_loop import ACCURACY_KEY, ACTUALS_KEY, DAILY_FORECAST_KEY
 
 DAILY_FORECAST_JOB, ACCURACY_JOB = "daily_forecast", "score_forecasts"
-MATERIALIZATIONS_READ = 100_000  # of each asset, newest first: years of daily partitions
 # 05:30 UTC, half past midnight in New York in winter (01:30 in summer): the day's forecast is made at its start,
 # from what was published before it.
 FORECAST_HOUR, FORECAST_MINUTE = 5, 30
@@ -54,12 +54,8 @@ def daily_forecast_schedule():
 
 def _newest(context: SensorEvaluationContext, key) -> dict[str, int]:
     """Each partition of ``key`` and the storage id of its newest materialization."""
-    records = context.instance.fetch_materializations(key, limit=MATERIALIZATIONS_READ).records
-    newest: dict[str, int] = {}
-    for record in records:
-        if record.partition_key:
-            newest[record.partition_key] = max(newest.get(record.partition_key, 0), record.storage_id)
-    return newest
+    storage = context.instance.event_log_storage
+    return dict(storage.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION))
 
 
 def days_to_score(actuals: dict[str, int], forecasts: dict[str, int], scored: dict[str, int]) -> list[tuple[str, str]]:

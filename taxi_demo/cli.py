@@ -290,7 +290,7 @@ def _run_pipeline(
 def _forecasting_loop(instance, workspace, month: str, stages: Stages, outcomes: list, ingest) -> None:
     """Every day of ``month`` forecast from what was published before it (one run, as a backfill from the UI); the
     month published; its days scored (the run the scoring sensor asks for) and their accuracy shown."""
-    from taxi_demo import pipeline_run
+    from taxi_demo import pipeline_run  # Dagster loads only for the commands that run jobs
 
     days = pipeline_run.days_of(month)
     stages.header(

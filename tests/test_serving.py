@@ -103,3 +103,16 @@ def test_what_a_day_reads_covers_its_features(served):
     start, end = replace(served, weather_delay_days=3).reads_from(days)
     assert end == pd.Timestamp("2025-02-01")
     assert start <= pd.Timestamp("2025-02-01") - pd.Timedelta(days=14)
+
+
+def test_a_day_forecast_from_the_days_before_it_as_written_is_the_day_forecast_afresh(served):
+    """The schedule's way: tomorrow starts from today's written forecasts, not from the data's end again."""
+    actuals = _actuals()
+    earlier = [pd.Timestamp("2025-01-01") + pd.Timedelta(days=day) for day in range(9)]
+    day = pd.Timestamp("2025-01-10")
+    written = serving.forecast(served, actuals, None, earlier)
+
+    afresh = serving.forecast(served, actuals, None, [day])
+    from_written = serving.forecast(served, actuals, None, [day], known=written)
+
+    pd.testing.assert_frame_equal(afresh, from_written)

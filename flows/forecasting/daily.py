@@ -21,25 +21,47 @@ from flows.forecasting.publication import Inputs
 DAY = pd.Timedelta(days=1)
 
 
-def forecast_days(model, inputs: Inputs, days: Sequence[pd.Timestamp], names: list[str]) -> pd.DataFrame:
+def forecast_days(
+    model, inputs: Inputs, days: Sequence[pd.Timestamp], names: list[str], known: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Each of ``days`` forecast by ``model`` from ``inputs`` as published at the day's start (under
     ``inputs.rule``), with ``forecast_origin`` (the day) and ``data_end`` (where the actuals it read end).
 
     One pass forward from the data's end serves every day published with the same data: the path from the
-    data's end to a day is the same whichever later day it leads to.
+    data's end to a day is the same whichever later day it leads to. ``known`` holds days of that path already
+    forecast by this model from the same data (``pickup_hour, pulocationid, predicted, data_end``): they stand in
+    as they were, not forecast again, so tomorrow's forecast costs one day, not the whole path.
     """
     rows = []
     for data_end, targets in _by_data_end(inputs, days):
         # A partly published day is forecast whole: the chain starts at the last whole day published.
         first_day = day = data_end.floor("D")
         chain = _chain(inputs.published_at(max(targets)), first_day)
+        earlier = _known_path(known, first_day, len(inputs.zones))
         while day <= max(targets):
-            forecast = forecast_day(model, chain, day, names).drop(columns=["total_rides"])
+            if day in earlier and day not in targets:
+                kept = chain.actuals.dtypes
+                forecast = earlier[day].astype({"pickup_hour": kept.pickup_hour, "pulocationid": kept.pulocationid})
+            else:
+                forecast = forecast_day(model, chain, day, names).drop(columns=["total_rides"])
             if day in targets:
                 rows.append(forecast.assign(data_end=first_day))
             chain = _with_stand_ins(chain, forecast)
             day += DAY
     return pd.concat(rows, ignore_index=True)
+
+
+def _known_path(known: pd.DataFrame | None, data_end: pd.Timestamp, zones: int) -> dict[pd.Timestamp, pd.DataFrame]:
+    """The days of ``known`` forecast from ``data_end`` for every zone and hour, by day."""
+    if known is None or known.empty:
+        return {}
+    mine = known[pd.to_datetime(known.data_end) == data_end]
+    hours = pd.to_datetime(mine.pickup_hour)
+    return {
+        day: rows[["pickup_hour", "pulocationid", "predicted"]].reset_index(drop=True)
+        for day, rows in mine.groupby(hours.dt.normalize())
+        if len(rows) == zones * DAY_HOURS
+    }
 
 
 def _by_data_end(inputs: Inputs, days: Sequence[pd.Timestamp]) -> list[tuple[pd.Timestamp, list[pd.Timestamp]]]:

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.expressions import EqualTo, In
+from pyiceberg.expressions import And, EqualTo, In
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
@@ -151,3 +151,25 @@ def read_all_accuracy(catalog: Catalog) -> pd.DataFrame:
         return catalog.load_table(FORECAST_ACCURACY).scan().to_pandas()
     except NoSuchTableError:
         return pd.DataFrame(columns=[field.name for field in ACCURACY_SCHEMA.fields])
+
+
+def read_earlier_days(
+    catalog: Catalog, first: date, last: date, model_version: str, actuals_snapshot_id: int
+) -> pd.DataFrame | None:
+    """The forecasts of the days ``first``..``last`` (inclusive) this version made from this actuals' snapshot, as
+    the table holds them (``None`` when there are none): what a later day's forecast starts from."""
+    if last < first:
+        return None
+    try:
+        table = catalog.load_table(DAILY_FORECAST)
+    except NoSuchTableError:
+        return None
+    days = [day.date().isoformat() for day in pd.date_range(first, last, freq="D")]
+    rows = table.scan(
+        row_filter=And(
+            In("forecast_day", days),
+            EqualTo("model_version", model_version),
+            EqualTo("actuals_snapshot_id", actuals_snapshot_id),
+        )
+    ).to_pandas()
+    return rows if len(rows) else None

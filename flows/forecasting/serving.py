@@ -158,18 +158,27 @@ def fit_served(
 
 
 def forecast(
-    served: ServedModel, actuals: pd.DataFrame, weather: pd.DataFrame | None, days: Sequence[pd.Timestamp]
+    served: ServedModel,
+    actuals: pd.DataFrame,
+    weather: pd.DataFrame | None,
+    days: Sequence[pd.Timestamp],
+    known: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Each of ``days`` forecast by ``served`` from what was published at its start: every zone, borough and the
-    city per hour (``FORECAST_COLUMNS``), reconciled, with intervals."""
+    city per hour (``FORECAST_COLUMNS``), reconciled, with intervals.
+
+    ``known``: earlier days this version forecast from the same actuals (``FORECAST_COLUMNS``' rows), whose own
+    forecasts stand in for the actuals not yet published instead of being made again (``daily.forecast_days``).
+    """
     start, _ = served.reads_from(days)
     rule = served.rule
+    zone_known, total_known = _known_by_model(known)
     zone_inputs = Inputs(actuals[actuals.pulocationid.isin(served.zones)], weather, served.zones, 24, start, rule)
-    zone_days = daily.forecast_days(served.zone_model, zone_inputs, days, served.zone_features)
+    zone_days = daily.forecast_days(served.zone_model, zone_inputs, days, served.zone_features, zone_known)
     zone_days[SERIES] = [hierarchy.series_name(served.boroughs[zone], zone) for zone in zone_days.pulocationid]
     total_rows, names = totals_actuals(zone_inputs.actuals, served.boroughs)
     totals = Inputs(total_rows, weather, sorted(names), 24, start, rule)
-    total_days = daily.forecast_days(served.total_model, totals, days, served.total_features)
+    total_days = daily.forecast_days(served.total_model, totals, days, served.total_features, total_known)
     total_days[SERIES] = total_days.pulocationid.map(names)
     base = pd.concat([zone_days, total_days], ignore_index=True).rename(
         columns={"pickup_hour": HOUR, "predicted": "model_forecast"}
@@ -189,6 +198,18 @@ def forecast(
     )
     rows = _with_intervals(served, rows).rename(columns={HOUR: "pickup_hour", SERIES: "series"})
     return rows[FORECAST_COLUMNS].sort_values(["forecast_day", "series", "pickup_hour"]).reset_index(drop=True)
+
+
+def _known_by_model(known: pd.DataFrame | None) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """Earlier days' own model forecasts, the zones' and the totals', as ``daily.forecast_days`` takes them."""
+    if known is None or known.empty:
+        return None, None
+    rows = known.assign(predicted=known.model_forecast)[["pickup_hour", "series", "level", "pulocationid",
+                                                         "predicted", "data_end"]]  # fmt: skip
+    zones = rows[rows.level == "zone"]
+    totals = rows[rows.level != "zone"]
+    totals = totals.assign(pulocationid=totals.series.map(total_id))
+    return zones.drop(columns=["series", "level"]), totals.drop(columns=["series", "level"])
 
 
 def _with_intervals(served: ServedModel, rows: pd.DataFrame) -> pd.DataFrame:

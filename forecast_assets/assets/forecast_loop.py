@@ -59,10 +59,6 @@ PLOTTED = ("city_mae", "city_bias_pct", "city_ratio_to_naive", "zone_mae", "zone
            "zone_coverage_80_pct", "zone_coverage_95_pct")  # fmt: skip
 
 
-class NothingServes(RuntimeError):
-    """No model version serves yet: there is nothing to forecast with."""
-
-
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
     """Every day from the first month, to the last month's end when the source has one, else to today: the day
     in progress is a partition, as its forecast is made at its start.
@@ -84,7 +80,7 @@ def _served(catalog):
     """The serving version and what it serves with, from the registry and its Metaflow run."""
     from metaflow import Run, namespace  # Metaflow loads only when a forecast is made
 
-    from flows.forecasting import registry
+    from flows.forecasting import registry  # the flow's modules load with the step, not with the definitions
 
     serving = registry.serving_version(catalog, MODEL_NAME)
     if serving is None:
@@ -132,7 +128,13 @@ def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
             f"Forecasting {len(wanted)} day(s) with {version.version} ({version.champion}) from actuals before "
             f"{end:%Y-%m-%d} (snapshot {actuals_snapshot}): {len(served.zones)} zones, their boroughs and the city"
         )
-        rows = serving.forecast(served, actuals, weather, wanted)
+        # The days between the data's end and the first day asked, as this version forecast them from these
+        # actuals: they stand in for the unpublished actuals instead of being forecast again.
+        data_end = served.rule.actuals_through(min(wanted)).floor("D")
+        earlier = loop_tables.read_earlier_days(
+            lakehouse, data_end.date(), (min(wanted) - pd.Timedelta(days=1)).date(), version.version, actuals_snapshot
+        )
+        rows = serving.forecast(served, actuals, weather, wanted, known=earlier)
         snapshot_id = loop_tables.write_daily_forecasts(lakehouse, rows, version.version, actuals_snapshot)
         read = {FORECAST_MODEL.to_user_string(): version.version, ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}
         if weather_snapshot is not None:
@@ -164,7 +166,7 @@ def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
 
 
 def _score_metadata(scores: pd.DataFrame) -> dict:
-    from flows.forecasting.accuracy import pooled
+    from flows.forecasting.accuracy import pooled  # the flow's modules load with the step, not with the definitions
 
     city, zones = pooled(scores, "city"), pooled(scores)
     boroughs = scores[scores.level == "borough"].sort_values("series")
@@ -192,6 +194,7 @@ def _severity(alarm) -> AssetCheckSeverity:
 
 def _score_day(lakehouse, day: pd.Timestamp):
     """A day's forecast scored against the actuals published now; the scores and the versions compared."""
+    # The flow's modules load with the step, not with the definitions.
     from flows.forecasting import accuracy, loop_tables, tables
 
     forecast, forecast_snapshot = loop_tables.read_daily_forecast(lakehouse, day.date())
@@ -215,6 +218,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
         "against seasonal naive and interval coverage, per zone, borough and the city.",
     )
     def forecast_accuracy(context: AssetExecutionContext, catalog: IcebergCatalogResource):
+        # The flow's modules load with the step, not with the definitions.
         from flows.forecasting import alarms, loop_tables
 
         lakehouse = catalog.load()
@@ -279,7 +283,7 @@ def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> li
 
 def accuracy_checks(days: DailyPartitionsDefinition) -> list:
     """The alarms as checks a user runs on a scored day from the UI: each reads the day's scores back."""
-    from flows.forecasting.alarms import ALARMS
+    from flows.forecasting.alarms import ALARMS  # the flow's modules load with the step, not with the definitions
 
     def build(alarm):
         @asset_check(
@@ -287,6 +291,7 @@ def accuracy_checks(days: DailyPartitionsDefinition) -> list:
             partitions_def=days,
         )  # fmt: skip
         def check(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource) -> AssetCheckResult:
+            # The flow's modules load with the step, not with the definitions.
             from flows.forecasting import alarms, loop_tables
 
             day = pd.Timestamp(context.partition_key)
