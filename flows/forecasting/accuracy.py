@@ -74,10 +74,19 @@ def score_forecast(forecast: pd.DataFrame, actuals: pd.DataFrame) -> pd.DataFram
     """
     zones = forecast[forecast.level == "zone"]
     boroughs = dict(zip(zones.pulocationid.astype(int), zones.borough, strict=True))
-    observed, _ = series_frame(actuals[actuals.pulocationid.isin(boroughs)], boroughs)
+    observed, _ = series_frame(_zero_filled(actuals, list(boroughs)), boroughs)
     scores = score_day(forecast.rename(columns={"series": SERIES, "pickup_hour": HOUR}), observed)
     described = forecast.drop_duplicates("series").set_index("series")[DESCRIBED]
     return scores.join(described, on=SERIES).rename(columns={SERIES: "series"})
+
+
+def _zero_filled(actuals: pd.DataFrame, zones: list[int]) -> pd.DataFrame:
+    """Every zone's rides in every hour the actuals span: the table holds a zone's hours only in a month it had a
+    ride, so a served zone it lacks had none. An hour past the actuals stays unknown (not scored)."""
+    hours = pd.date_range(actuals.pickup_hour.min(), actuals.pickup_hour.max(), freq="h")
+    grid = pd.MultiIndex.from_product([zones, hours], names=["pulocationid", "pickup_hour"])
+    rides = actuals.set_index(["pulocationid", "pickup_hour"]).total_rides
+    return rides.reindex(grid, fill_value=0).reset_index()
 
 
 def pooled(scores: pd.DataFrame, level: str = "zone") -> dict[str, float]:
