@@ -192,7 +192,11 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
         elif event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
             if not evaluation.passed:
-                outcome.problems.append(f"check {evaluation.check_name} FAILED: {evaluation.description or ''}")
+                severity = "warns" if evaluation.severity.value == "WARN" else "FAILED"
+                day = f" on {evaluation.partition}" if evaluation.partition else ""
+                outcome.problems.append(
+                    f"check {evaluation.check_name} {severity}{day}: {evaluation.description or ''}"
+                )
         elif event.event_type == DagsterEventType.STEP_FAILURE:
             error = event.step_failure_data.error
             message = _with_causes(error) if error else event.message or ""

@@ -13,6 +13,8 @@ state folder's Iceberg tables and Metaflow runs, the lineage's claims from its e
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -141,7 +143,17 @@ def play(settings) -> dict:
         record["accuracy_materializations"] = _materializations(instance, ACCURACY_KEY)
         train(NAIVE_ONLY)
         lineage_command([])
+        record["model_json"] = json.loads(_printed(lineage_command, ["model", "--json"]))
+        versions = [training["model_version"] for training in record["trainings"]]
+        record["diff"] = _printed(lineage_command, ["diff", versions[1], versions[2]])
     return record
+
+
+def _printed(command, arguments: list[str]) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        command(arguments)
+    return printed.getvalue()
 
 
 def _key(name: str):

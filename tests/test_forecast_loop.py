@@ -245,3 +245,20 @@ def test_the_lineage_of_a_scored_day_leads_to_its_forecast_version_model_version
     assert inputs[ACTUALS] == str(int(forecast.actuals_snapshot_id.iloc[0]))
     (model,) = [name for name in inputs if name.endswith("forecast_model")]
     assert inputs[model] == forecast.model_version.iloc[0]
+
+
+def test_taxi_lineage_model_shows_each_version_s_live_accuracy_and_diff_its_change(record, tables):
+    scores = tables.load_table(ACCURACY).scan().to_pandas()
+    zones = scores[scores.level == "zone"]
+    serving = record["trainings"][1]["model_version"]
+    live = {version["version"]: version["live"] for version in record["model_json"]}
+    mine = zones[zones.model_version == serving]
+    assert live[serving]["days_scored"] == len(DAYS)
+    weighted = (mine.mae * mine.hours).sum() / mine.hours.sum()
+    assert live[serving]["zone_mae"] == pytest.approx(weighted, abs=1e-4)
+    assert live[serving]["zone_mae_vs_naive"] == pytest.approx(
+        (mine.mae * mine.hours).sum() / (mine.naive_mae * mine.hours).sum(), abs=1e-4
+    )
+    never_served = record["trainings"][2]["model_version"]
+    assert live[never_served] == {}
+    assert "live accuracy:" in record["diff"] and "not scored yet" in record["diff"]
