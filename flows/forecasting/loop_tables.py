@@ -29,7 +29,7 @@ from flows.forecasting.tables import MissingInput
 from taxi_core.names import DAILY_FORECAST, FORECAST_ACCURACY
 from taxi_core.wall_clock import wall_clock_doc
 
-_SERIES = "The series: city, city/<borough> or city/<borough>/<zone>"
+_SERIES = "The series: city, city/BOROUGH or city/BOROUGH/ZONE"
 _INTERVAL = "bound of the {} prediction interval"
 DAILY_FORECAST_SCHEMA = Schema(
     NestedField(1, "forecast_day", DateType(), required=False, doc="The day forecast (America/New_York)"),

@@ -123,3 +123,31 @@ def save_png(png: bytes, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png)
     return path
+
+
+def accuracy_figure(days: pd.DataFrame):
+    """Each scored day: the zones' MAE against seasonal naive's, the city's bias, the zones' 80% coverage.
+
+    ``days``: ``day, zone_ratio_to_naive, city_bias_pct, zone_coverage_80_pct``, one row per day."""
+    figure, (ratio, bias, coverage) = plt.subplots(3, 1, figsize=(WIDE_FIGURE[0], 7), sharex=True)
+    when = pd.to_datetime(days.day)
+    ratio.plot(when, days.zone_ratio_to_naive, marker="o", color="tab:blue")
+    ratio.axhline(1.0, color="tab:gray", linestyle="--", linewidth=1, label="as good as naive")
+    ratio.set_ylabel("zones' MAE / naive")
+    ratio.set_ylim(0, max(1.2, float(days.zone_ratio_to_naive.max()) * 1.1))
+    ratio.legend(fontsize=9, loc="lower left")
+    bias.bar(when, days.city_bias_pct, color=["tab:red" if abs(b) > 10 else "tab:blue" for b in days.city_bias_pct])
+    for limit in (-10, 10):
+        bias.axhline(limit, color="tab:gray", linestyle="--", linewidth=1)
+    bias.set_ylabel("city bias, %")
+    coverage.plot(when, days.zone_coverage_80_pct, marker="o", color="tab:green")
+    coverage.axhspan(60, 95, color="tab:green", alpha=0.08, label="alarm's range (60-95%)")
+    coverage.axhline(80, color="tab:gray", linestyle="--", linewidth=1, label="80%")
+    coverage.set_ylabel("zone-hours in 80% interval, %")
+    coverage.legend(fontsize=9, loc="lower left")
+    coverage.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+    for axis in (ratio, bias, coverage):
+        axis.grid(axis="y", alpha=0.3)
+    ratio.set_title("Forecast accuracy per day, once the day's actuals were published", fontsize=11, loc="left")
+    figure.tight_layout()
+    return figure

@@ -44,7 +44,7 @@ from forecast_assets.assets.table_metadata import (
     snapshot_text,
     table_key,
 )
-from forecast_assets.assets.training import FORECAST_MODEL
+from forecast_assets.assets.training import FORECAST_MODEL, png_markdown
 from forecast_assets.resources import IcebergCatalogResource
 from taxi_core.figures import percent, ratio, rides
 from taxi_core.months import MonthWindow
@@ -222,6 +222,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
         from flows.forecasting import alarms, loop_tables
 
         lakehouse = catalog.load()
+        scored = []
         for day in _days(context):
             scores, forecast_snapshot, actuals_snapshot, version = _score_day(lakehouse, day)
             if scores.hours.sum() == 0:
@@ -231,28 +232,47 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
             recent = loop_tables.read_accuracy(
                 lakehouse, [(day - pd.Timedelta(days=back)).date() for back in range(1, alarms.ROLLING_DAYS)]
             )
-            key = f"{day:%Y-%m-%d}"
             read = {DAILY_FORECAST_KEY.to_user_string(): str(forecast_snapshot),
                     ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}  # fmt: skip
             schema = TableSchema(columns=[TableColumn(*c) for c in loop_tables.columns(loop_tables.ACCURACY_SCHEMA)])
-            yield AssetMaterialization(
-                ACCURACY_KEY,
-                partition=key,
-                metadata={
-                    TABLE_NAME: FORECAST_ACCURACY, SNAPSHOT_ID: snapshot_text(snapshot_id),
-                    ROW_COUNT: MetadataValue.int(len(scores)), COLUMN_SCHEMA: schema,
-                    "model_version": version, "forecast_snapshot_id": snapshot_text(forecast_snapshot),
-                    "actuals_snapshot_id": snapshot_text(actuals_snapshot),
-                    **_score_metadata(scores), **input_versions_metadata(read),
-                },
-            )  # fmt: skip
+            metadata = {
+                TABLE_NAME: FORECAST_ACCURACY, SNAPSHOT_ID: snapshot_text(snapshot_id),
+                ROW_COUNT: MetadataValue.int(len(scores)), COLUMN_SCHEMA: schema,
+                "model_version": version, "forecast_snapshot_id": snapshot_text(forecast_snapshot),
+                "actuals_snapshot_id": snapshot_text(actuals_snapshot),
+                **_score_metadata(scores), **input_versions_metadata(read),
+            }  # fmt: skip
+            scored.append((f"{day:%Y-%m-%d}", metadata, alarms.evaluate(scores, recent)))
+        if scored:
+            # The month's days in one picture, on the newest day scored: what Dagster's partition plots would show.
+            scored[-1][1]["accuracy_by_day"] = _accuracy_chart(lakehouse, [key for key, _, _ in scored])
+        for key, metadata, outcomes in scored:
+            yield AssetMaterialization(ACCURACY_KEY, partition=key, metadata=metadata)
             # A check Dagster planned in this run (Materialize with its checks, from the UI) runs itself, on the
             # scores written; the scoring job leaves the checks to this step, per day.
             if not context.op_execution_context.selected_asset_check_keys:
-                for evaluation in _evaluations(context, key, alarms.evaluate(scores, recent)):
+                for evaluation in _evaluations(context, key, outcomes):
                     context.log_event(evaluation)
 
     return forecast_accuracy
+
+
+def _accuracy_chart(lakehouse, keys: list[str]) -> MetadataValue:
+    """Every scored day of the months of ``keys``, drawn: the zones' MAE against naive's, the city's bias, the
+    zones' 80% coverage."""
+    # The flow's modules load with the step; matplotlib only where a chart is drawn.
+    from flows.forecasting import accuracy, loop_tables, plots
+
+    months = {key[:7] for key in keys}
+    scores = loop_tables.read_all_accuracy(lakehouse)
+    scores = scores[scores.day.astype(str).str[:7].isin(months)]
+    days = []
+    for day, rows in scores.groupby(scores.day.astype(str)):
+        zones, city = accuracy.pooled(rows), accuracy.pooled(rows, "city")
+        days.append({"day": day, "zone_ratio_to_naive": zones["ratio_to_naive"], "city_bias_pct": 100 * city["bias"],
+                     "zone_coverage_80_pct": 100 * zones["coverage_80"]})  # fmt: skip
+    figure = plots.accuracy_figure(pd.DataFrame(days))
+    return png_markdown(plots.png_bytes(figure), f"forecast accuracy per day, {', '.join(sorted(months))}")
 
 
 def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> list[AssetCheckEvaluation]:
