@@ -137,7 +137,8 @@ def fit_served(
     held_out_weeks: Sequence[pd.Timestamp],
 ) -> ServedModel:
     """The version's served model: the zones' (fitted by the caller), the totals' fitted on ``zones``' actuals
-    summed, its spread measured over ``held_out_weeks``, and every series' in-sample errors."""
+    summed, its spread measured over ``held_out_weeks``, and every series' in-sample errors. A zone the lookup
+    gives no borough is in no total, and not served."""
     served_boroughs = {zone: boroughs[zone] for zone in zones.zones if zone in boroughs}
     zone_actuals = zones.actuals[zones.actuals.pulocationid.isin(zones.zones)]
     total_rows, names = totals_actuals(zone_actuals, served_boroughs)
@@ -146,13 +147,14 @@ def fit_served(
     backtested = backtest.rolling_origin_backtest(totals, make_model, list(held_out_weeks))
     zone_model, zone_features = zone_model_and_features
     zone_errors = _in_sample(zone_model, zones, origin, zone_features)
+    zone_errors = zone_errors[zone_errors.pulocationid.isin(served_boroughs)]
     zone_errors[SERIES] = [hierarchy.series_name(served_boroughs[zone], zone) for zone in zone_errors.pulocationid]
     total_errors = _in_sample(total_model, totals, origin, total_features)
     total_errors[SERIES] = total_errors.pulocationid.map(names)
     errors = pd.concat([zone_errors, total_errors], ignore_index=True).drop(columns=["pulocationid"])
     return ServedModel(
-        version, champion, list(zones.zones), served_boroughs, zone_model, zone_features, total_model, total_features,
-        zone_intervals, _spread(backtested, names), errors, zones.rule.weather_delay_days,
+        version, champion, sorted(served_boroughs), served_boroughs, zone_model, zone_features, total_model,
+        total_features, zone_intervals, _spread(backtested, names), errors, zones.rule.weather_delay_days,
         zones.weather is not None,
     )  # fmt: skip
 
