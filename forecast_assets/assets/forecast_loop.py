@@ -54,9 +54,6 @@ from taxi_core.settings import Settings
 FORECASTING_GROUP = "forecasting"
 DAILY_FORECAST_KEY, ACCURACY_KEY = table_key(DAILY_FORECAST), table_key(FORECAST_ACCURACY)
 ACTUALS_KEY, WEATHER_KEY = table_key(ACTUALS), table_key(RAW_WEATHER)
-# Read back by the checks and plotted by Dagster per partition.
-PLOTTED = ("city_mae", "city_bias_pct", "city_ratio_to_naive", "zone_mae", "zone_ratio_to_naive",
-           "zone_coverage_80_pct", "zone_coverage_95_pct")  # fmt: skip
 
 
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
