@@ -6,6 +6,7 @@ Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands buil
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,7 +19,15 @@ from bridge.config import LineageBridge, SinkSpec
 from bridge.index.picture import picture_file
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
 from taxi_core.catalog import CatalogConfig
-from taxi_core.names import FLOW_NAME, LOCATION_NAME, MODEL_CANDIDATE_PARAM, MODEL_NAME, MODEL_TARGET, NAMESPACE
+from taxi_core.names import (
+    FLOW_NAME,
+    LIVE_ACCURACY_FILE,
+    LOCATION_NAME,
+    MODEL_CANDIDATE_PARAM,
+    MODEL_NAME,
+    MODEL_TARGET,
+    NAMESPACE,
+)
 from taxi_core.settings import PROJECT_ROOT, Settings
 
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
@@ -193,14 +202,11 @@ def _report_checks(pathspec: str) -> Mapping:
 
 
 def _live_accuracy(settings: Settings) -> Mapping[str, Mapping[str, float]]:
-    """Each model version's scores so far, from nyc_taxi.forecast_accuracy (none before the first is scored)."""
-    # pandas and pyiceberg load only for the model views.
-    from flows.forecasting.accuracy import by_version
-    from flows.forecasting.loop_tables import read_all_accuracy
-    from taxi_core.catalog import CatalogConfig, open_catalog
-
-    scores = read_all_accuracy(open_catalog(CatalogConfig.from_settings(settings)))
-    return by_version(scores) if len(scores) else {}
+    """Each model version's scores so far, as the newest scoring of nyc_taxi.forecast_accuracy left them (none before
+    the first day is scored); JSON, so reading the lineage loads no table format's library."""
+    path = settings.state_dir / LIVE_ACCURACY_FILE
+    found: dict[str, dict[str, float]] = json.loads(path.read_text()) if path.is_file() else {}
+    return found
 
 
 def taxi_bridge(settings: Settings) -> LineageBridge:

@@ -11,6 +11,9 @@ MODEL_PROMOTIONS = f"{NAMESPACE}.model_promotions"
 # its actuals are published (forecast_assets/assets/forecast_loop.py).
 DAILY_FORECAST = f"{NAMESPACE}.yellow_rides_daily_forecast"
 FORECAST_ACCURACY = f"{NAMESPACE}.forecast_accuracy"
+# Each model version's live figures as the newest scoring left them, in the state folder: what `taxi-lineage model`
+# reads without a table format's library.
+LIVE_ACCURACY_FILE = "lineage/live_accuracy.json"
 # TLC's zone lookup as published (forecast_assets/source_specs/taxi_zones.py): the forecast names its zones from it.
 ZONES = f"{NAMESPACE}.taxi_zones"
 

@@ -7,6 +7,7 @@ UI write the same rows. ``forecast_accuracy`` scores a day when its month's actu
 the actuals (or a day's forecast) change and asks for the days it can score.
 """
 
+import json
 from collections.abc import Iterator
 
 import pandas as pd
@@ -47,9 +48,10 @@ from forecast_assets.assets.table_metadata import (
 from forecast_assets.assets.training import FORECAST_MODEL, png_markdown
 from forecast_assets.resources import IcebergCatalogResource
 from taxi_core.figures import percent, ratio, rides
+from taxi_core.files import write_atomically
 from taxi_core.months import MonthWindow
-from taxi_core.names import ACTUALS, DAILY_FORECAST, FORECAST_ACCURACY, MODEL_NAME, RAW_WEATHER
-from taxi_core.settings import Settings
+from taxi_core.names import ACTUALS, DAILY_FORECAST, FORECAST_ACCURACY, LIVE_ACCURACY_FILE, MODEL_NAME, RAW_WEATHER
+from taxi_core.settings import Settings, load_settings
 
 FORECASTING_GROUP = "forecasting"
 DAILY_FORECAST_KEY, ACCURACY_KEY = table_key(DAILY_FORECAST), table_key(FORECAST_ACCURACY)
@@ -243,6 +245,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
         if scored:
             # The month's days in one picture, on the newest day scored: what Dagster's partition plots would show.
             scored[-1][1]["accuracy_by_day"] = _accuracy_chart(lakehouse, [key for key, _, _ in scored])
+            _write_live_accuracy(lakehouse)
         for key, metadata, outcomes in scored:
             yield AssetMaterialization(ACCURACY_KEY, partition=key, metadata=metadata)
             # A check Dagster planned in this run (Materialize with its checks, from the UI) runs itself, on the
@@ -270,6 +273,16 @@ def _accuracy_chart(lakehouse, keys: list[str]) -> MetadataValue:
                      "zone_coverage_80_pct": 100 * zones["coverage_80"]})  # fmt: skip
     figure = plots.accuracy_figure(pd.DataFrame(days))
     return png_markdown(plots.png_bytes(figure), f"forecast accuracy per day, {', '.join(sorted(months))}")
+
+
+def _write_live_accuracy(lakehouse) -> None:
+    """Each version's figures over every day scored, where ``taxi-lineage model`` reads them without a table
+    format's library (forecast_assets/lineage.py)."""
+    # The flow's modules load with the step, not with the definitions.
+    from flows.forecasting import accuracy, loop_tables
+
+    live = accuracy.by_version(loop_tables.read_all_accuracy(lakehouse))
+    write_atomically(load_settings().state_dir / LIVE_ACCURACY_FILE, json.dumps(live, indent=1, sort_keys=True))
 
 
 def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> list[AssetCheckEvaluation]:
