@@ -75,29 +75,29 @@ def flow_by_hand(lane: Lane) -> subprocess.CompletedProcess[str]:
     return in_login_shell(lane, "./run python flows/train.py run", copy)
 
 
-def truth_record(lane: Lane) -> dict[str, Any]:
-    """The ground-truth scenario's record (:mod:`tests.truth.scenario`), run in a state folder of its own."""
-    folder = lane.scratch("truth")
+def _scenario(lane: Lane, name: str, module: str) -> tuple[Path, Path]:
+    """Run the scenario ``module`` (``OUT.json STATE_DIR``) in a state folder of its own; its record and folder."""
+    folder = lane.scratch(name)
     out, state = folder / "record.json", folder / "state"
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
     environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
-    command = [sys.executable, "-m", "tests.truth.scenario", str(out), str(state)]
+    command = [sys.executable, "-m", module, str(out), str(state)]
     finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
     assert finished.returncode == 0, finished.stderr[-4000:]
+    return out, state
+
+
+def truth_record(lane: Lane) -> dict[str, Any]:
+    """The ground-truth scenario's record (:mod:`tests.truth.scenario`)."""
+    out, _ = _scenario(lane, "truth", "tests.truth.scenario")
     record: dict[str, Any] = json.loads(out.read_text())
     return record
 
 
 def loop_record(lane: Lane) -> dict[str, Any]:
-    """The forecasting loop's scenario (:mod:`tests.loop_scenario`), in a state folder of its own: its record and
-    that folder, whose tables and lineage the tests read."""
-    folder = lane.scratch("loop")
-    out, state = folder / "record.json", folder / "state"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
-    environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
-    command = [sys.executable, "-m", "tests.loop_scenario", str(out), str(state)]
-    finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
-    assert finished.returncode == 0, finished.stderr[-4000:]
+    """The forecasting loop's scenario (:mod:`tests.loop_scenario`): its record and its state folder, whose tables
+    and lineage the tests read."""
+    out, state = _scenario(lane, "loop", "tests.loop_scenario")
     return {"record": json.loads(out.read_text()), "state": str(state)}
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from tests.truth.scenario import in_state_folder
 
 MONTHS = ["2024-12", "2025-01"]
 LOOP_MONTH = "2025-02"
@@ -34,21 +35,7 @@ TICK = timedelta(hours=5, minutes=30)
 
 
 def main(out: Path, state: Path) -> None:
-    os.environ["TAXI_STATE_DIR"] = str(state)
-    os.environ["DAGSTER_HOME"] = str(state / "dagster")
-    (state / "dagster").mkdir(parents=True, exist_ok=True)
-    from taxi_core.settings import PROJECT_ROOT, load_settings
-
-    link = state / "dagster" / "dagster.yaml"
-    if not link.exists():
-        link.symlink_to(PROJECT_ROOT / "dagster.yaml")
-    from taxi_demo.cli import init
-
-    os.environ.update(init(load_settings(), [*MONTHS, LOOP_MONTH], TRIPS))
-    settings = load_settings()
-    from taxi_core.tool_env import apply_tool_environment
-
-    apply_tool_environment(settings)
+    settings = in_state_folder(state, [*MONTHS, LOOP_MONTH], TRIPS)
     record = play(settings)
     out.write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
 

@@ -33,7 +33,9 @@ def sha256(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def main(out: Path, state: Path) -> None:
+def in_state_folder(state: Path, months: list[str], trips: int):
+    """This process on ``state``, a state folder of its own with the sample source of ``months`` and a Dagster
+    instance there; its settings, with the tools' environment in place."""
     os.environ["TAXI_STATE_DIR"] = str(state)
     os.environ["DAGSTER_HOME"] = str(state / "dagster")
     (state / "dagster").mkdir(parents=True, exist_ok=True)
@@ -44,11 +46,16 @@ def main(out: Path, state: Path) -> None:
         link.symlink_to(PROJECT_ROOT / "dagster.yaml")
     from taxi_demo.cli import init
 
-    os.environ.update(init(load_settings(), sorted(MONTHS), TRIPS))
+    os.environ.update(init(load_settings(), sorted(months), trips))
     settings = load_settings()
     from taxi_core.tool_env import apply_tool_environment
 
     apply_tool_environment(settings)
+    return settings
+
+
+def main(out: Path, state: Path) -> None:
+    settings = in_state_folder(state, MONTHS, TRIPS)
     # Dagster and Metaflow read their configuration when imported: only now.
     from tests.truth.history import History
 
