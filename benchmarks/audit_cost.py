@@ -10,7 +10,7 @@ are written): that write is the ingest reference, timed observing the baseline a
 audit's. The month's facts are the pipeline's: the neighbour counted from the 2024-12 file with pyarrow, the zone
 lookup shipped with the project. Then, interleaved, median of ``--repeat``:
 
-* ``audit_month`` with the baseline audits, with every audit in ``RAW_YELLOW_AUDITS``, and with the new ones alone,
+* ``audit_month`` with the baseline audits, with every audit in ``YELLOW_TRIPS.audits``, and with the new ones alone,
   on the month read back from the staged branch (one aggregate pass, then each distinct query once);
 * the same three with the aggregate pass given as observed during the write, as the pipeline runs them: only the
   audits' own queries and the judges are left after the write;
@@ -110,24 +110,24 @@ def measure(args: argparse.Namespace) -> int:
     from forecast_assets.definitions import resources_for
     from forecast_assets.lakehouse.publication import stage_month, staging_branch
     from forecast_assets.lakehouse.zone_reference import ZoneReference
-    from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
-    from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
-    from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
+    from forecast_assets.source_specs.yellow_trips import RAW_YELLOW, YELLOW
+    from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
+    from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
     from taxi_core.months import MonthWindow
     from taxi_core.settings import load_settings
     from taxi_core.tool_env import apply_tool_environment
     from taxi_core.zones import load_zones
     from taxi_demo.sample_source import SampleSource
 
-    by_name = {audit.name: audit for audit in RAW_YELLOW_AUDITS}
+    by_name = {audit.name: audit for audit in YELLOW_TRIPS.audits}
     unknown = sorted(set(BASELINE + NEW) - set(by_name))
     unlisted = sorted(set(by_name) - set(BASELINE + NEW))
     if unknown or unlisted:
-        print(f"RAW_YELLOW_AUDITS has changed: not found {unknown or 'none'}; not in either set {unlisted or 'none'}")
+        print(f"YELLOW_TRIPS.audits has changed: not found {unknown or 'none'}; not in either set {unlisted or 'none'}")
         return 1
     sets = {
         "baseline audits (before)": [by_name[name] for name in BASELINE],
-        "every audit (now)": list(RAW_YELLOW_AUDITS),
+        "every audit (now)": list(YELLOW_TRIPS.audits),
         "the new audits alone": [by_name[name] for name in NEW],
     }
 
@@ -151,8 +151,8 @@ def measure(args: argparse.Namespace) -> int:
     fingerprint = _sha256(path)
 
     def source_rows():  # as the trip source's _read: the staged file, timestamps, one schema, source columns
-        return normalize_trips(with_timestamps(spark.read.parquet(str(path))), AUDITED, path.name, fingerprint,
-                               datetime.now(UTC))  # fmt: skip
+        published = with_timestamps(spark.read.parquet(str(path)), YELLOW)
+        return normalize_trips(published, YELLOW, AUDITED, path.name, fingerprint, datetime.now(UTC))
 
     branch = staging_branch(window, "audit-cost")
     passes = {label: AggregatePass.of(audits, facts) for label, audits in sets.items()}

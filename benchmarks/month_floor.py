@@ -26,10 +26,11 @@ from forecast_assets.assets.lakehouse_tables import eligible_zones
 from forecast_assets.audits import MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.source_specs import noaa_weather, yellow_trips
+from forecast_assets.source_specs.yellow_trips import COLUMNS as RAW_COLUMN_TYPES
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import COLUMNS, DAY_COLUMNS, MISSING_VALUE, NYC_COUNTY_FIPS
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
-from forecast_assets.trip_audits import DUPLICATE_LIMIT, OUTSIDE_MONTH_LIMIT, ROWS_AGAINST_RECENT, TRIP_RECORD
+from forecast_assets.trip_audits import DUPLICATE_LIMIT, OUTSIDE_MONTH_LIMIT, ROWS_AGAINST_RECENT, trip_record
 from forecast_assets.trip_zones import ZONE_COVERAGE_MIN, usual_zones
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.months import MonthWindow
@@ -124,7 +125,7 @@ def _timed(seconds: dict[str, float], step: str, action: Callable):
 
 def _verify(files: MonthFiles, month: str) -> tuple[int, str]:
     """The file assets' checks and fingerprints: the trip file's rows, and its fingerprint for the raw rows."""
-    facts = verify_trip_file(files.trips, files.trips.as_uri())
+    facts = verify_trip_file(files.trips, files.trips.as_uri(), YELLOW, "TAXI_TRIP_BASE_URL")
     for path in files.weather:
         verify_weather_file(path, path.as_uri(), path.name.split("-", 1)[0], month)
         _fingerprint(path)
@@ -184,7 +185,7 @@ def _raw_yellow(con, trips: Path, fingerprint: str, facts: MonthFacts, out_dir: 
 
 
 def _raw_yellow_blocked(con, rows: str, facts: MonthFacts) -> list[str]:
-    """RAW_YELLOW_AUDITS that would hold the month back, from two passes over it: one for every count (the
+    """YELLOW_TRIPS.audits that would hold the month back, from two passes over it: one for every count (the
     warnings' too, as the job counts them) and the zones with pickups, one grouping for repeated trip records."""
     pickup, window = "tpep_pickup_datetime", facts.month
     start, end = f"TIMESTAMP '{window.start}'", f"TIMESTAMP '{window.end}'"
@@ -195,7 +196,7 @@ def _raw_yellow_blocked(con, rows: str, facts: MonthFacts) -> list[str]:
         f"count(*) FILTER (fare_amount < 0 OR total_amount < 0), count(*) FILTER (tpep_dropoff_datetime < {pickup}), "
         f"list(DISTINCT pulocationid) FILTER (pulocationid IS NOT NULL) FROM {rows}",
     )
-    repeats = f"SELECT count(*) AS n FROM {rows} GROUP BY {', '.join(TRIP_RECORD)}"
+    repeats = f"SELECT count(*) AS n FROM {rows} GROUP BY {', '.join(trip_record(YELLOW))}"
     (extra_copies,) = _one_row(con, f"SELECT coalesce(sum(n - 1), 0) FROM ({repeats}) WHERE n > 1")
     blocked = {
         "raw_yellow_row_count_matches_source": total != facts.expected_rows,

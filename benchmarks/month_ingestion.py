@@ -54,7 +54,7 @@ def measure(args: argparse.Namespace) -> int:
     from forecast_assets.resources import SourceResource
     from taxi_core.settings import load_settings
     from taxi_core.tool_env import apply_tool_environment
-    from taxi_demo.sample_source import SOURCE_FOLDERS, SampleSource
+    from taxi_demo.sample_source import SampleSource, source_folders
     from tests.loopback import serve_folder
 
     settings = load_settings()
@@ -75,7 +75,7 @@ def measure(args: argparse.Namespace) -> int:
     rewrite = {"ops": {step: {"config": {"rewrite_unchanged": True}} for step in TABLE_STEPS.values()}}
     partition = f"{args.month}-01"
     with serve_folder(source.root) as base_url, instance_for_test() as instance:
-        urls = {name: f"{base_url}/{folder}" for name, folder in SOURCE_FOLDERS.items()}
+        urls = {name: f"{base_url}/{folder}" for name, folder in source_folders().items()}
         resources["source"] = SourceResource(base_urls=urls, download_dir=resources["source"].download_dir)
         job = build_definitions(settings, resources).resolve_job_def("monthly_ingestion")
 
@@ -153,7 +153,7 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
     from forecast_assets.audits import MonthFacts
     from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
-    from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
+    from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
     from taxi_core.months import MonthWindow
 
     window = MonthWindow.from_partition_key(f"{month}-01")
@@ -170,7 +170,7 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
 
     def audits():
         facts = MonthFacts(window, expected_rows=count)
-        audit_month(spark.table(RAW_YELLOW.identifier).where(f"source_month = '{month}'"), RAW_YELLOW_AUDITS, facts)
+        audit_month(spark.table(RAW_YELLOW.identifier).where(f"source_month = '{month}'"), YELLOW_TRIPS.audits, facts)
 
     timings = {"straight to main (baseline)": [], "write-audit-publish (ours)": [], "audits alone": []}
     for _ in range(repeat):

@@ -1,9 +1,10 @@
 """Jobs, and the sensors that bring in a source's new files as soon as they are published."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from dagster import (
     AssetKey,
+    AssetsDefinition,
     AssetSelection,
     DefaultSensorStatus,
     PartitionsDefinition,
@@ -89,33 +90,49 @@ def _versions(source: SourceResource, specs: Sequence[SourceSpec], window: Month
     ]
 
 
-def new_source_months_sensor(sources: Sequence[SourceSpec], months: PartitionsDefinition) -> SensorDefinition:
-    monthly = [spec for spec in sources if spec.monthly]
-    publishers = " and ".join(dict.fromkeys(spec.publisher for spec in monthly))
+def source_months_selection(spec: SourceSpec, assets: Sequence[AssetsDefinition]) -> list[AssetKey]:
+    """A monthly source's assets and what a month of the lakehouse builds from them: a new month runs these."""
+    own = AssetSelection.assets(AssetKey(spec.file_asset), AssetKey([NAMESPACE, spec.table.name]))
+    monthly = AssetSelection.groups(SOURCES_GROUP, LAKEHOUSE_GROUP)
+    return sorted((own.downstream() & monthly).resolve(assets), key=lambda key: key.to_user_string())
+
+
+def new_source_months_sensor(
+    spec: SourceSpec, months: PartitionsDefinition, assets: Sequence[AssetsDefinition]
+) -> SensorDefinition:
+    """Starts a month of ``spec``'s assets (and what is built from them) once the month's files are published.
+
+    A source waits on no other: it asks for a month its own files have not brought in yet, by its own files.
+    """
+    selection = source_months_selection(spec, assets)
+    names = ", ".join(key.to_user_string() for key in selection)
 
     @sensor(
+        name=f"new_{spec.name}_months",
         job_name=MONTHLY_INGESTION,
         minimum_interval_seconds=3600,
         default_status=DefaultSensorStatus.RUNNING,
-        description=f"Starts monthly_ingestion for a month once all its files ({publishers}) are published.",
+        description=f"Starts monthly_ingestion of {names} for a month once its {spec.publisher} files are published.",
     )
-    def new_source_months(context: SensorEvaluationContext, source: SourceResource):
-        ingested = context.instance.get_materialized_partitions(AssetKey(monthly[0].file_asset))
+    def new_months(context: SensorEvaluationContext, source: SourceResource) -> Iterator[RunRequest | SkipReason]:
+        ingested = context.instance.get_materialized_partitions(AssetKey(spec.file_asset))
         candidates = months_to_look_for(list(months.get_partition_keys()), ingested)
         requested = 0
         for key in candidates:
-            versions = _versions(source, monthly, MonthWindow.from_partition_key(key))
+            versions = _versions(source, [spec], MonthWindow.from_partition_key(key))
             if None in versions:
                 continue
             requested += 1
-            yield RunRequest(partition_key=key, run_key=f"{key}:{'|'.join(map(str, versions))}")
+            yield RunRequest(
+                partition_key=key, run_key=f"{key}:{'|'.join(map(str, versions))}", asset_selection=selection
+            )
         if not candidates:
             last = months.get_last_partition_key()
             yield SkipReason(f"Every month up to {last} is ingested; no later month is a partition yet")
         elif not requested:
-            yield SkipReason(f"No new month published among {', '.join(candidates)}")
+            yield SkipReason(f"No new month of {spec.file_asset} published among {', '.join(candidates)}")
 
-    return new_source_months
+    return new_months
 
 
 def _as_staged(
@@ -155,8 +172,11 @@ def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefin
     return changed_reference_files
 
 
-def source_sensors(sources: Sequence[SourceSpec], months: PartitionsDefinition) -> list[SensorDefinition]:
-    sensors = [new_source_months_sensor(sources, months)]
+def source_sensors(
+    sources: Sequence[SourceSpec], months: PartitionsDefinition, assets: Sequence[AssetsDefinition]
+) -> list[SensorDefinition]:
+    """A sensor per monthly source, and one for the sources published once; ``assets`` are the code location's."""
+    sensors = [new_source_months_sensor(spec, months, assets) for spec in sources if spec.monthly]
     if any(not source.monthly for source in sources):
         sensors.append(changed_reference_files_sensor(sources))
     return sensors

@@ -110,7 +110,7 @@ def build_definitions(settings: Settings, resources: dict | None = None) -> Defi
         jobs=[*ingestion_jobs(sources), training_job, daily_forecast_job, accuracy_job],
         schedules=[daily_forecast_schedule()],
         sensors=[
-            *source_sensors(sources, months),
+            *source_sensors(sources, months, assets),
             score_forecasts_sensor(days),
             lineage_sensor(taxi_bridge(settings)),
         ],

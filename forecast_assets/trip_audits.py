@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from forecast_assets.audits import (
     ERROR,
     WARN,
+    Aggregates,
     Audit,
     AuditResult,
     Measured,
@@ -32,12 +33,11 @@ from forecast_assets.audits import (
     row_count_matches_source,
 )
 from forecast_assets.lakehouse.wall_clock import wall_clock
+from forecast_assets.sources.tlc_format import TripLayout
 from forecast_assets.trip_calendar import (
     DAY_REFUSED_BELOW,
     DAY_WARNED_BELOW,
-    DROPOFF,
     DROPOFF_ZONE,
-    PICKUP,
     PICKUP_ZONE,
     every_day_has_its_trips,
     trip_calendar,
@@ -67,9 +67,6 @@ OUTSIDE_MONTH_LIMIT = 0.01
 DUPLICATE_LIMIT = 0.01
 # A month's rows against the median of its published neighbours: outside this range it is held back.
 ROWS_AGAINST_RECENT = (0.5, 2.0)
-RAW_YELLOW_KEYS = [PICKUP, PICKUP_ZONE]
-# TLC publishes no trip id; a repeated record of all of these is a duplicated trip.
-TRIP_RECORD = ["vendorid", PICKUP, DROPOFF, PICKUP_ZONE, DROPOFF_ZONE, "trip_distance", "total_amount"]
 
 NEGATIVE_FARES = Rate(0.02, "real files: 1.3-1.5% of fares, refunds and voided trips (2019-2026)")
 BACKWARDS_TRIPS = Rate(OUTLIER_TOLERANCE, "real files: about 0.002%, meter clocks (56 of 2.96M in 2024-01)")
@@ -83,9 +80,17 @@ FURTHEST_TRIP_MILES = 500
 OUTSIDE_MONTH = "pickups_outside_month"
 
 
-def _outside_month(facts: MonthFacts) -> Mapping[str, Column]:
-    pickup, window = F.col(PICKUP), facts.month
-    return {OUTSIDE_MONTH: count_of((pickup < wall_clock(window.start)) | (pickup >= wall_clock(window.end)))}
+def trip_record(layout: TripLayout) -> list[str]:
+    """TLC publishes no trip id; a repeated record of all of these is a duplicated trip."""
+    return ["vendorid", *layout.timestamp_columns, PICKUP_ZONE, DROPOFF_ZONE, "trip_distance", "total_amount"]
+
+
+def _outside_month(layout: TripLayout) -> Aggregates:
+    def aggregates(facts: MonthFacts) -> Mapping[str, Column]:
+        pickup, window = F.col(layout.pickup), facts.month
+        return {OUTSIDE_MONTH: count_of((pickup < wall_clock(window.start)) | (pickup >= wall_clock(window.end)))}
+
+    return aggregates
 
 
 def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:
@@ -113,8 +118,8 @@ def _pickups_inside_month(measured: Measured, facts: MonthFacts) -> AuditResult:
     )
 
 
-def _duplicate_trips(measured: Measured, facts: MonthFacts) -> AuditResult:
-    found: Repeats = measured.values[repeats_name(TRIP_RECORD)]
+def _duplicate_trips(measured: Measured, facts: MonthFacts, record: list[str]) -> AuditResult:
+    found: Repeats = measured.values[repeats_name(record)]
     total = measured.rows
     records, extra = found.keys, found.rows - found.keys
     share = extra / total if total else 0.0
@@ -165,100 +170,104 @@ def _rows_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResu
     )
 
 
-RAW_YELLOW_AUDITS = [
-    row_count_matches_source("raw_yellow", "The month's partition holds exactly as many rows as the staged TLC file."),
-    no_null_keys("raw_yellow", RAW_YELLOW_KEYS),
-    Audit(
-        "raw_yellow_no_duplicate_trips",
-        f"No trip record appears twice: TLC files have a few true duplicates, so a few warn; more than "
-        f"{DUPLICATE_LIMIT:.0%} of the rows and the month is not published.",
-        True,
-        _duplicate_trips,
-        query=lambda rows, facts: {repeats_name(TRIP_RECORD): repeats(rows, TRIP_RECORD)},
-    ),
-    Audit(
-        "raw_yellow_zones_like_recent_months",
-        f"The month has pickups in at least {ZONE_COVERAGE_MIN:.0%} of the zones that carry "
-        f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
-        True,
-        zones_like_recent_months,
-        zones_with_pickups,
-    ),
-    Audit(
-        "raw_yellow_rows_like_recent_months",
-        f"The month's rows are {ROWS_AGAINST_RECENT[0]}x-{ROWS_AGAINST_RECENT[1]}x the median of the nearest "
-        "published months.",
-        True,
-        _rows_like_recent_months,
-    ),
-    Audit(
-        "raw_yellow_pickups_inside_month",
-        f"Pickups fall inside the file's month: a few clock errors warn; more than {OUTSIDE_MONTH_LIMIT:.0%} "
-        "outside (or an empty month) means the file is not this month's and it is not published.",
-        True,
-        _pickups_inside_month,
-        _outside_month,
-    ),
-    Audit(
-        "raw_yellow_zone_ids_known",
-        "Every pickup and dropoff zone id is in the published zone lookup (nyc_taxi.taxi_zones); more than "
-        f"{UNKNOWN_ZONE_TOLERANCE:.2%} of trips with an unknown id and the month is not published.",
-        True,
-        zone_ids_known,
-        unknown_zones,
-    ),
-    Audit(
-        "raw_yellow_zone_mix_like_recent_months",
-        "Trips spread over the zones as in the nearest published months: no more than "
-        f"{ZONE_MIX_REFUSED_ABOVE:.0%} of them would have to move zone to match (ids shifted or relabelled).",
-        True,
-        zone_mix_like_recent_months,
-        query=trip_calendar,
-    ),
-    Audit(
-        "raw_yellow_boroughs_like_recent_months",
-        f"Every borough, small ones included, has {BOROUGH_TRIPS_AGAINST_RECENT[0]:.2f}x-"
-        f"{BOROUGH_TRIPS_AGAINST_RECENT[1]:.0f}x the pickups its share of the nearest published months predicts, "
-        f"in at least {BOROUGH_ZONES_MIN:.0%} of its usual zones.",
-        True,
-        boroughs_like_recent_months,
-        query=trip_calendar,
-    ),
-    Audit(
-        "raw_yellow_every_day_has_its_trips",
-        f"Every day of the month has at least {DAY_REFUSED_BELOW:.0%} of a typical day's trips (the nearest "
-        f"published months'), and every hour has a pickup; a day under {DAY_WARNED_BELOW:.0%} (a holiday, a "
-        "storm) warns.",
-        True,
-        every_day_has_its_trips,
-        query=trip_calendar,
-    ),
-    rate_audit(
-        "raw_yellow_no_negative_fares",
-        "have a negative fare or total",
-        lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0),
-        "negative_fares",
-        NEGATIVE_FARES,
-    ),
-    rate_audit(
-        "raw_yellow_pickups_before_dropoffs",
-        "end before they start",
-        lambda: F.col(DROPOFF) < F.col(PICKUP),
-        "dropoffs_before_pickups",
-        BACKWARDS_TRIPS,
-    ),
-    rate_audit(
-        "raw_yellow_distances_possible",
-        f"have a negative distance or one over {FURTHEST_TRIP_MILES} miles",
-        lambda: (F.col("trip_distance") < 0) | (F.col("trip_distance") > FURTHEST_TRIP_MILES),
-        "impossible_distances",
-        ABSURD_DISTANCES,
-    ),
-    rate_audit(
-        "raw_yellow_durations_possible",
-        f"last longer than {LONGEST_TRIP.total_seconds() / 3600:.0f} hours",
-        lambda: F.col(DROPOFF) > F.col(PICKUP) + F.expr(f"INTERVAL {int(LONGEST_TRIP.total_seconds())} SECONDS"),
-        "trips_over_a_day",
-        DAY_LONG_TRIPS,
-    ),
-]
+def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
+    """The audits of a month of a trip table (``raw_yellow``, named ``raw_yellow_*``) of the given layout."""
+    pickup, dropoff, record = layout.pickup, layout.dropoff, trip_record(layout)
+    calendar = trip_calendar(layout.pickup)  # one query object: the audits sharing it run it once
+    return [
+        row_count_matches_source(table, "The month's partition holds exactly as many rows as the staged TLC file."),
+        no_null_keys(table, [pickup, PICKUP_ZONE]),
+        Audit(
+            f"{table}_no_duplicate_trips",
+            f"No trip record appears twice: TLC files have a few true duplicates, so a few warn; more than "
+            f"{DUPLICATE_LIMIT:.0%} of the rows and the month is not published.",
+            True,
+            lambda measured, facts: _duplicate_trips(measured, facts, record),
+            query=lambda rows, facts: {repeats_name(record): repeats(rows, record)},
+        ),
+        Audit(
+            f"{table}_zones_like_recent_months",
+            f"The month has pickups in at least {ZONE_COVERAGE_MIN:.0%} of the zones that carry "
+            f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
+            True,
+            zones_like_recent_months,
+            zones_with_pickups,
+        ),
+        Audit(
+            f"{table}_rows_like_recent_months",
+            f"The month's rows are {ROWS_AGAINST_RECENT[0]}x-{ROWS_AGAINST_RECENT[1]}x the median of the nearest "
+            "published months.",
+            True,
+            _rows_like_recent_months,
+        ),
+        Audit(
+            f"{table}_pickups_inside_month",
+            f"Pickups fall inside the file's month: a few clock errors warn; more than {OUTSIDE_MONTH_LIMIT:.0%} "
+            "outside (or an empty month) means the file is not this month's and it is not published.",
+            True,
+            _pickups_inside_month,
+            _outside_month(layout),
+        ),
+        Audit(
+            f"{table}_zone_ids_known",
+            "Every pickup and dropoff zone id is in the published zone lookup (nyc_taxi.taxi_zones); more than "
+            f"{UNKNOWN_ZONE_TOLERANCE:.2%} of trips with an unknown id and the month is not published.",
+            True,
+            zone_ids_known,
+            unknown_zones,
+        ),
+        Audit(
+            f"{table}_zone_mix_like_recent_months",
+            "Trips spread over the zones as in the nearest published months: no more than "
+            f"{ZONE_MIX_REFUSED_ABOVE:.0%} of them would have to move zone to match (ids shifted or relabelled).",
+            True,
+            zone_mix_like_recent_months,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_boroughs_like_recent_months",
+            f"Every borough, small ones included, has {BOROUGH_TRIPS_AGAINST_RECENT[0]:.2f}x-"
+            f"{BOROUGH_TRIPS_AGAINST_RECENT[1]:.0f}x the pickups its share of the nearest published months predicts, "
+            f"in at least {BOROUGH_ZONES_MIN:.0%} of its usual zones.",
+            True,
+            boroughs_like_recent_months,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_every_day_has_its_trips",
+            f"Every day of the month has at least {DAY_REFUSED_BELOW:.0%} of a typical day's trips (the nearest "
+            f"published months'), and every hour has a pickup; a day under {DAY_WARNED_BELOW:.0%} (a holiday, a "
+            "storm) warns.",
+            True,
+            every_day_has_its_trips,
+            query=calendar,
+        ),
+        rate_audit(
+            f"{table}_no_negative_fares",
+            "have a negative fare or total",
+            lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0),
+            "negative_fares",
+            NEGATIVE_FARES,
+        ),
+        rate_audit(
+            f"{table}_pickups_before_dropoffs",
+            "end before they start",
+            lambda: F.col(dropoff) < F.col(pickup),
+            "dropoffs_before_pickups",
+            BACKWARDS_TRIPS,
+        ),
+        rate_audit(
+            f"{table}_distances_possible",
+            f"have a negative distance or one over {FURTHEST_TRIP_MILES} miles",
+            lambda: (F.col("trip_distance") < 0) | (F.col("trip_distance") > FURTHEST_TRIP_MILES),
+            "impossible_distances",
+            ABSURD_DISTANCES,
+        ),
+        rate_audit(
+            f"{table}_durations_possible",
+            f"last longer than {LONGEST_TRIP.total_seconds() / 3600:.0f} hours",
+            lambda: F.col(dropoff) > F.col(pickup) + F.expr(f"INTERVAL {int(LONGEST_TRIP.total_seconds())} SECONDS"),
+            "trips_over_a_day",
+            DAY_LONG_TRIPS,
+        ),
+    ]

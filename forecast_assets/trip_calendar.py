@@ -13,12 +13,11 @@ from zoneinfo import ZoneInfo
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, listed
+from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, Query, listed
 from forecast_assets.lakehouse.wall_clock import WALL_CLOCK_TYPE
 from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 
-PICKUP, DROPOFF = "tpep_pickup_datetime", "tpep_dropoff_datetime"
 PICKUP_ZONE, DROPOFF_ZONE = "pulocationid", "dolocationid"
 # A day against the month's typical day: the quietest real days (Christmas, a blizzard's travel ban) keep about
 # a third of it; a day below this share is a file missing that day, not a quiet one...
@@ -43,32 +42,40 @@ class TripCalendar:
 CALENDAR = "trip_calendar"
 
 
-def trip_calendar(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
-    """One grouping of the month by hour and pickup zone (at most ~200k groups) answers the zone, borough, day
+def trip_calendar(pickup: str) -> Query:
+    """The query of the month's calendar for trips whose pickup time is the column ``pickup``.
+
+    One grouping of the month by hour and pickup zone (at most ~200k groups) answers the zone, borough, day
     and hour audits together. Zones count every trip (where a trip starts does not depend on its clock); days
-    and hours, the pickups inside the month."""
-    window = facts.month
-    counted = (
-        rows.groupBy(
-            F.date_trunc("hour", F.col(PICKUP)).cast(WALL_CLOCK_TYPE).alias("hour"), F.col(PICKUP_ZONE).alias("zone")
+    and hours, the pickups inside the month.
+    """
+
+    def calendar(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
+        window = facts.month
+        counted = (
+            rows.groupBy(
+                F.date_trunc("hour", F.col(pickup)).cast(WALL_CLOCK_TYPE).alias("hour"),
+                F.col(PICKUP_ZONE).alias("zone"),
+            )
+            .count()
+            .toPandas()
         )
-        .count()
-        .toPandas()
-    )
-    by_zone = counted.dropna(subset=["zone"]).groupby("zone")["count"].sum()
-    inside = counted[(counted["hour"] >= window.start) & (counted["hour"] < window.end)]
-    by_hour = inside.groupby("hour")["count"].sum()
-    by_day: dict[date, int] = {}
-    for hour, trips in by_hour.items():
-        day = hour.date()
-        by_day[day] = by_day.get(day, 0) + int(trips)
-    return {
-        CALENDAR: TripCalendar(
-            by_zone={int(zone): int(trips) for zone, trips in by_zone.items()},
-            by_day=by_day,
-            by_hour={hour.to_pydatetime(): int(trips) for hour, trips in by_hour.items()},
-        )
-    }
+        by_zone = counted.dropna(subset=["zone"]).groupby("zone")["count"].sum()
+        inside = counted[(counted["hour"] >= window.start) & (counted["hour"] < window.end)]
+        by_hour = inside.groupby("hour")["count"].sum()
+        by_day: dict[date, int] = {}
+        for hour, trips in by_hour.items():
+            day = hour.date()
+            by_day[day] = by_day.get(day, 0) + int(trips)
+        return {
+            CALENDAR: TripCalendar(
+                by_zone={int(zone): int(trips) for zone, trips in by_zone.items()},
+                by_day=by_day,
+                by_hour={hour.to_pydatetime(): int(trips) for hour, trips in by_hour.items()},
+            )
+        }
+
+    return calendar
 
 
 def calendar_of(measured: Measured) -> TripCalendar:

@@ -2,7 +2,7 @@
 
 Layout below the sample root mirrors the public URLs, so the real downloader reads it unchanged::
 
-    trip-data/yellow_tripdata_2024-01.parquet          (TLC)
+    trip-data/yellow_tripdata_2024-01.parquet          (TLC; every trip source of the registry, by its layout)
     misc/taxi_zone_lookup.csv                          (TLC's zone lookup, the real one)
     nclimgrid-daily/2024/prcp-202401-cty-scaled.csv     (NOAA, also tavg, tmin, tmax)
     truth/true_hourly_rates_2024-01.parquet            (the known rate, for the noise floor)
@@ -22,8 +22,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forecast_assets.source_specs.registry import registered_sources
+from forecast_assets.source_specs.tlc_trips import TripSource
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
-from forecast_assets.sources.tlc_format import published_schema, trip_file_month, trip_file_name
+from forecast_assets.sources.tlc_format import TripLayout
+from taxi_core.errors import PipelineError
 from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import ZONE_LOOKUP, Zone, load_zones
 from taxi_demo import city_facts, demand_model
@@ -35,8 +39,8 @@ FULL_SCALE_TRIPS = 3_000_000
 DEMO_SCALE_TRIPS = 150_000
 DEFAULT_SEED = 2024
 TRIP_DIR, WEATHER_DIR, ZONES_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "misc", "truth"
-# The folder of each source's files, by the source's name (TAXI_<NAME>_BASE_URL points at it).
-SOURCE_FOLDERS = {"trip": TRIP_DIR, "weather": WEATHER_DIR, "zones": ZONES_DIR}
+# The folder of each source's files that is not a TLC trip source (those are all in TRIP_DIR, as TLC publishes them).
+OTHER_SOURCE_FOLDERS = {"weather": WEATHER_DIR, "zones": ZONES_DIR}
 MANIFEST = "sample_source.json"
 
 # Counties written besides the five boroughs, so the filter to NYC has something to drop; the
@@ -62,6 +66,45 @@ AIRPORT_ZONES = city_facts.AIRPORT_ZONES
 
 
 @dataclass(frozen=True)
+class Service:
+    """A TLC service's trips in the sample: its share of the city's demand and the boroughs it may pick up in."""
+
+    share: float
+    # The random stream its trips are drawn from: each service its own.
+    stream: int
+    boroughs: frozenset[str] | None = None  # None: everywhere
+
+
+# The services the sample writes files for, by their layout's ``service``.
+SERVICES = {"yellow": Service(share=1.0, stream=2)}
+
+
+class UnknownService(KeyError, PipelineError):
+    """A registered TLC trip source whose service the sample source has no demand for."""
+
+
+def service_of(layout: TripLayout) -> Service:
+    if layout.service not in SERVICES:
+        msg = (
+            f"The sample source has no demand for TLC's {layout.service!r} trips: add the service to SERVICES in "
+            f"{__name__} (its share of the city's demand and where it picks up)"
+        )
+        raise UnknownService(msg)
+    return SERVICES[layout.service]
+
+
+def trip_layouts() -> tuple[TripLayout, ...]:
+    """The layouts of the registered TLC trip sources: the sample writes a file a month for each."""
+    return tuple(source.layout for source in registered_sources() if isinstance(source, TripSource))
+
+
+def source_folders() -> dict[str, str]:
+    """The folder of each registered source's files, by the source's name (TAXI_<NAME>_BASE_URL points at it)."""
+    trips = {source.name: TRIP_DIR for source in registered_sources() if isinstance(source, TripSource)}
+    return trips | OTHER_SOURCE_FOLDERS
+
+
+@dataclass(frozen=True)
 class SampleSource:
     root: Path
     trips_per_month: int = DEMO_SCALE_TRIPS
@@ -70,7 +113,7 @@ class SampleSource:
     @property
     def base_urls(self) -> dict[str, str]:
         """Each source's base URL (a ``file://`` folder here), by source name."""
-        return {name: (self.root / folder).resolve().as_uri() for name, folder in SOURCE_FOLDERS.items()}
+        return {name: (self.root / folder).resolve().as_uri() for name, folder in source_folders().items()}
 
     @property
     def environment(self) -> dict[str, str]:
@@ -85,12 +128,12 @@ class SampleSource:
     def truth_path(self, month: str) -> Path:
         return self.truth_dir / f"true_hourly_rates_{month}.parquet"
 
-    def trip_path(self, month: str) -> Path:
-        return self.root / TRIP_DIR / trip_file_name(month)
+    def trip_path(self, month: str, layout: TripLayout = YELLOW) -> Path:
+        return self.root / TRIP_DIR / layout.file_name(month)
 
     def months(self) -> list[str]:
-        """The months (``YYYY-MM``) whose trip file is written, oldest first."""
-        written = (trip_file_month(path.name) for path in (self.root / TRIP_DIR).glob(trip_file_name("*")))
+        """The months (``YYYY-MM``) whose yellow trip file is written, oldest first."""
+        written = (YELLOW.file_month(path.name) for path in (self.root / TRIP_DIR).glob(YELLOW.file_name("*")))
         return sorted(month for month in written if month)
 
     def write_months(self, months: list[str]) -> None:
@@ -119,8 +162,9 @@ class SampleSource:
         manifest.write_text(json.dumps(wanted) + "\n")
 
     def write_month(self, month: str) -> None:
-        """Write one month's trip file, weather files and true rates; existing files are kept."""
-        if self.trip_path(month).exists() and self.truth_path(month).exists():
+        """Write one month's trip files, weather files and true rates; existing files are kept."""
+        layouts = trip_layouts()
+        if all(self.trip_path(month, layout).exists() for layout in layouts) and self.truth_path(month).exists():
             log.info("Sample month %s already written under %s", month, self.root)
             return
         spec = DemandSpec(self.trips_per_month, self.seed)
@@ -128,13 +172,17 @@ class SampleSource:
         weather = demand_model.daily_weather(month, [*NYC_COUNTIES, *OTHER_COUNTIES], self.seed)
         rates = demand_model.hourly_rates(month, zones, weather, spec)
         self._write_weather(month, weather)
-        trips = simulate_trips(month, zones, rates.hours, rates.true_rate, spec)
-        _atomic_parquet(trips, self.trip_path(month))
+        for layout in layouts:
+            service = service_of(layout)
+            served = np.array([service.boroughs is None or zone.borough in service.boroughs for zone in zones])
+            rate = rates.true_rate * service.share * served
+            trips = simulate_trips(month, zones, rates.hours, rate, spec, layout, service.stream)
+            _atomic_parquet(trips, self.trip_path(month, layout))
+            log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month, layout))
         _atomic_parquet(
             pa.Table.from_pandas(demand_model.truth_frame(rates, zones), preserve_index=False),
             self.truth_path(month),
         )
-        log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month))
 
     def _write_weather(self, month: str, weather: pd.DataFrame) -> None:
         names = NYC_COUNTIES | OTHER_COUNTIES
@@ -162,10 +210,16 @@ def demand_process_digest() -> str:
 
 
 def simulate_trips(
-    month: str, zones: tuple[Zone, ...], hours: pd.DatetimeIndex, rates: np.ndarray, spec: DemandSpec
+    month: str,
+    zones: tuple[Zone, ...],
+    hours: pd.DatetimeIndex,
+    rates: np.ndarray,
+    spec: DemandSpec,
+    layout: TripLayout = YELLOW,
+    stream: int = 2,
 ) -> pa.Table:
-    """Draw Poisson trip counts per (hour, zone) and give each trip plausible TLC fields."""
-    rng = demand_model.month_seed(spec.seed, month, stream=2)
+    """Draw Poisson trip counts per (hour, zone) and give each trip plausible TLC fields, in ``layout``'s file."""
+    rng = demand_model.month_seed(spec.seed, month, stream=stream)
     counts = rng.poisson(rates)
     n = int(counts.sum())
     hour_index, zone_index = np.nonzero(counts)
@@ -206,18 +260,16 @@ def simulate_trips(
     unreported = rng.random(n) < 0.02
 
     order = np.argsort(pickup, kind="stable")
-    schema = published_schema(year)
-    names = schema.names
     columns = {
-        names[0]: rng.choice([1, 2], size=n, p=[0.3, 0.7]),
-        "tpep_pickup_datetime": pickup,
-        "tpep_dropoff_datetime": dropoff,
+        "vendorid": rng.choice([1, 2], size=n, p=[0.3, 0.7]),
+        layout.pickup: pickup,
+        layout.dropoff: dropoff,
         "passenger_count": _nullable(rng.choice([1, 1, 1, 2, 3, 4], size=n), unreported),
         "trip_distance": distance,
-        "RatecodeID": _nullable(np.where(pickup_zone == 132, 2, 1), unreported),
+        "ratecodeid": _nullable(np.where(pickup_zone == 132, 2, 1), unreported),
         "store_and_fwd_flag": _nullable(np.where(rng.random(n) < 0.005, "Y", "N"), unreported),
-        "PULocationID": pickup_zone,
-        "DOLocationID": dropoff_zone,
+        "pulocationid": pickup_zone,
+        "dolocationid": dropoff_zone,
         "payment_type": np.where(unreported, 0, payment),
         "fare_amount": fare,
         "extra": extra,
@@ -227,14 +279,18 @@ def simulate_trips(
         "improvement_surcharge": np.full(n, 1.0),
         "total_amount": np.round(total, 2),
         "congestion_surcharge": _nullable(congestion, unreported),
-        names[18]: _nullable(airport_fee, unreported),
+        "airport_fee": _nullable(airport_fee, unreported),
+        "cbd_congestion_fee": cbd_fee,
     }
-    if year >= 2025:
-        columns["cbd_congestion_fee"] = cbd_fee
+    schema = layout.published_schema(year)
+    unknown = [field.name for field in schema if field.name.lower() not in columns and not pa.types.is_null(field.type)]
+    if unknown:
+        msg = f"The sample source cannot write {layout.service} trips' columns {unknown}: add them to {__name__}"
+        raise UnknownService(msg)
     arrays = [
         pa.nulls(n)
         if pa.types.is_null(field.type)
-        else pa.array(_take(columns[field.name], order), type=field.type, from_pandas=True)
+        else pa.array(_take(columns[field.name.lower()], order), type=field.type, from_pandas=True)
         for field in schema
     ]
     return pa.Table.from_arrays(arrays, schema=schema)

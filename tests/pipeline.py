@@ -9,7 +9,7 @@ from dagster import AssetKey, DagsterInstance
 from forecast_assets.definitions import build_definitions, resources_for
 from forecast_assets.resources import SourceResource
 from taxi_core.settings import Settings
-from taxi_demo.sample_source import SOURCE_FOLDERS
+from taxi_demo.sample_source import source_folders
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Pipeline:
         base = base_url or self.base_url
         resources = resources_for(self.settings)
         source = SourceResource(
-            base_urls={name: f"{base}/{folder}" for name, folder in SOURCE_FOLDERS.items()},
+            base_urls={name: f"{base}/{folder}" for name, folder in source_folders().items()},
             download_dir=resources["source"].download_dir,
             **source_settings,
         )

@@ -15,10 +15,11 @@ from bridge.translate.dagster_columns import column_lineage_from_metadata, colum
 from bridge.translate.datahub import metadata_for
 from bridge.translate.spark_plan import PlanNode, column_lineage, derive, plan_of
 from flows.forecasting.column_lineage import UnknownFeature, forecast_lineage, model_lineage
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES
+from forecast_assets.source_specs.yellow_trips import COLUMNS as RAW_COLUMN_TYPES
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.transforms.hourly_actuals import hourly_actuals
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
-from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
+from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
 from taxi_core.names import ACTUALS, RAW_WEATHER
 from tests.test_golden import NAMING
 
@@ -51,7 +52,9 @@ def trip_file(spark, tmp_path_factory):
 
 
 def _raw_yellow(trip_file):
-    return normalize_trips(with_timestamps(trip_file), "2025-01", "f.parquet", "sha256:x", datetime(2025, 2, 1))
+    return normalize_trips(
+        with_timestamps(trip_file, YELLOW), YELLOW, "2025-01", "f.parquet", "sha256:x", datetime(2025, 2, 1)
+    )
 
 
 def _direct(origins: tuple[ColumnOrigin, ...]) -> set[str]:

@@ -5,17 +5,20 @@ import re
 import pytest
 from dagster import AssetKey, build_sensor_context
 
-from forecast_assets.automation import months_to_look_for, new_source_months_sensor
+from forecast_assets.automation import months_to_look_for, new_source_months_sensor, source_months_selection
 from forecast_assets.config import ActualsConfig
 from forecast_assets.definitions import build_definitions, defs, monthly_partitions
 from forecast_assets.lakehouse.spark_session import spark_conf
 from forecast_assets.resources import SourceResource
 from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig, CatalogConfigError
+from taxi_core.months import MonthWindow
 from taxi_core.settings import load_settings
 from taxi_demo.sample_source import SampleSource
 
-TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
+# Every registered source's table, and the hourly actuals built from the yellow trips.
+TABLES = [*(source.table.identifier for source in registered_sources()), "nyc_taxi.yellow_rides_hourly_actuals"]
+MONTHLY = [source for source in registered_sources() if source.monthly]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +29,7 @@ def definitions():
 def test_table_asset_keys_are_the_iceberg_identifiers(definitions):
     keys = definitions.resolve_asset_graph().get_all_asset_keys()
     assert {AssetKey(t.split(".")) for t in TABLES} <= keys
-    assert {AssetKey("taxi_trip_files"), AssetKey("weather_files")} <= keys
+    assert {AssetKey(source.file_asset) for source in registered_sources()} <= keys
 
 
 def test_every_table_has_checks_and_every_asset_a_description(definitions):
@@ -140,18 +143,54 @@ def test_sensor_watches_months_after_the_newest_ingested():
     assert months_to_look_for(keys, {"2025-02-01"}) == []
 
 
-def test_sensor_requests_only_published_months(tmp_path):
+def _sensor_ticks(definitions, instance, resources) -> dict[str, list]:
+    """Each monthly source's sensor's requests and skips, by source name."""
+    months, assets = monthly_partitions(load_settings()), list(definitions.assets)
+    ticks = {}
+    for spec in MONTHLY:
+        context = build_sensor_context(instance=instance, resources=resources)
+        ticks[spec.name] = list(new_source_months_sensor(spec, months, assets)(context))
+    return ticks
+
+
+def test_each_source_s_sensor_requests_its_published_months_and_what_is_built_from_them(definitions, tmp_path):
     from dagster import DagsterInstance
 
-    months = monthly_partitions(load_settings())
-    newest = months.get_last_partition_key()
+    newest = monthly_partitions(load_settings()).get_last_partition_key()
     source = SampleSource(tmp_path, trips_per_month=2_000)
     source.write_month(newest[:7])
     resources = {"source": SourceResource(base_urls=source.base_urls, download_dir=str(tmp_path))}
     with DagsterInstance.ephemeral() as instance:
-        context = build_sensor_context(instance=instance, resources=resources)
-        requests = list(new_source_months_sensor(registered_sources(), months)(context))
-    assert [r.partition_key for r in requests if hasattr(r, "partition_key")] == [newest]
+        ticks = _sensor_ticks(definitions, instance, resources)
+    graph = definitions.resolve_asset_graph()
+    for spec in MONTHLY:
+        (request,) = ticks[spec.name]
+        assert request.partition_key == newest
+        # Its own file and table, and the monthly assets that read them (the graph's own account), no more.
+        own = {AssetKey(spec.file_asset), AssetKey(spec.table.identifier.split("."))}
+        monthly = graph.get(AssetKey(spec.file_asset)).partitions_def
+        readers = {key for key in graph.get_all_asset_keys() if own & set(graph.get(key).parent_keys)}
+        built = own | {key for key in readers if graph.get(key).partitions_def == monthly}
+        assert set(request.asset_selection) == built == set(source_months_selection(spec, definitions.assets))
+
+
+def test_a_source_waits_on_no_other(definitions, tmp_path):
+    """A month whose trip file is out but whose weather is not yet: the trips are ingested, the weather waits."""
+    from dagster import DagsterInstance, SkipReason
+
+    newest = monthly_partitions(load_settings()).get_last_partition_key()
+    source = SampleSource(tmp_path, trips_per_month=2_000)
+    source.write_month(newest[:7])
+    weather = next(spec for spec in MONTHLY if spec.name == "weather")
+    for file in weather.files_for(MonthWindow.from_partition_key(newest)):
+        (tmp_path / "nclimgrid-daily" / file.path).unlink()
+    resources = {"source": SourceResource(base_urls=source.base_urls, download_dir=str(tmp_path))}
+    with DagsterInstance.ephemeral() as instance:
+        ticks = _sensor_ticks(definitions, instance, resources)
+    assert [type(result) for result in ticks["weather"]] == [SkipReason]
+    for spec in MONTHLY:
+        if spec is not weather:
+            assert [request.partition_key for request in ticks[spec.name]] == [newest], spec.name
 
 
 def test_the_reference_sensor_asks_for_a_run_only_when_the_published_file_differs_from_the_staged_one(tmp_path):
@@ -192,21 +231,22 @@ def test_the_reference_sensor_asks_for_a_run_only_when_the_published_file_differ
     assert republished[0].run_key != never_staged[0].run_key
 
 
-def test_sensor_says_when_every_month_is_ingested(tmp_path):
+def test_sensor_says_when_every_month_is_ingested(definitions, tmp_path):
     from dagster import AssetMaterialization, DagsterInstance, SkipReason
 
     months = monthly_partitions(load_settings())
-    monthly = [spec for spec in registered_sources() if spec.monthly]
     resources = {"source": SourceResource(base_urls={}, download_dir=str(tmp_path))}  # nothing is looked up
     with DagsterInstance.ephemeral() as instance:
-        for key in months.get_partition_keys():
-            instance.report_runless_asset_event(AssetMaterialization(AssetKey(monthly[0].file_asset), partition=key))
-        context = build_sensor_context(instance=instance, resources=resources)
-        (skipped,) = list(new_source_months_sensor(registered_sources(), months)(context))
-    assert isinstance(skipped, SkipReason)
-    assert skipped.skip_message == (
-        f"Every month up to {months.get_last_partition_key()} is ingested; no later month is a partition yet"
-    )
+        for spec in MONTHLY:
+            for key in months.get_partition_keys():
+                instance.report_runless_asset_event(AssetMaterialization(AssetKey(spec.file_asset), partition=key))
+        ticks = _sensor_ticks(definitions, instance, resources)
+    for spec in MONTHLY:
+        (skipped,) = ticks[spec.name]
+        assert isinstance(skipped, SkipReason)
+        assert skipped.skip_message == (
+            f"Every month up to {months.get_last_partition_key()} is ingested; no later month is a partition yet"
+        )
 
 
 def test_the_code_location_loads_as_dagster_dev_loads_it(definitions):

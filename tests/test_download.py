@@ -7,6 +7,7 @@ import urllib.error
 
 import pytest
 
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.download import (
     RetryPolicy,
     SourceMissing,
@@ -16,7 +17,6 @@ from forecast_assets.sources.download import (
 )
 from forecast_assets.sources.stage import stage_file
 from forecast_assets.sources.staging import LocalStaging
-from forecast_assets.sources.tlc_format import trip_file_name
 from forecast_assets.sources.verify import verify_trip_file
 from taxi_core.months import MonthWindow
 from tests.hostile_server import (
@@ -37,7 +37,7 @@ def _stage(url, staging, tmp_path):
         url,
         "taxi/" + url.rsplit("/", 1)[-1],
         staging,
-        lambda p: verify_trip_file(p, url),
+        lambda p: verify_trip_file(p, url, YELLOW, "TAXI_TRIP_BASE_URL"),
         tmp_path / "work",
         progress=lambda message: None,
     )
@@ -45,7 +45,7 @@ def _stage(url, staging, tmp_path):
 
 def test_http_download_is_skipped_when_the_source_is_unchanged(sample_server, tmp_path):
     staging = LocalStaging(tmp_path / "staging")
-    url = f"{sample_server}/trip-data/{trip_file_name('2025-01')}"
+    url = f"{sample_server}/trip-data/{YELLOW.file_name('2025-01')}"
     first = _stage(url, staging, tmp_path)
     second = _stage(url, staging, tmp_path)
     assert first.downloaded and first.content_changed and first.record.rows > 0
@@ -55,14 +55,14 @@ def test_http_download_is_skipped_when_the_source_is_unchanged(sample_server, tm
 
 def test_file_url_download_is_skipped_when_unchanged(sample_source, tmp_path):
     staging = LocalStaging(tmp_path / "staging")
-    url = f"{sample_source.base_urls['trip']}/{trip_file_name('2024-12')}"
+    url = f"{sample_source.base_urls['trip']}/{YELLOW.file_name('2024-12')}"
     assert _stage(url, staging, tmp_path).downloaded
     assert not _stage(url, staging, tmp_path).downloaded
 
 
 def test_a_changed_source_is_fetched_again(sample_source, tmp_path):
     staging = LocalStaging(tmp_path / "staging")
-    url = f"{sample_source.base_urls['trip']}/{trip_file_name('2024-12')}"
+    url = f"{sample_source.base_urls['trip']}/{YELLOW.file_name('2024-12')}"
     first = _stage(url, staging, tmp_path)
     previous = first.record.__class__(**{**first.record.__dict__, "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT"})
     refetched = fetch_if_changed(url, previous, tmp_path / "again")
@@ -72,14 +72,14 @@ def test_a_changed_source_is_fetched_again(sample_source, tmp_path):
 @pytest.mark.parametrize("scheme", ["http", "file"])
 def test_a_missing_month_raises_source_missing(scheme, sample_server, sample_source, tmp_path):
     base = sample_server + "/trip-data" if scheme == "http" else sample_source.base_urls["trip"]
-    url = f"{base}/{trip_file_name('2031-05')}"
+    url = f"{base}/{YELLOW.file_name('2031-05')}"
     with pytest.raises(SourceMissing, match="yellow_tripdata_2031-05.parquet"):
         fetch_if_changed(url, None, tmp_path)
     assert source_version(url) is None
 
 
 def test_source_version_sees_a_published_file(sample_server):
-    assert source_version(f"{sample_server}/trip-data/{trip_file_name('2025-01')}")
+    assert source_version(f"{sample_server}/trip-data/{YELLOW.file_name('2025-01')}")
 
 
 FAST = RetryPolicy(attempts=3, first_wait_seconds=0.05, max_wait_seconds=0.1, read_timeout_seconds=0.5)
@@ -91,7 +91,7 @@ def trip_bytes(sample_source):
 
 
 def _fetch(server, tmp_path, messages=None):
-    url = f"{server.url}/trip-data/{trip_file_name('2025-01')}"
+    url = f"{server.url}/trip-data/{YELLOW.file_name('2025-01')}"
     progress = messages.append if messages is not None else (lambda message: None)
     return url, fetch_if_changed(url, None, tmp_path / "work", progress, FAST, setting="TAXI_TRIP_BASE_URL")
 
@@ -127,7 +127,7 @@ def test_a_lasting_network_fault_fails_once_with_the_url_and_what_to_try(fault, 
     message = str(failure.value)
     assert server.requests == FAST.attempts
     assert len(messages) == FAST.attempts - 1  # one line per retry
-    assert message.startswith(f"Could not download {server.url}/trip-data/{trip_file_name('2025-01')}: {reason}")
+    assert message.startswith(f"Could not download {server.url}/trip-data/{YELLOW.file_name('2025-01')}: {reason}")
     assert "after 3 attempts" in message and "materialize the partition again" in message
     assert "TAXI_TRIP_BASE_URL" in message and "Traceback" not in message
     assert isinstance(failure.value.__cause__, cause)  # the original error, for debugging
@@ -140,7 +140,7 @@ def test_a_refused_connection_is_retried_then_named(tmp_path):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/trip-data/{trip_file_name('2025-01')}"
+    url = f"http://127.0.0.1:{port}/trip-data/{YELLOW.file_name('2025-01')}"
     messages = []
     with pytest.raises(SourceUnavailable, match="the connection was refused .after 3 attempts"):
         fetch_if_changed(url, None, tmp_path / "work", messages.append, FAST)
@@ -162,7 +162,7 @@ def test_a_refused_request_is_not_retried(trip_bytes, tmp_path):
 @pytest.mark.parametrize(("plan", "requests"), [([RESET, GOOD], 2), ([UNAVAILABLE, GOOD], 2), ([MISSING], 1)])
 def test_source_version_gets_past_a_passing_fault(plan, requests, trip_bytes):
     with HostileServer(trip_bytes, plan) as server:
-        version = source_version(f"{server.url}/trip-data/{trip_file_name('2025-01')}", policy=FAST)
+        version = source_version(f"{server.url}/trip-data/{YELLOW.file_name('2025-01')}", policy=FAST)
     assert server.requests == requests
     assert (version is None) is (plan == [MISSING])
 

@@ -3,56 +3,70 @@
 import pyarrow as pa
 import pytest
 
+from forecast_assets.source_specs.registry import registered_sources
+from forecast_assets.source_specs.tlc_trips import TripSource
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import row_problems
-from forecast_assets.sources.tlc_format import published_schema, schema_problems, unmapped_columns
+
+TRIP_LAYOUTS = [source.layout for source in registered_sources() if isinstance(source, TripSource)]
 
 
+@pytest.mark.parametrize("layout", TRIP_LAYOUTS, ids=lambda layout: layout.service)
 @pytest.mark.parametrize("year", [2019, 2020, 2021, 2022, 2023, 2024, 2025, 2026])
-def test_every_published_layout_loads(year):
-    assert schema_problems(published_schema(year)) == []
+def test_every_published_layout_loads(layout, year):
+    assert layout.schema_problems(layout.published_schema(year)) == []
+
+
+@pytest.mark.parametrize("layout", TRIP_LAYOUTS, ids=lambda layout: layout.service)
+def test_a_layout_declares_its_times_and_optional_columns_among_its_columns(layout):
+    assert {layout.columns[layout.pickup], layout.columns[layout.dropoff]} == {"timestamp_ntz"}
+    assert layout.optional <= set(layout.columns)
+    assert set(layout.descriptions) == set(layout.columns)
+    assert layout.file_month(layout.file_name("2025-01")) == "2025-01"
+    assert all(layout.file_month(other.file_name("2025-01")) is None for other in TRIP_LAYOUTS if other != layout)
 
 
 def test_layouts_drift_as_tlc_published_them():
-    names_2023, names_2024, names_2025 = (published_schema(y).names for y in (2023, 2024, 2025))
+    names_2023, names_2024, names_2025 = (YELLOW.published_schema(y).names for y in (2023, 2024, 2025))
     assert "airport_fee" in names_2023 and "Airport_fee" in names_2024
     assert "cbd_congestion_fee" not in names_2024 and "cbd_congestion_fee" in names_2025
-    assert published_schema(2023).field("PULocationID").type == pa.int64()
-    assert published_schema(2024).field("PULocationID").type == pa.int32()
+    assert YELLOW.published_schema(2023).field("PULocationID").type == pa.int64()
+    assert YELLOW.published_schema(2024).field("PULocationID").type == pa.int32()
 
 
 def test_an_entirely_empty_optional_column_loads_and_an_empty_required_one_is_refused():
-    schema = published_schema(2019)
+    schema = YELLOW.published_schema(2019)
     assert schema.field("airport_fee").type == pa.null()
-    assert schema_problems(schema) == []
+    assert YELLOW.schema_problems(schema) == []
     empty_zone = schema.set(schema.get_field_index("PULocationID"), pa.field("PULocationID", pa.null()))
-    assert schema_problems(empty_zone) == [
+    assert YELLOW.schema_problems(empty_zone) == [
         "column 'pulocationid' is entirely empty (Arrow type null), but every trip needs it"
     ]
 
 
 @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
 def test_timestamps_load_in_any_unit(unit):
-    schema = published_schema(2024)
+    schema = YELLOW.published_schema(2024)
     for name in ("tpep_pickup_datetime", "tpep_dropoff_datetime"):
         schema = schema.set(schema.get_field_index(name), pa.field(name, pa.timestamp(unit)))
-    assert schema_problems(schema) == []
+    assert YELLOW.schema_problems(schema) == []
 
 
 def test_a_missing_required_column_is_named():
-    schema = published_schema(2024).remove(published_schema(2024).get_field_index("PULocationID"))
-    assert schema_problems(schema) == ["missing column 'pulocationid'"]
+    schema = YELLOW.published_schema(2024).remove(YELLOW.published_schema(2024).get_field_index("PULocationID"))
+    assert YELLOW.schema_problems(schema) == ["missing column 'pulocationid'"]
 
 
 def test_a_column_of_the_wrong_kind_is_named():
-    schema = published_schema(2024)
+    schema = YELLOW.published_schema(2024)
     schema = schema.set(schema.get_field_index("tpep_pickup_datetime"), pa.field("tpep_pickup_datetime", pa.string()))
-    assert schema_problems(schema) == ["column 'tpep_pickup_datetime' is string, expected timestamp"]
+    assert YELLOW.schema_problems(schema) == ["column 'tpep_pickup_datetime' is string, expected timestamp"]
 
 
 def test_new_columns_are_reported_not_refused():
-    schema = published_schema(2025).append(pa.field("surge_fee", pa.float64()))
-    assert schema_problems(schema) == []
-    assert unmapped_columns(schema) == ["surge_fee"]
+    schema = YELLOW.published_schema(2025).append(pa.field("surge_fee", pa.float64()))
+    assert YELLOW.schema_problems(schema) == []
+    assert YELLOW.unmapped_columns(schema) == ["surge_fee"]
 
 
 def test_noaa_rows_are_checked_for_month_element_and_shape():

@@ -15,9 +15,9 @@ from forecast_assets.assets.publishing import REUSED
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS
 from forecast_assets.definitions import build_definitions
+from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
-from forecast_assets.sources.tlc_format import trip_file_name
-from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
 from taxi_core.names import TOP_ZONES
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
@@ -25,7 +25,7 @@ from tests.loopback import serve_folder
 from tests.page_metadata import recorded_problems
 from tests.sample_months import TEST_MONTHS
 
-EVERY_AUDIT = [*RAW_YELLOW_AUDITS, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
+EVERY_AUDIT = [*YELLOW_TRIPS.audits, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
 
 pytestmark = pytest.mark.integration
 
@@ -138,7 +138,7 @@ def test_materializations_carry_snapshot_schema_and_source(pipeline, sample_sour
     raw = pipeline.latest_metadata("nyc_taxi.raw_yellow")
     digest = hashlib.sha256(sample_source.trip_path("2025-01").read_bytes()).hexdigest()
     assert raw["source_fingerprint"].value == f"sha256:{digest}"
-    assert raw["source_file"].value == trip_file_name("2025-01")
+    assert raw["source_file"].value == YELLOW.file_name("2025-01")
     assert raw["dagster/row_count"].value == _raw_trips("2025-01").num_rows
     actuals = pipeline.latest_metadata("nyc_taxi.yellow_rides_hourly_actuals")
     assert actuals["source_fingerprint"].value == raw["source_fingerprint"].value
@@ -253,7 +253,7 @@ def bad_source(sample_source, tmp_path):
     """A copy of the sample source whose 2025-01 trip file a test spoils."""
     root = tmp_path / "source"
     shutil.copytree(sample_source.root, root)
-    return root, root / TRIP_DIR / trip_file_name("2025-01")
+    return root, root / TRIP_DIR / YELLOW.file_name("2025-01")
 
 
 def _spoil(kind: str, path, sample_source):

@@ -34,9 +34,9 @@ from forecast_assets.lakehouse.publication import StagedMonth, WriteResult
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS
 from forecast_assets.resources import StagingResource
 from forecast_assets.source_specs.spec import SourceFile
+from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 from forecast_assets.sources.download import FetchRecord
 from forecast_assets.sources.stage import StagedFile
-from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
 from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 from tests.page_metadata import page_problems, png_width
@@ -316,7 +316,7 @@ def test_audits_report_shares_as_percentages_and_rounded_ratios():
     judged = [
         rate_audit("negative", "are negative", lambda: None, "negative_fares", Rate(0.02, "real files")).judge,
         counted_warning("warned", "few", lambda: None, "found", 0.001).judge,
-        *(audit.judge for audit in RAW_YELLOW_AUDITS if audit.name in SIMPLE_TRIP_AUDITS),
+        *(audit.judge for audit in YELLOW_TRIPS.audits if audit.name in SIMPLE_TRIP_AUDITS),
     ]
     results = [judge(measured, facts) for judge in judged]
     assert len(results) == 2 + len(SIMPLE_TRIP_AUDITS)
@@ -328,7 +328,7 @@ def test_audits_report_shares_as_percentages_and_rounded_ratios():
 def test_a_published_month_s_checks_name_no_dropped_branch():
     from forecast_assets.assets.publishing import _as_published
     from forecast_assets.audits import AuditResult
-    from forecast_assets.trip_audits import RAW_YELLOW_AUDITS as audits
+    from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 
     staged = StagedMonth(
         HOURLY_ACTUALS, MonthWindow.from_partition_key("2025-01-01"), "audit_2025_01_d35ed6b8",
@@ -337,8 +337,8 @@ def test_a_published_month_s_checks_name_no_dropped_branch():
     staging = {"staged_branch": staged.branch, "read_staged_with": f"SELECT ... VERSION AS OF '{staged.branch}'"}
     audited = f"staged snapshot 111 on branch {staged.branch}"
     result = AuditResult(passed=True, metadata={"rows": 10, "audited": audited, **staging})
-    [(_, published)] = _as_published([(audits[0], result)], staged, 222)
+    [(_, published)] = _as_published([(YELLOW_TRIPS.audits[0], result)], staged, 222)
     assert "audit_2025_01" not in str(published.metadata)
     assert published.metadata["audited"] == "staged snapshot 111, published as 222"
-    [(_, fast_forward)] = _as_published([(audits[0], result)], staged, 111)
+    [(_, fast_forward)] = _as_published([(YELLOW_TRIPS.audits[0], result)], staged, 111)
     assert fast_forward.metadata["audited"] == "snapshot 111, staged then published"

@@ -7,8 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import ELEMENTS, MISSING_VALUE, NYC_COUNTY_FIPS, weather_file_path
-from forecast_assets.sources.tlc_format import published_schema
 from taxi_demo import city_facts
 from taxi_demo.demand_model import daily_weather, weather_multiplier
 from taxi_demo.sample_source import WEATHER_DIR, SampleSource
@@ -27,8 +27,8 @@ def test_same_seed_same_files(sample_source, tmp_path):
 
 
 def test_trip_files_have_the_published_schema_of_their_year(sample_source):
-    assert pq.read_schema(sample_source.trip_path("2024-12")) == published_schema(2024)
-    assert pq.read_schema(sample_source.trip_path("2025-01")) == published_schema(2025)
+    assert pq.read_schema(sample_source.trip_path("2024-12")) == YELLOW.published_schema(2024)
+    assert pq.read_schema(sample_source.trip_path("2025-01")) == YELLOW.published_schema(2025)
 
 
 def test_trip_counts_follow_the_recorded_true_rates(sample_source):

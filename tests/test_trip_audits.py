@@ -20,7 +20,7 @@ from forecast_assets.audit_run import audit_month
 from forecast_assets.audits import ERROR, MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.lakehouse.zone_reference import ZoneReference
-from forecast_assets.trip_audits import RAW_YELLOW_AUDITS
+from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 from forecast_assets.trip_calendar import missing_local_hours
 from forecast_assets.trip_zones import zone_mix_distance
 from taxi_core.months import MonthWindow
@@ -71,7 +71,7 @@ def facts(sample_source, boroughs) -> MonthFacts:
 
 def _verdicts(spark, trips: pd.DataFrame, facts: MonthFacts) -> tuple[set[str], set[str], dict]:
     """The audits that hold the month back, those that only warn, and every result by name."""
-    judged = audit_month(spark.createDataFrame(trips), RAW_YELLOW_AUDITS, replace(facts, expected_rows=len(trips)))
+    judged = audit_month(spark.createDataFrame(trips), YELLOW_TRIPS.audits, replace(facts, expected_rows=len(trips)))
     blocked = {a.name for a, r in judged if a.blocking and not r.passed and r.severity == ERROR}
     warned = {a.name for a, r in judged if not r.passed} - blocked
     return blocked, warned, {a.name: r for a, r in judged}

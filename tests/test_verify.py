@@ -3,6 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.download import SourceInvalid
 from forecast_assets.sources.noaa_format import weather_file_path
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
@@ -12,7 +13,7 @@ URL = "https://example.invalid/trip-data/yellow_tripdata_2025-01.parquet"
 
 
 def test_a_good_trip_file_reports_its_rows(sample_source):
-    facts = verify_trip_file(sample_source.trip_path("2025-01"), URL)
+    facts = verify_trip_file(sample_source.trip_path("2025-01"), URL, YELLOW, "TAXI_TRIP_BASE_URL")
     assert facts.rows == pq.ParquetFile(sample_source.trip_path("2025-01")).metadata.num_rows
 
 
@@ -20,28 +21,28 @@ def test_html_saved_as_parquet(tmp_path):
     path = tmp_path / "yellow_tripdata_2025-01.parquet"
     path.write_text("<!DOCTYPE html><html><body>Access Denied</body></html>")
     with pytest.raises(SourceInvalid, match=r"yellow_tripdata_2025-01.parquet .* is an HTML page"):
-        verify_trip_file(path, URL)
+        verify_trip_file(path, URL, YELLOW, "TAXI_TRIP_BASE_URL")
 
 
 def test_truncated_parquet(sample_source, tmp_path):
     path = tmp_path / "yellow_tripdata_2025-01.parquet"
     path.write_bytes(sample_source.trip_path("2025-01").read_bytes()[:50_000])
     with pytest.raises(SourceInvalid, match="is truncated .* download it again"):
-        verify_trip_file(path, URL)
+        verify_trip_file(path, URL, YELLOW, "TAXI_TRIP_BASE_URL")
 
 
 def test_missing_required_column(sample_source, tmp_path):
     path = tmp_path / "yellow_tripdata_2025-01.parquet"
     pq.write_table(pq.read_table(sample_source.trip_path("2025-01")).drop(["PULocationID"]), path)
     with pytest.raises(SourceInvalid, match="missing column 'pulocationid'"):
-        verify_trip_file(path, URL)
+        verify_trip_file(path, URL, YELLOW, "TAXI_TRIP_BASE_URL")
 
 
 def test_not_parquet_at_all(tmp_path):
     path = tmp_path / "yellow_tripdata_2025-01.parquet"
     path.write_bytes(b"VendorID,tpep_pickup_datetime\n1,2025-01-01\n")
     with pytest.raises(SourceInvalid, match="not a Parquet file"):
-        verify_trip_file(path, URL)
+        verify_trip_file(path, URL, YELLOW, "TAXI_TRIP_BASE_URL")
 
 
 def test_weather_csv_with_a_cut_row(sample_source, tmp_path):

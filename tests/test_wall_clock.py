@@ -43,12 +43,15 @@ def _trip_file(path, unit: str) -> None:
 @pytest.mark.parametrize("unit", ["us", "ns"])
 def test_a_trips_wall_clock_hour_is_the_actuals_pickup_hour_through_pyiceberg(spark, tmp_path, unit):
     from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, ensure_table
+    from forecast_assets.source_specs.yellow_trips import YELLOW
     from forecast_assets.transforms.hourly_actuals import hourly_actuals
-    from forecast_assets.transforms.raw_yellow import normalize_trips, with_timestamps
+    from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
 
     path = tmp_path / "yellow_tripdata_2025-03.parquet"
     _trip_file(path, unit)
-    trips = normalize_trips(with_timestamps(spark.read.parquet(str(path))), "2025-03", path.name, "x", datetime.now())
+    trips = normalize_trips(
+        with_timestamps(spark.read.parquet(str(path)), YELLOW), YELLOW, "2025-03", path.name, "x", datetime.now()
+    )
     assert dict(trips.dtypes)["tpep_pickup_datetime"] == "timestamp_ntz"
     spec = TableSpec(f"wall_clock_actuals_{unit}", HOURLY_ACTUALS.columns, HOURLY_ACTUALS.partitioned_by,
                      HOURLY_ACTUALS.month_column, descriptions=HOURLY_ACTUALS.descriptions)  # fmt: skip

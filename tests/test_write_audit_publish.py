@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import weather_file_path
-from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
 from tests.hostile_server import CUT_CHUNKED, GOOD, RESET, HostileServer
 from tests.iceberg_tables import TABLES, branches, published_snapshots, table
@@ -49,7 +49,7 @@ def variant(restored, sample_source, tmp_path):
 
 
 def _trip_file(root: Path, month: str = MONTH) -> Path:
-    return root / TRIP_DIR / trip_file_name(month)
+    return root / TRIP_DIR / YELLOW.file_name(month)
 
 
 def _rewrite_trips(root: Path, change) -> pa.Table:
@@ -310,7 +310,7 @@ def test_network_faults_are_retried_then_refused_with_no_table_changed(
     pipeline, sample_source, restored, plan, arrives
 ):
     before = published_snapshots()
-    name = trip_file_name(MONTH)
+    name = YELLOW.file_name(MONTH)
     body = sample_source.trip_path(MONTH).read_bytes()
     with HostileServer(body, plan, root=sample_source.root, target=name) as server:
         result = pipeline.run(PARTITION, server.url, **FAST_RETRIES)

@@ -1,145 +1,89 @@
-"""The TLC yellow-taxi Parquet layout as published, and how it drifted across years."""
+"""The layout of a TLC trip-record file family (yellow, green...), declared once, and how a file is held to it.
+
+TLC publishes each service's trips as ``{service}_tripdata_YYYY-MM.parquet``. The columns drifted across the
+years: capitalisation (``Airport_fee``), integer widths, integers or floats for counts, columns added later.
+A layout names the raw table's columns and the Spark type each is kept as; which drift a file may show follows
+from that type, so one check serves every service.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from taxi_core.wall_clock import wall_clock_doc
-
-TRIP_FILE_TEMPLATE = "yellow_tripdata_{month}.parquet"
-TRIP_FILE_NAME = re.compile(r"yellow_tripdata_(\d{4}-\d{2})\.parquet")
-
-# Columns every yellow file since 2017 has, by their lower-cased names, and the type family a
-# file must hold for each (the exact width drifted: int64 vs int32, double vs int64).
-REQUIRED_COLUMNS: dict[str, str] = {
-    "vendorid": "integer",
-    "tpep_pickup_datetime": "timestamp",
-    "tpep_dropoff_datetime": "timestamp",
-    "passenger_count": "number",
-    "trip_distance": "number",
-    "ratecodeid": "number",
-    "store_and_fwd_flag": "string",
-    "pulocationid": "integer",
-    "dolocationid": "integer",
-    "payment_type": "number",
-    "fare_amount": "number",
-    "extra": "number",
-    "mta_tax": "number",
-    "tip_amount": "number",
-    "tolls_amount": "number",
-    "improvement_surcharge": "number",
-    "total_amount": "number",
+# What a file must hold for a column kept as each Spark type: ids are integers of any width; counts, codes and
+# amounts came as integers in some years and as floats in others ("number").
+FILE_TYPE_OF_TABLE_TYPE = {
+    "int": "integer",
+    "bigint": "number",
+    "double": "number",
+    "string": "string",
+    "timestamp_ntz": "timestamp",
 }
-# Columns that appeared later: congestion_surcharge (2019), airport_fee (2021, capitalised as
-# Airport_fee from 2024), cbd_congestion_fee (2025).
-OPTIONAL_COLUMNS: dict[str, str] = {
-    "congestion_surcharge": "number",
-    "airport_fee": "number",
-    "cbd_congestion_fee": "number",
-}
-
-TIMESTAMP_COLUMNS = ("tpep_pickup_datetime", "tpep_dropoff_datetime")
-
-# The raw table's column types (Spark SQL), one per TLC column after normalisation. TLC's times are New York
-# wall-clock times without a zone: TIMESTAMP_NTZ (Iceberg's timestamp without zone).
-RAW_COLUMN_TYPES: dict[str, str] = {
-    "vendorid": "int",
-    "tpep_pickup_datetime": "timestamp_ntz",
-    "tpep_dropoff_datetime": "timestamp_ntz",
-    "passenger_count": "bigint",
-    "trip_distance": "double",
-    "ratecodeid": "bigint",
-    "store_and_fwd_flag": "string",
-    "pulocationid": "int",
-    "dolocationid": "int",
-    "payment_type": "bigint",
-    "fare_amount": "double",
-    "extra": "double",
-    "mta_tax": "double",
-    "tip_amount": "double",
-    "tolls_amount": "double",
-    "improvement_surcharge": "double",
-    "total_amount": "double",
-    "congestion_surcharge": "double",
-    "airport_fee": "double",
-    "cbd_congestion_fee": "double",
-}
-# What each column holds, after TLC's data dictionary for yellow-taxi trip records (amounts in US dollars).
-RAW_COLUMN_DESCRIPTIONS: dict[str, str] = {
-    "vendorid": "The TPEP provider that sent the record "
-    "(1 Creative Mobile Technologies, 2 Curb Mobility, 6 Myle, 7 Helix)",
-    "tpep_pickup_datetime": wall_clock_doc("When the meter was engaged"),
-    "tpep_dropoff_datetime": wall_clock_doc("When the meter was disengaged"),
-    "passenger_count": "Passengers in the vehicle, as the driver entered it",
-    "trip_distance": "Trip distance in miles, as the taximeter reported it",
-    "ratecodeid": "Rate in effect at the end of the trip (1 standard, 2 JFK, 3 Newark, 4 Nassau or Westchester, "
-    "5 negotiated, 6 group ride, 99 unknown)",
-    "store_and_fwd_flag": "Y when the vehicle held the record in memory before sending it (no connection), else N",
-    "pulocationid": "TLC taxi zone where the meter was engaged (nyc_taxi.taxi_zones.location_id)",
-    "dolocationid": "TLC taxi zone where the meter was disengaged (nyc_taxi.taxi_zones.location_id)",
-    "payment_type": "How the passenger paid (0 flex fare, 1 credit card, 2 cash, 3 no charge, 4 dispute, 5 unknown, "
-    "6 voided trip)",
-    "fare_amount": "Time-and-distance fare calculated by the meter",
-    "extra": "Miscellaneous extras and surcharges",
-    "mta_tax": "MTA tax, triggered by the metered rate in use",
-    "tip_amount": "Tip; filled in for credit-card tips, cash tips are not included",
-    "tolls_amount": "All tolls paid in the trip",
-    "improvement_surcharge": "Improvement surcharge assessed at the flag drop",
-    "total_amount": "Total charged to the passenger, cash tips not included",
-    "congestion_surcharge": "New York State congestion surcharge collected in the trip",
-    "airport_fee": "Fee for pick-ups at LaGuardia and John F. Kennedy airports",
-    "cbd_congestion_fee": "MTA Congestion Relief Zone toll per trip, charged from 5 January 2025",
-}
+ACCEPTED_FAMILIES = {"number": frozenset({"integer", "float"})}
 
 
-def trip_file_name(month: str) -> str:
-    """``month`` is ``YYYY-MM``."""
-    return TRIP_FILE_TEMPLATE.format(month=month)
+@dataclass(frozen=True)
+class TripLayout:
+    """One TLC trip-file family: its file names, the raw table's columns and the drift its files may show."""
 
+    service: str
+    # The raw table's TLC columns by lower-cased name, in table order: the Spark type each is kept as.
+    columns: Mapping[str, str]
+    descriptions: Mapping[str, str]
+    # When the meter was engaged and disengaged: TLC's wall-clock times, a column per service.
+    pickup: str
+    dropoff: str
+    # Columns not in every year's files (added later, or left out some years); the others every file must have.
+    optional: frozenset[str]
+    # The schema TLC published for a year's files: what the sample source writes, and what tests hold verify to.
+    published_schema: Callable[[int], pa.Schema]
 
-def trip_file_month(name: str) -> str | None:
-    """The ``YYYY-MM`` a trip file's name carries, or None for any other name."""
-    found = TRIP_FILE_NAME.fullmatch(name)
-    return found.group(1) if found else None
+    @property
+    def file_pattern(self) -> re.Pattern[str]:
+        return re.compile(rf"{re.escape(self.service)}_tripdata_(\d{{4}}-\d{{2}})\.parquet")
 
+    @property
+    def timestamp_columns(self) -> tuple[str, str]:
+        return self.pickup, self.dropoff
 
-def published_schema(year: int) -> pa.Schema:
-    """The schema TLC published for a year's files."""
-    if year <= 2023:
-        ids, counts, airport = pa.int64(), pa.float64(), "airport_fee"
-        location = pa.int64()
-        # Files before 2021 were republished with an airport_fee column that is entirely empty.
-        airport_type = pa.null() if year <= 2020 else pa.float64()
-    else:
-        ids, counts, airport = pa.int32(), pa.int64(), "Airport_fee"
-        location = pa.int32()
-        airport_type = pa.float64()
-    fields = [
-        ("VendorID", ids),
-        ("tpep_pickup_datetime", pa.timestamp("us")),
-        ("tpep_dropoff_datetime", pa.timestamp("us")),
-        ("passenger_count", counts),
-        ("trip_distance", pa.float64()),
-        ("RatecodeID", counts),
-        ("store_and_fwd_flag", pa.string()),
-        ("PULocationID", location),
-        ("DOLocationID", location),
-        ("payment_type", pa.int64()),
-        ("fare_amount", pa.float64()),
-        ("extra", pa.float64()),
-        ("mta_tax", pa.float64()),
-        ("tip_amount", pa.float64()),
-        ("tolls_amount", pa.float64()),
-        ("improvement_surcharge", pa.float64()),
-        ("total_amount", pa.float64()),
-        ("congestion_surcharge", pa.float64()),
-        (airport, airport_type),
-    ]
-    if year >= 2025:
-        fields.append(("cbd_congestion_fee", pa.float64()))
-    return pa.schema(fields)
+    def file_name(self, month: str) -> str:
+        """``month`` is ``YYYY-MM`` (or a glob such as ``*``)."""
+        return f"{self.service}_tripdata_{month}.parquet"
+
+    def file_month(self, name: str) -> str | None:
+        """The ``YYYY-MM`` a trip file's name carries, or None for any other name."""
+        found = self.file_pattern.fullmatch(name)
+        return found.group(1) if found else None
+
+    def schema_problems(self, schema: pa.Schema) -> list[str]:
+        """What keeps a file's schema from loading into the raw table; empty when it loads.
+
+        Accepted drift: any capitalisation, the file type its table type asks for (:data:`FILE_TYPE_OF_TABLE_TYPE`;
+        timestamps in any unit), and columns of Arrow type ``null`` (a column TLC left entirely empty, like
+        ``airport_fee`` in 2019-2021) when the column is optional.
+        """
+        found = {field.name.lower(): type_family(field.type) for field in schema}
+        required = [name for name in self.columns if name not in self.optional]
+        problems = [f"missing column {name!r}" for name in required if name not in found]
+        for name, table_type in self.columns.items():
+            have = found.get(name)
+            if have is None or (have == "null" and name in self.optional):
+                continue
+            if have == "null":
+                problems.append(f"column {name!r} is entirely empty (Arrow type null), but every trip needs it")
+                continue
+            wanted = FILE_TYPE_OF_TABLE_TYPE[table_type]
+            if have not in ACCEPTED_FAMILIES.get(wanted, {wanted}):
+                problems.append(f"column {name!r} is {have}, expected {wanted}")
+        return problems
+
+    def unmapped_columns(self, schema: pa.Schema) -> list[str]:
+        """Columns the file has that the raw table does not (a new TLC column, for example)."""
+        return [field.name for field in schema if field.name.lower() not in self.columns]
 
 
 def type_family(arrow_type: pa.DataType) -> str:
@@ -154,30 +98,3 @@ def type_family(arrow_type: pa.DataType) -> str:
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return "string"
     return str(arrow_type)
-
-
-def schema_problems(schema: pa.Schema) -> list[str]:
-    """What keeps a file's schema from loading into the raw table; empty when it loads.
-
-    Accepted drift: any capitalisation (``Airport_fee``), any integer width, integers or floats for
-    counts and amounts, timestamps in any unit, and columns of Arrow type ``null`` (a column TLC
-    left entirely empty, like ``airport_fee`` in 2019-2021) when the column is optional.
-    """
-    found = {field.name.lower(): type_family(field.type) for field in schema}
-    problems = [f"missing column {name!r}" for name in REQUIRED_COLUMNS if name not in found]
-    for name, wanted in (REQUIRED_COLUMNS | OPTIONAL_COLUMNS).items():
-        have = found.get(name)
-        if have is None or (have == "null" and name in OPTIONAL_COLUMNS):
-            continue
-        if have == "null":
-            problems.append(f"column {name!r} is entirely empty (Arrow type null), but every trip needs it")
-            continue
-        accepted = {"number": {"integer", "float"}}.get(wanted, {wanted})
-        if have not in accepted:
-            problems.append(f"column {name!r} is {have}, expected {wanted}")
-    return problems
-
-
-def unmapped_columns(schema: pa.Schema) -> list[str]:
-    """Columns the file has that the raw table does not (a new TLC column, for example)."""
-    return [f.name for f in schema if f.name.lower() not in RAW_COLUMN_TYPES]

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from forecast_assets.sources.download import SourceInvalid
 from forecast_assets.sources.noaa_format import NYC_COUNTY_FIPS, row_problems
-from forecast_assets.sources.tlc_format import schema_problems, unmapped_columns
+from forecast_assets.sources.tlc_format import TripLayout
 
 PARQUET_MAGIC = b"PAR1"
 HTML_STARTS = (b"<!doctype", b"<html", b"<?xml", b"<head", b"<body")
@@ -32,7 +32,8 @@ def _looks_like_html(head: bytes) -> bool:
     return head.lstrip().lower().startswith(HTML_STARTS)
 
 
-def verify_trip_file(path: Path, url: str) -> TripFileFacts:
+def verify_trip_file(path: Path, url: str, layout: TripLayout, setting: str) -> TripFileFacts:
+    """``setting`` names where the file's address comes from (its source's base-URL setting)."""
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(512)
@@ -41,7 +42,7 @@ def verify_trip_file(path: Path, url: str) -> TripFileFacts:
     if _looks_like_html(head):
         msg = (
             f"{path.name} from {url} is an HTML page, not Parquet: the server answered with a web "
-            "page (an error or login page). Check TAXI_TRIP_BASE_URL and that the month is published."
+            f"page (an error or login page). Check {setting} and that the month is published."
         )
         raise SourceInvalid(msg)
     if not head.startswith(PARQUET_MAGIC):
@@ -57,14 +58,15 @@ def verify_trip_file(path: Path, url: str) -> TripFileFacts:
     except Exception as err:  # pyarrow raises several types for a damaged footer
         msg = f"{path.name} from {url} is a damaged Parquet file ({err}); download it again"
         raise SourceInvalid(msg) from err
-    problems = schema_problems(schema)
+    problems = layout.schema_problems(schema)
     if problems:
         msg = (
-            f"{path.name} from {url} does not have the TLC yellow-taxi layout: {'; '.join(problems)}. "
-            "The published schema may have changed; map the new layout in forecast_assets/sources/tlc_format.py"
+            f"{path.name} from {url} does not have the TLC {layout.service}-taxi layout: {'; '.join(problems)}. "
+            f"The published schema may have changed; map the new layout in the {layout.service} source's TripLayout "
+            "(forecast_assets/source_specs/)"
         )
         raise SourceInvalid(msg)
-    return TripFileFacts(rows=rows, columns=schema.names, unmapped_columns=unmapped_columns(schema))
+    return TripFileFacts(rows=rows, columns=schema.names, unmapped_columns=layout.unmapped_columns(schema))
 
 
 def verify_weather_file(path: Path, url: str, element: str, month: str) -> WeatherFileFacts:

@@ -19,8 +19,8 @@ from dagster import AssetKey, DagsterEventType, DagsterInstance
 from forecast_assets.definitions import build_definitions
 from forecast_assets.lineage import lite_path, naming, taxi_bridge
 from forecast_assets.lineage_cli import main as lineage_command
+from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
-from forecast_assets.sources.tlc_format import trip_file_name
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import PROJECT_ROOT, Settings
@@ -123,7 +123,7 @@ class History:
         if lookup.exists():
             files[""] = {"zones": sha256(lookup)}
         for each in sorted(MONTHS):
-            trips = staging / "taxi" / trip_file_name(each)
+            trips = staging / "taxi" / YELLOW.file_name(each)
             weather = [staging / "weather" / weather_file_path(element, each) for element in ELEMENTS]
             if trips.exists():
                 files.setdefault(each, {})["taxi"] = sha256(trips)
@@ -140,7 +140,7 @@ class History:
 
     def _change_trips(self, month: str, early: bool) -> None:
         """Republish the month's sample file: a tenth of the pickups a year early (fails its audit), or rows dropped."""
-        path = self.state / "sample_source" / TRIP_DIR / trip_file_name(month)
+        path = self.state / "sample_source" / TRIP_DIR / YELLOW.file_name(month)
         trips = pq.read_table(path)
         rows = np.random.default_rng(11).random(trips.num_rows) < 0.1
         if early:

@@ -1,4 +1,4 @@
-"""Normalise a TLC yellow-taxi file into the raw table's columns, whatever year it is from."""
+"""Normalise a TLC trip file into its raw table's columns, whatever year it is from, for any trip layout."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from forecast_assets.sources.tlc_format import RAW_COLUMN_TYPES, TIMESTAMP_COLUMNS
+from forecast_assets.sources.tlc_format import TripLayout
 
 LINEAGE_COLUMNS = {
     "source_month": "string",
@@ -23,7 +23,7 @@ LINEAGE_COLUMN_DESCRIPTIONS = {
 }
 
 
-def with_timestamps(trips: DataFrame) -> DataFrame:
+def with_timestamps(trips: DataFrame, layout: TripLayout) -> DataFrame:
     """A trip file's columns as published; nanosecond timestamps become wall-clock timestamps (TIMESTAMP_NTZ).
 
     The session reads TIMESTAMP(NANOS) as epoch nanoseconds (``spark.sql.legacy.parquet.nanosAsLong``);
@@ -32,7 +32,7 @@ def with_timestamps(trips: DataFrame) -> DataFrame:
     types = dict(trips.dtypes)
     columns = []
     for name in trips.columns:
-        if name.lower() in TIMESTAMP_COLUMNS and types[name] == "bigint":
+        if name.lower() in layout.timestamp_columns and types[name] == "bigint":
             micros = F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000))
             columns.append(micros.cast("timestamp_ntz").alias(name))
         else:
@@ -41,12 +41,17 @@ def with_timestamps(trips: DataFrame) -> DataFrame:
 
 
 def normalize_trips(
-    trips: DataFrame, source_month: str, source_file: str, source_fingerprint: str, ingested_at: datetime
+    trips: DataFrame,
+    layout: TripLayout,
+    source_month: str,
+    source_file: str,
+    source_fingerprint: str,
+    ingested_at: datetime,
 ) -> DataFrame:
     """Lower-case the columns, cast each to one type for all years, add the source columns."""
     by_lower_name = {name.lower(): name for name in trips.columns}
     columns: list[Column] = []
-    for name, spark_type in RAW_COLUMN_TYPES.items():
+    for name, spark_type in layout.columns.items():
         if name in by_lower_name:
             columns.append(F.col(f"`{by_lower_name[name]}`").cast(spark_type).alias(name))
         else:
