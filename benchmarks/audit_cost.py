@@ -108,7 +108,7 @@ def measure(args: argparse.Namespace) -> int:
     from forecast_assets.audit_run import AggregatePass, audit_month
     from forecast_assets.audits import MonthFacts
     from forecast_assets.definitions import resources_for
-    from forecast_assets.lakehouse.publication import stage_month, staging_branch
+    from forecast_assets.lakehouse.publication import Publication, staging_branch
     from forecast_assets.lakehouse.zone_reference import ZoneReference
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW, YELLOW
     from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
@@ -154,12 +154,13 @@ def measure(args: argparse.Namespace) -> int:
         published = with_timestamps(spark.read.parquet(str(path)), YELLOW)
         return normalize_trips(published, YELLOW, AUDITED, path.name, fingerprint, datetime.now(UTC))
 
+    publication = Publication.open(spark, RAW_YELLOW, window, f"{AUDITED}-01")
     branch = staging_branch(window, "audit-cost")
     passes = {label: AggregatePass.of(audits, facts) for label, audits in sets.items()}
     observed_json: dict[str, str] = {}
 
     def write(label: str) -> None:  # the pipeline's write of the month, observing that set's aggregate pass
-        staged = stage_month(spark, RAW_YELLOW, source_rows(), window, branch, {}, observe=passes[label].column())
+        staged = publication.stage(source_rows(), "audit-cost", {}, observe=passes[label].column())
         observed_json[label] = staged.observed
 
     write_labels = {"observing the baseline's pass": "baseline audits (before)",

@@ -151,7 +151,7 @@ def _timed(action) -> float:
 def compare_wap_with_straight_write(spark, month: str, repeat: int):
     from forecast_assets.audit_run import audit_month
     from forecast_assets.audits import MonthFacts
-    from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
+    from forecast_assets.lakehouse.publication import Publication
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
     from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
     from taxi_core.months import MonthWindow
@@ -165,8 +165,8 @@ def compare_wap_with_straight_write(spark, month: str, repeat: int):
         rows.writeTo(RAW_YELLOW.identifier).option("distribution-mode", "none").overwritePartitions()
 
     def write_audit_publish():
-        staged = stage_month(spark, RAW_YELLOW, rows, window, staging_branch(window, "benchmark"), {})
-        publish(spark, staged)
+        publication = Publication.open(spark, RAW_YELLOW, window, f"{month}-01")
+        publication.publish(publication.stage(rows, "benchmark", {}), lambda snapshot_id: {})
 
     def audits():
         facts = MonthFacts(window, expected_rows=count)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from forecast_assets.definitions import resources_for
-from forecast_assets.lakehouse.publication import publish, stage_month, staging_branch
+from forecast_assets.lakehouse.publication import Publication
 from forecast_assets.source_specs.noaa_weather import RAW_WEATHER
 from taxi_core.months import MonthWindow
 from taxi_core.settings import load_settings
@@ -34,10 +34,10 @@ def main(table: str, month: str, writer: int, rounds: int) -> None:
         rows = spark.createDataFrame(
             [("36061", day, "PRCP", value) for value in round_values(writer, round_number)], schema
         )
-        branch = staging_branch(window, f"w{writer}r{round_number:03d}")
         properties = {"dagster.partition": f"{month}-01", "writer": str(writer), "round": str(round_number)}
-        staged = stage_month(spark, spec, rows, window, branch, properties)
-        write = publish(spark, staged)
+        publication = Publication.open(spark, spec, window, f"{month}-01")
+        staged = publication.stage(rows, f"w{writer}r{round_number:03d}", properties)
+        write = publication.publish(staged, lambda snapshot_id: {}).write
         print(json.dumps({"round": round_number, "staged": staged.write.snapshot_id, "published": write.snapshot_id}))
     spark.stop()
 

@@ -24,7 +24,7 @@ import pytest
 
 from forecast_assets.assets.table_metadata import ROW_COUNT
 from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
-from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE
+from forecast_assets.lakehouse.snapshots import CHERRY_PICK_SOURCE
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.settings import PROJECT_ROOT, load_settings
 from taxi_core.tool_env import tool_environment

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
-from forecast_assets.lakehouse.publication import CHERRY_PICK_SOURCE, PARTITION_PROPERTY
+from forecast_assets.lakehouse.snapshots import CHERRY_PICK_SOURCE, PARTITION_PROPERTY
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import NAMESPACE
 from taxi_core.settings import PROJECT_ROOT

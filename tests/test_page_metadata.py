@@ -30,7 +30,7 @@ from forecast_assets.assets.table_metadata import table_metadata
 from forecast_assets.assets.training import FORECAST_MODEL, FORECAST_TABLE, forecast_table_metadata, model_metadata
 from forecast_assets.audits import Measured, MonthFacts, Rate, counted_warning, rate_audit
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
-from forecast_assets.lakehouse.publication import StagedMonth, WriteResult
+from forecast_assets.lakehouse.snapshots import StagedMonth, WriteResult
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS
 from forecast_assets.resources import StagingResource
 from forecast_assets.source_specs.spec import SourceFile

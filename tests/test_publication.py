@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from forecast_assets.lakehouse.publication import (
-    discard,
-    publish,
-    published_month,
-    published_snapshot,
-    stage_month,
-    staged_branches,
-    staging_branch,
-)
+from forecast_assets.lakehouse.publication import Publication, StagedMonth, staging_branch
+from forecast_assets.lakehouse.table_state import table_state
 from forecast_assets.lakehouse.tables import TableSpec
 from taxi_core.months import MonthWindow
 
@@ -46,59 +39,95 @@ def _published_values(spark, window: MonthWindow) -> list[int]:
     return sorted(row["value"] for row in rows.collect())
 
 
-def _stage(spark, window, values, run_id, **properties):
-    props = {"dagster.partition": f"{window.month}-01", **properties}
-    return stage_month(spark, PROBE, _rows(spark, window, values), window, staging_branch(window, run_id), props)
+def _open(spark, window: MonthWindow) -> Publication:
+    return Publication.open(spark, PROBE, window, f"{window.month}-01")
+
+
+def _stage(spark, window, values, run_id, **properties) -> tuple[Publication, StagedMonth]:
+    publication = _open(spark, window)
+    props = {"dagster.partition": f"{window.month}-01", "dagster.run-id": run_id, **properties}
+    return publication, publication.stage(_rows(spark, window, values), run_id, props)
+
+
+def _publish(staged: tuple[Publication, StagedMonth]):
+    publication, month = staged
+    return publication.publish(month, lambda snapshot_id: {"audited": snapshot_id}).write
+
+
+def _main(spark) -> int | None:
+    """``main`` as a fresh load of the table says, apart from any publication's own state."""
+    return table_state(spark, PROBE.identifier).ref("main")
+
+
+def _branches(spark, window: MonthWindow) -> list[str]:
+    return table_state(spark, PROBE.identifier).branches(prefix=staging_branch(window, ""))
 
 
 def test_a_staged_month_is_invisible_until_published(spark):
-    before = published_snapshot(spark, PROBE)
-    staged = _stage(spark, JANUARY, [1, 2, 3], "run-aaaa1111", **{"source.fingerprint": "sha256:one"})
-    assert published_snapshot(spark, PROBE) == before
+    before = _open(spark, JANUARY).main
+    publication, staged = _stage(spark, JANUARY, [1, 2, 3], "run-aaaa1111", **{"source.fingerprint": "sha256:one"})
+    assert _main(spark) == before == publication.main
     assert _published_values(spark, JANUARY) == []
     assert sorted(row["value"] for row in staged.rows(spark).collect()) == [1, 2, 3]
 
-    write = publish(spark, staged)
+    write = _publish((publication, staged))
 
-    assert published_snapshot(spark, PROBE) == write.snapshot_id == staged.write.snapshot_id
+    assert _main(spark) == write.snapshot_id == staged.write.snapshot_id == publication.main
     assert _published_values(spark, JANUARY) == [1, 2, 3]
-    assert staged_branches(spark, PROBE, JANUARY) == []  # the branch is gone once published
-    month = published_month(spark, PROBE, "2025-01-01")
+    assert _branches(spark, JANUARY) == []  # the branch is gone once published
+    month = _open(spark, JANUARY).published
+    assert month == publication.published  # the publication's state is updated by its own operations
     assert month.snapshot_id == write.snapshot_id
     assert month.built_from({"source.fingerprint": "sha256:one"})
     assert not month.built_from({"source.fingerprint": "sha256:two"})
+    assert _open(spark, JANUARY).published_audits == {"audited": write.snapshot_id}
 
 
 def test_a_month_staged_while_another_is_published_is_cherry_picked(spark):
-    _stage_and_publish = lambda window, values, run_id: publish(spark, _stage(spark, window, values, run_id))  # noqa: E731
-    _stage_and_publish(JANUARY, [1, 2, 3], "run-bbbb2222")
+    _publish(_stage(spark, JANUARY, [1, 2, 3], "run-bbbb2222"))
     february = _stage(spark, FEBRUARY, [20, 21], "run-cccc3333", **{"source.fingerprint": "sha256:feb"})
-    january_again = _stage_and_publish(JANUARY, [4, 5], "run-dddd4444")  # main moves on meanwhile
+    january_again = _publish(_stage(spark, JANUARY, [4, 5], "run-dddd4444"))  # main moves on meanwhile
 
-    write = publish(spark, february)
+    write = _publish(february)
 
-    assert write.snapshot_id != february.write.snapshot_id  # a new snapshot on top of main
+    assert write.snapshot_id != february[1].write.snapshot_id  # a new snapshot on top of main
     assert _published_values(spark, FEBRUARY) == [20, 21]
     assert _published_values(spark, JANUARY) == [4, 5]  # the month published meanwhile is kept
-    month = published_month(spark, PROBE, "2025-02-01")
+    month = _open(spark, FEBRUARY).published
     assert month.snapshot_id == write.snapshot_id
     assert month.built_from({"source.fingerprint": "sha256:feb"})  # properties found through the pick
-    assert published_month(spark, PROBE, "2025-01-01").snapshot_id == january_again.snapshot_id
+    assert _open(spark, JANUARY).published.snapshot_id == january_again.snapshot_id
 
 
 def test_a_republished_month_replaces_its_rows(spark):
-    publish(spark, _stage(spark, JANUARY, [7, 8, 9], "run-eeee5555"))
-    publish(spark, _stage(spark, JANUARY, [7, 8], "run-ffff6666"))
+    _publish(_stage(spark, JANUARY, [7, 8, 9], "run-eeee5555"))
+    _publish(_stage(spark, JANUARY, [7, 8], "run-ffff6666"))
     assert _published_values(spark, JANUARY) == [7, 8]
 
 
+def test_publishing_drops_the_branches_earlier_audits_of_the_month_left(spark):
+    held_back = _stage(spark, JANUARY, [66], "run-hhhh8888")  # an audit held it back: its branch stays
+    cut_only = _open(spark, JANUARY)
+    branch = staging_branch(JANUARY, "run-iiii9999")  # a run that ended after cutting its branch
+    spark.sql(f"ALTER TABLE {PROBE.identifier} CREATE BRANCH {branch}")
+    assert {held_back[1].branch, branch} <= set(_branches(spark, JANUARY))
+    publication, staged = _stage(spark, JANUARY, [1], "run-jjjj0000")
+    outcome = publication.publish(staged, lambda snapshot_id: {})
+    assert {(left.branch, left.run_id) for left in outcome.dropped} == {
+        (held_back[1].branch, "run-hhhh8888"),
+        (branch, None),
+    }
+    assert _branches(spark, JANUARY) == []
+    assert cut_only.main != _main(spark)  # a publication opened earlier keeps what it loaded until it acts
+
+
 def test_a_discarded_stage_leaves_main_as_it_was(spark):
-    before = published_snapshot(spark, PROBE)
-    staged = _stage(spark, JANUARY, [99], "run-gggg7777")
-    assert staged.branch in staged_branches(spark, PROBE, JANUARY)
-    discard(spark, PROBE, staged.branch)
-    assert staged_branches(spark, PROBE, JANUARY) == []
-    assert published_snapshot(spark, PROBE) == before
+    before = _main(spark)
+    publication, staged = _stage(spark, JANUARY, [99], "run-gggg7777")
+    assert staged.branch in _branches(spark, JANUARY)
+    publication.discard(staged)
+    assert _branches(spark, JANUARY) == []
+    assert _main(spark) == before == publication.main
     assert 99 not in _published_values(spark, JANUARY)
 
 

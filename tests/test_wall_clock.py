@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.types import TimestampType
 
+from taxi_core.months import MonthWindow
 from taxi_core.wall_clock import REPLACED_SNAPSHOT_PROPERTY, ZonedWallClock
 from tests.iceberg_tables import table
 
@@ -78,7 +79,7 @@ def test_a_trips_wall_clock_hour_is_the_actuals_pickup_hour_through_pyiceberg(sp
 
 
 def test_a_table_typed_timestamptz_by_an_older_version_is_migrated_keeping_values_and_history(spark):
-    from forecast_assets.lakehouse.publication import published_month
+    from forecast_assets.lakehouse.publication import Publication
     from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec
 
     spec = TableSpec("wall_clock_migrated", HOURLY_ACTUALS.columns, HOURLY_ACTUALS.partitioned_by,
@@ -101,9 +102,10 @@ def test_a_table_typed_timestamptz_by_an_older_version_is_migrated_keeping_value
 
         _wall_clock_typed(table(spec.identifier), spec.identifier)
 
-    # published_month opens the table as the pipeline does (ensure_table, which migrates it), then walks main's
+    # A publication opens the table as the pipeline does (ensure_table, which migrates it), then walks main's
     # history past the migration to the month's own commit.
-    assert published_month(spark, spec, "2025-01-01").snapshot_id == written
+    opened = Publication.open(spark, spec, MonthWindow.from_partition_key("2025-01-01"), "2025-01-01")
+    assert opened.published.snapshot_id == written
     migrated = table(spec.identifier)
     field = migrated.schema().find_field("pickup_hour")
     assert isinstance(field.field_type, TimestampType) and field.doc == spec.descriptions["pickup_hour"]

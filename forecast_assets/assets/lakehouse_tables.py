@@ -26,8 +26,9 @@ from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
-from forecast_assets.lakehouse.publication import published_month, published_snapshot
+from forecast_assets.lakehouse.snapshots import published_month
 from forecast_assets.lakehouse.spark_progress import reporting_progress
+from forecast_assets.lakehouse.table_state import table_state
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
@@ -118,18 +119,21 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             read = source.read(spark.session, staged)
             return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
-        neighbours: tuple[NeighbourMonth, ...] = ()
-        what = (
-            f"Reading what {source.table.identifier} {window.month if window else '(whole table)'} is audited against"
-        )
-        with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
-            if source.neighbours_by and window is not None:
-                neighbours = neighbour_months(spark.session, source.table, window, zone_column=source.neighbours_by)
-            zones = source.zone_reference(spark.session) if source.zone_reference else None
+        def read_facts() -> MonthFacts:
+            neighbours: tuple[NeighbourMonth, ...] = ()
+            month = window.month if window else "(whole table)"
+            what = f"Reading what {source.table.identifier} {month} is audited against"
+            with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
+                if source.neighbours_by and window is not None:
+                    neighbours = neighbour_months(spark.session, source.table, window, source.neighbours_by)
+                zones = source.zone_reference(spark.session) if source.zone_reference else None
+            return MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones)
+
         month = MonthWrite(
             spec=source.table,
             audits=list(source.audits),
-            facts=MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones),
+            window=window,
+            read_facts=read_facts,
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
             files=staged.described,
@@ -159,14 +163,16 @@ def eligible_zones() -> list[int]:
 def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource):
     window = MonthWindow.from_partition_key(context.partition_key)
     session = spark.session
-    trips_month = published_month(session, RAW_YELLOW, context.partition_key)
+    # One load of raw_yellow's state answers both: the month counted, and the table's head.
+    trips = table_state(session, RAW_YELLOW.identifier)
+    trips_month = published_month(trips, context.partition_key) if trips is not None else None
     if trips_month is None and context.selected_asset_keys:
         msg = (
             f"{RAW_YELLOW.identifier} has no published rows for {window.month}: materialize "
             f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
         )
         raise Failure(description=msg, allow_retries=False)
-    trips_snapshot = published_snapshot(session, RAW_YELLOW)
+    trips_snapshot = trips.ref("main") if trips is not None else None
 
     def build_rows():
         trips = month_rows(session, RAW_YELLOW, window)
@@ -176,7 +182,8 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
     month = MonthWrite(
         spec=HOURLY_ACTUALS,
         audits=ACTUALS_AUDITS,
-        facts=MonthFacts(window),
+        window=window,
+        read_facts=lambda: MonthFacts(window),
         identity={
             # The raw month it counts, not raw_yellow's head: publishing another month is no change.
             f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),

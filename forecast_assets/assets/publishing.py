@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from dagster import (
@@ -41,23 +42,12 @@ from forecast_assets.assets.table_metadata import (
 from forecast_assets.audit_run import AggregatePass, audit_month
 from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, MonthFacts
 from forecast_assets.config import TableWriteConfig
-from forecast_assets.lakehouse.publication import (
-    PublishedMonth,
-    StagedMonth,
-    discard,
-    publish,
-    published_month,
-    published_snapshot,
-    record_audits,
-    recorded_audits,
-    stage_month,
-    staged_branches,
-    staged_by,
-    staging_branch,
-)
+from forecast_assets.lakehouse.publication import Publication
+from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth
 from forecast_assets.lakehouse.spark_progress import reporting_progress
 from forecast_assets.lakehouse.tables import TableSpec, month_rows
 from forecast_assets.resources import SparkResource
+from taxi_core.months import MonthWindow
 
 PUBLICATION = "publication"
 PUBLISHED, UNCHANGED, HELD_BACK = "published", "unchanged", "held back"
@@ -70,7 +60,10 @@ class MonthWrite:
 
     spec: TableSpec
     audits: list[Audit]
-    facts: MonthFacts
+    window: MonthWindow | None
+    # What the audits hold the month to (its published neighbours, the zone lookup): read once the table is open,
+    # and only when the month is audited.
+    read_facts: Callable[[], MonthFacts]
     # What the month is built from (source fingerprints, inputs, settings, code version), recorded
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
@@ -78,6 +71,10 @@ class MonthWrite:
     metadata: dict = field(default_factory=dict)
     # The source files as a user finds them again (name, address, sha256), for a held-back month's message.
     files: str = ""
+
+    @cached_property
+    def facts(self) -> MonthFacts:
+        return self.read_facts()
 
 
 @dataclass(frozen=True)
@@ -159,7 +156,7 @@ def _partition(context: AssetExecutionContext) -> str:
 
 
 def _label(month: MonthWrite) -> str:
-    window = month.facts.window
+    window = month.window
     return window.month if window else "(whole table)"
 
 
@@ -224,29 +221,31 @@ def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | 
 
 def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
-    window = month.facts.window
-    published = published_snapshot(spark.session, month.spec)
+    publication = Publication.open(spark.session, month.spec, month.window, _partition(context))
     # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
-    written = published_month(spark.session, month.spec, _partition(context)) if window else None
-    version = written.snapshot_id if written is not None else published
-    rows = month_rows(spark.session, month.spec, window)
+    written = publication.published if month.window else None
+    version = written.snapshot_id if written is not None else publication.main
+    rows = month_rows(spark.session, month.spec, month.window)
     checked = {SNAPSHOT_ID: snapshot_text(version)} if version is not None else {}
-    yield from _check_results(context, _run_audits(context, rows, month, f"published snapshot {published}", checked))
+    audited = f"published snapshot {publication.main}"
+    yield from _check_results(context, _run_audits(context, rows, month, audited, checked))
 
 
 def write_audit_publish(
     context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, config: TableWriteConfig
 ) -> Iterator:
+    """Open the table, stage the month, audit it, publish it: one straight path over the table's state."""
     if not context.selected_asset_keys:
         yield from audit_published(context, spark, month)
         return
     accepted = _acceptance(month, config)
-    session, spec, window = spark.session, month.spec, month.facts.window
+    session, spec = spark.session, month.spec
     reading = f"Reading how {spec.identifier} {_label(month)} is published"
     with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
-        published = published_month(session, spec, _partition(context))
+        publication = Publication.open(session, spec, month.window, _partition(context))
+    published = publication.published
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
-        yield _unchanged(context, spark, month, published)
+        yield _unchanged(context, spark, month, published, publication.published_audits)
         return
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
     if accepted:
@@ -256,9 +255,7 @@ def write_audit_publish(
     aggregate_pass = AggregatePass.of(_selected_audits(context, month), month.facts)
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
-        rows = built.rows
-        branch = staging_branch(window, context.run.run_id)
-        staged = stage_month(session, spec, rows, window, branch, properties, observe=aggregate_pass.column())
+        staged = publication.stage(built.rows, context.run.run_id, properties, observe=aggregate_pass.column())
     judged = _run_audits(
         context,
         staged.rows(session),
@@ -273,17 +270,16 @@ def write_audit_publish(
             context.log.warning(f"{spec.identifier} {_label(month)}: {audit.name}: {_reason(audit, result)}")
     blocked = [(audit, result) for audit, result in judged if _blocked(audit, result)]
     if blocked:
-        result, message = _held_back(context, spark, month, staged, published, blocked, _check_results(context, judged))
+        checks = _check_results(context, judged)
+        result, message = _held_back(context, month, staged, published, publication.main, blocked, checks)
         yield result
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
-    write = publish(session, staged)
+    outcome = publication.publish(staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)))
+    write = outcome.write
     judged = _as_published(judged, staged, write.snapshot_id)
-    record_audits(session, spec, _partition(context), write.snapshot_id, _as_record(judged))
-    for branch in staged_branches(session, spec, window):
-        left_by = _left_by(context, spec, staged_by(session, spec, branch), branch)
-        discard(session, spec, branch)
-        context.log.info(f"Dropped {branch}, {left_by}")
+    for left in outcome.dropped:
+        context.log.info(f"Dropped {left.branch}, {_left_by(context, spec, left.run_id)}")
     context.log.info(
         f"Published {spec.identifier} {_label(month)}: {write.rows_written} rows, snapshot {write.snapshot_id}"
     )
@@ -292,7 +288,7 @@ def write_audit_publish(
     acceptance = {"accepted_audits": ", ".join(overridden), "acceptance_reason": config.reason} if overridden else {}
     yield MaterializeResult(
         metadata=table_metadata(
-            spec, write, rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
+            spec, write, built.rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
         )
         | acceptance
         | code_ran(context),
@@ -323,7 +319,7 @@ def _without_staging(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in metadata.items() if key not in STAGING_ONLY}
 
 
-def _left_by(context: AssetExecutionContext, spec: TableSpec, run_id: str | None, branch: str) -> str:
+def _left_by(context: AssetExecutionContext, spec: TableSpec, run_id: str | None) -> str:
     """What became of the earlier run that left ``branch``, as its Dagster record says: held back by its audit, or
     ended (killed, lost, canceled) before it was audited."""
     if run_id is None:
@@ -344,15 +340,19 @@ def _value(entry: Any) -> Any:
 
 
 def _unchanged(
-    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, published: PublishedMonth
+    context: AssetExecutionContext,
+    spark: SparkResource,
+    month: MonthWrite,
+    published: PublishedMonth,
+    record: dict[str, dict[str, Any]] | None,
 ) -> MaterializeResult:
-    spec, window = month.spec, month.facts.window
+    """``record``: the audit results the month was published with (None when none were kept)."""
+    spec, window = month.spec, month.window
     context.log.info(
         f"{spec.identifier} {_label(month)} is unchanged: it was published at snapshot {published.snapshot_id} "
         "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
     )
     rows = month_rows(spark.session, spec, window)
-    record = recorded_audits(spark.session, spec, _partition(context), published.snapshot_id)
     judged = _recorded(context, month, record, published)
     if judged is None:
         judged = _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")
@@ -376,23 +376,23 @@ def _unchanged(
 
 def _held_back(
     context: AssetExecutionContext,
-    spark: SparkResource,
     month: MonthWrite,
     staged: StagedMonth,
     published: PublishedMonth | None,
+    current: int | None,
     blocked: list[tuple[Audit, AuditResult]],
     checks: list[AssetCheckResult],
 ) -> tuple[MaterializeResult, str]:
+    """``current``: the snapshot ``main`` holds, as it was when the month was staged."""
     spec = month.spec
     names = [audit.name for audit, _ in blocked]
-    current = published_snapshot(spark.session, spec)
     kept = f"still holds snapshot {current}" if current is not None else "is still empty"
     reasons = "\n".join(f"- {audit.name}: {_reason(audit, result)}" for audit, result in blocked)
     files = f"\nFile: {month.files}." if month.files else ""
     accept = "\n".join(f"          - {name}" for name in names)
     message = (
         f"{spec.identifier} {_label(month)} was NOT published: {', '.join(sorted(names))} failed on the staged "
-        f"{'month' if month.facts.window else 'table'}.\n"
+        f"{'month' if month.window else 'table'}.\n"
         f"{reasons}{files}\n"
         f"The published table {kept}. The staged month stays on {staged.location} for inspection: "
         f"{staged.how_to_read}.\n"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from forecast_assets.lakehouse.tables import TableSpec, ensure_table
+from forecast_assets.lakehouse.tables import TableSpec
 from taxi_core.months import MonthWindow
 
 # Months on either side searched for published neighbours; the nearest few are kept.
@@ -39,11 +39,11 @@ def neighbour_months(
 ) -> tuple[NeighbourMonth, ...]:
     """The ``nearest`` months published on ``main`` closest to ``window`` (either side), nearest first.
 
-    Reads two columns of at most ``2 * SEARCH_MONTHS`` partitions of a table partitioned by its ``YYYY-MM`` column.
+    Reads two columns of at most ``2 * SEARCH_MONTHS`` partitions of a table partitioned by its ``YYYY-MM`` column,
+    which exists (write-audit-publish opened it first).
     """
     if spec.month_column_kind != "text":
         raise ValueError(f"{spec.identifier}: neighbours are read from a YYYY-MM month column")
-    ensure_table(spark, spec)
     distance = {_shifted(window.month, by): abs(by) for by in range(-SEARCH_MONTHS, SEARCH_MONTHS + 1) if by}
     counts = (
         spark.table(spec.identifier)

@@ -33,6 +33,11 @@ class TableState:
         self._jvm = spark._jvm
         self._table = table
 
+    def refresh(self) -> TableState:
+        """Read the table's metadata again after a commit, through the table already loaded: no catalog lookup."""
+        self._table.refresh()
+        return self
+
     def ref(self, name: str) -> int | None:
         """The snapshot the branch or tag ``name`` points at; None if there is no such ref."""
         ref = self._table.refs().get(name)

@@ -87,8 +87,8 @@ HOURLY_ACTUALS = TableSpec(
 )
 
 
-def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
-    """Create the table if need be, with an empty first snapshot on ``main``.
+def ensure_table(spark: SparkSession, spec: TableSpec) -> TableState:
+    """The table's state, loaded once; the table is created first if need be, with an empty first snapshot on ``main``.
 
     Every staging branch is cut from ``main``. On a table without one, a branch would start from an
     empty snapshot of its own that no other branch shares, and of two first months staged at once
@@ -97,16 +97,20 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> None:
     """
     state = table_state(spark, spec.identifier)
     if state is not None and migrate_wall_clock(spark, spec, state):
-        state = table_state(spark, spec.identifier)
+        state = table_state(spark, spec.identifier)  # the table was replaced: loaded anew
     if state is not None and state.ref("main") is not None:  # the usual case, answered by one load
         _describe_columns(spark, spec, state.column_docs())
-        return
+        return state
     catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     catalog_statement(spark, spec.ddl())
     created = table_state(spark, spec.identifier)
     if created is None or created.ref("main") is None:
         create_main = f"ALTER TABLE {spec.identifier} CREATE BRANCH IF NOT EXISTS main"
         committed_sql(spark, spec.identifier, "while creating main", create_main)
+        created = table_state(spark, spec.identifier)
+    if created is None:  # an invariant: the catalog just created the table
+        raise RuntimeError(f"{spec.identifier} was created but the catalog does not find it")
+    return created
 
 
 def migrate_wall_clock(spark: SparkSession, spec: TableSpec, state: TableState) -> bool:
