@@ -6,6 +6,7 @@ import sys
 
 from dagster import (
     AssetSpec,
+    ConfigurableResource,
     Definitions,
     MetadataValue,
     MonthlyPartitionsDefinition,
@@ -25,6 +26,7 @@ from forecast_assets.assets.lakehouse_tables import actuals_asset, source_table_
 from forecast_assets.assets.source_files import source_file_asset
 from forecast_assets.assets.training import run_training_flow
 from forecast_assets.automation import ingestion_jobs, source_sensors, training_job
+from forecast_assets.lakehouse.spark_session import SparkOptions
 from forecast_assets.loop_automation import (
     accuracy_job,
     daily_forecast_job,
@@ -51,34 +53,14 @@ def monthly_partitions(settings: Settings) -> MonthlyPartitionsDefinition:
     return MonthlyPartitionsDefinition(start_date=settings.first_month, end_date=f"{end:%Y-%m-%d}")
 
 
-def resources_for(settings: Settings) -> dict:
+def resources_for(settings: Settings) -> dict[str, ConfigurableResource]:
     """Every resource, configured from the settings; the README lists the variables."""
-    catalog_config = CatalogConfig.from_settings(settings)
-    catalog = IcebergCatalogResource(
-        kind=catalog_config.kind,
-        warehouse=catalog_config.warehouse,
-        sqlite_path=catalog_config.sqlite_path,
-        url=catalog_config.url,
-        aws_region=catalog_config.aws_region,
-    )
+    catalog = CatalogConfig.from_settings(settings)
     return {
-        "catalog": catalog,
-        "spark": SparkResource(
-            catalog=catalog,
-            state_dir=str(settings.state_dir),
-            master=settings.spark_master,
-            driver_memory=settings.spark_driver_memory,
-            executor_memory=settings.spark_executor_memory,
-            cores_max=settings.spark_cores_max,
-            jars=settings.spark_jars,
-            class_archive=settings.spark_class_archive,
-        ),
-        "staging": StagingResource(
-            location=settings.staging_location,
-            s3_region=settings.aws_region,
-            s3_endpoint_url=settings.s3_endpoint_url,
-        ),
-        "source": SourceResource(base_urls=settings.source_base_urls, download_dir=str(settings.state_dir / "tmp")),
+        "catalog": IcebergCatalogResource.of(catalog),
+        "spark": SparkResource.of(catalog, SparkOptions.from_settings(settings), settings.state_dir),
+        "staging": StagingResource.of(settings),
+        "source": SourceResource.of(settings),
     }
 
 

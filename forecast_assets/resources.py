@@ -2,8 +2,9 @@
 
 import os
 import time
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from dagster import ConfigurableResource, get_dagster_logger
 from dagster_pyspark.resources import spark_session_from_config
@@ -12,32 +13,39 @@ from pyiceberg.catalog import Catalog
 
 from forecast_assets.lakehouse.class_archive import ClassArchive
 from forecast_assets.lakehouse.commits import open_catalog_once
-from forecast_assets.lakehouse.spark_session import on_loopback, spark_conf
+from forecast_assets.lakehouse.spark_session import SparkOptions, on_loopback, spark_conf
 from forecast_assets.source_specs.spec import SourceFile, SourceSpec
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
 from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.names import CATALOG_NAME
 from taxi_core.progress import reporting_while
+from taxi_core.settings import Settings
 from taxi_core.tool_env import child_environment
+
+CATALOG_FIELDS = {field.name for field in fields(CatalogConfig)}
+SPARK_OPTION_FIELDS = {field.name for field in fields(SparkOptions)}
 
 
 class IcebergCatalogResource(ConfigurableResource):
-    """The Iceberg catalog: ``sql`` (SQLite JDBC), ``postgres`` (Postgres JDBC) or ``glue`` (S3 warehouse)."""
+    """The Iceberg catalog: ``sql`` (SQLite JDBC), ``postgres`` (Postgres JDBC) or ``glue`` (S3 warehouse).
+
+    Its fields are :class:`CatalogConfig`'s, so a run's launchpad shows them; the config passes through whole.
+    """
 
     kind: str = "sql"
     warehouse: str = ""
     sqlite_path: str = ""
     url: str = ""
     aws_region: str = ""
+    name: str = CATALOG_NAME
+
+    @classmethod
+    def of(cls, config: CatalogConfig) -> Self:
+        return cls(**asdict(config))
 
     def config(self) -> CatalogConfig:
-        return CatalogConfig(
-            kind=self.kind,  # type: ignore[arg-type]
-            warehouse=self.warehouse,
-            sqlite_path=self.sqlite_path,
-            url=self.url,
-            aws_region=self.aws_region,
-        )
+        return CatalogConfig(**self.model_dump(include=CATALOG_FIELDS))
 
     def load(self) -> Catalog:
         return open_catalog(self.config())
@@ -48,26 +56,25 @@ class SparkResource(ConfigurableResource):
 
     catalog: IcebergCatalogResource
     state_dir: str
+    # SparkOptions' fields, so a run's launchpad shows them; the options pass through whole.
     master: str = "local[*]"
     driver_memory: str = "4g"
     executor_memory: str = "1g"
     cores_max: int | None = None
     jars: str = ""
-    class_archive: bool = True  # start the driver JVM from an archive of Spark's classes (class_archive.py)
+    class_archive: bool = True
     extra_config: dict[str, str] = {}
     _session: Any = PrivateAttr(default=None)
 
+    @classmethod
+    def of(cls, catalog: CatalogConfig, options: SparkOptions, state_dir: Path) -> Self:
+        return cls(catalog=IcebergCatalogResource.of(catalog), state_dir=str(state_dir), **asdict(options))
+
+    def options(self) -> SparkOptions:
+        return SparkOptions(**self.model_dump(include=SPARK_OPTION_FIELDS))
+
     def spark_config(self) -> dict[str, str]:
-        return spark_conf(
-            self.catalog.config(),
-            state_dir=Path(self.state_dir),
-            master=self.master,
-            driver_memory=self.driver_memory,
-            executor_memory=self.executor_memory,
-            cores_max=self.cores_max,
-            extra=self.extra_config,
-            explicit_jars=self.jars,
-        )
+        return spark_conf(self.catalog.config(), Path(self.state_dir), self.options(), self.extra_config)
 
     @property
     def session(self):
@@ -125,6 +132,12 @@ class StagingResource(ConfigurableResource):
     s3_region: str = ""
     s3_endpoint_url: str = ""
 
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        return cls(
+            location=settings.staging_location, s3_region=settings.aws_region, s3_endpoint_url=settings.s3_endpoint_url
+        )
+
     def store(self) -> Staging:
         if self.location.startswith("s3://"):
             # dagster-aws loads Dagster's test utilities and daemon modules when imported (about a second
@@ -149,6 +162,10 @@ class SourceResource(ConfigurableResource):
     download_attempts: int = RetryPolicy.attempts
     first_retry_wait_seconds: float = RetryPolicy.first_wait_seconds
     read_timeout_seconds: float = RetryPolicy.read_timeout_seconds
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        return cls(base_urls=settings.source_base_urls, download_dir=str(settings.state_dir / "tmp"))
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(

@@ -5,15 +5,24 @@ from __future__ import annotations
 import pandas as pd
 from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
+from forecast_assets.source_specs.registry import registered_sources
+from forecast_assets.source_specs.spec import SourceSpec
+from forecast_assets.source_specs.tlc_trips import TripSource
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.settings import load_settings
 
-TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals"]
-MONTH_COLUMNS = {
-    "nyc_taxi.raw_yellow": "tpep_pickup_datetime",
-    "nyc_taxi.raw_weather": "date",
-    "nyc_taxi.yellow_rides_hourly_actuals": "pickup_hour",
-}
+ACTUALS = "nyc_taxi.yellow_rides_hourly_actuals"
+MONTHLY_SOURCES = [source for source in registered_sources() if source.monthly]
+# The tables a month of the monthly ingestion writes: every monthly source's, and the actuals.
+TABLES = [*(source.table.identifier for source in MONTHLY_SOURCES), ACTUALS]
+
+
+def _time_column(source: SourceSpec) -> str:
+    """The column whose times place a row in its month (a trip's pickup, a weather value's date)."""
+    return source.layout.pickup if isinstance(source, TripSource) else str(source.table.month_column)
+
+
+MONTH_COLUMNS = {source.table.identifier: _time_column(source) for source in MONTHLY_SOURCES} | {ACTUALS: "pickup_hour"}
 
 
 def month_filter(column: str, month: str):

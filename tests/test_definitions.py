@@ -8,7 +8,7 @@ from dagster import AssetKey, build_sensor_context
 from forecast_assets.automation import months_to_look_for, new_source_months_sensor, source_months_selection
 from forecast_assets.config import ActualsConfig
 from forecast_assets.definitions import build_definitions, defs, monthly_partitions
-from forecast_assets.lakehouse.spark_session import spark_conf
+from forecast_assets.lakehouse.spark_session import SparkOptions, spark_conf
 from forecast_assets.resources import SourceResource
 from forecast_assets.source_specs.registry import registered_sources
 from taxi_core.catalog import CatalogConfig, CatalogConfigError
@@ -105,7 +105,7 @@ def test_spark_and_pyiceberg_open_the_same_postgres_catalog(tmp_path):
     config = CatalogConfig(
         kind="postgres", warehouse=str(tmp_path / "wh"), url="postgresql://taxi:s%40cret@db.example:6543/iceberg"
     )
-    conf = spark_conf(config, state_dir=tmp_path, master="spark://spark-master:7077", cores_max=2)
+    conf = spark_conf(config, tmp_path, SparkOptions(master="spark://spark-master:7077", cores_max=2))
     prefix = "spark.sql.catalog.lakehouse"
     assert conf[f"{prefix}.type"] == "jdbc"
     assert conf[f"{prefix}.uri"] == "jdbc:postgresql://db.example:6543/iceberg"
@@ -266,3 +266,18 @@ def test_the_partitions_end_at_the_last_month_the_source_has(monkeypatch):
     monkeypatch.setenv("TAXI_LAST_MONTH", "2025-01")
     keys = build_definitions(load_settings()).resolve_job_def("monthly_ingestion").partitions_def.get_partition_keys()
     assert keys == ["2024-12-01", "2025-01-01"]
+
+
+def test_the_resources_carry_the_settings_whole(monkeypatch):
+    """Each resource is built from one typed object (the catalog's config, Spark's options) and gives it back equal:
+    no setting is lost or renamed on the way from the settings to the session."""
+    from forecast_assets.definitions import resources_for
+
+    monkeypatch.setenv("TAXI_SPARK_CORES_MAX", "3")
+    monkeypatch.setenv("TAXI_SPARK_JARS", "/opt/extra.jar")
+    monkeypatch.setenv("TAXI_SPARK_DRIVER_MEMORY", "3g")
+    settings = load_settings()
+    resources = resources_for(settings)
+    assert resources["spark"].options() == SparkOptions.from_settings(settings)
+    assert resources["spark"].options().cores_max == 3 and resources["spark"].options().jars == "/opt/extra.jar"
+    assert resources["catalog"].config() == resources["spark"].catalog.config() == CatalogConfig.from_settings(settings)

@@ -13,19 +13,18 @@ from pyiceberg.types import TimestampType
 from forecast_assets.assets.lakehouse_tables import eligible_zones
 from forecast_assets.assets.publishing import REUSED
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
-from forecast_assets.audits import ACTUALS_AUDITS, RAW_WEATHER_AUDITS
+from forecast_assets.audits import ACTUALS_AUDITS
 from forecast_assets.definitions import build_definitions
-from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS
 from taxi_core.names import TOP_ZONES
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
-from tests.iceberg_tables import TABLES, month_filter, published_snapshots, table
+from tests.iceberg_tables import MONTHLY_SOURCES, TABLES, month_filter, published_snapshots, table
 from tests.loopback import serve_folder
 from tests.page_metadata import recorded_problems
 from tests.sample_months import TEST_MONTHS
 
-EVERY_AUDIT = [*YELLOW_TRIPS.audits, *RAW_WEATHER_AUDITS, *ACTUALS_AUDITS]
+EVERY_AUDIT = [*(audit for source in MONTHLY_SOURCES for audit in source.audits), *ACTUALS_AUDITS]
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +51,8 @@ def test_every_month_materializes_every_table_and_passes_every_check(pipeline):
     for month, result in pipeline.first_runs.items():
         assert result.success, month
         materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
-        assert materialized == {"taxi_trip_files", "weather_files", *(t.replace(".", "/") for t in TABLES)}
+        files = {source.file_asset for source in MONTHLY_SOURCES}
+        assert materialized == {*files, *(t.replace(".", "/") for t in TABLES)}
         evaluations = result.get_asset_check_evaluations()
         assert len(evaluations) == len(EVERY_AUDIT)
         assert [e.check_name for e in evaluations if not e.passed] == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from forecast_assets.lakehouse.spark_jars import plan_jars
 from taxi_core.catalog import CatalogConfig
+from taxi_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +35,41 @@ def on_loopback(master: str) -> bool:
     return master.startswith("local") or urlsplit(master).hostname in ("127.0.0.1", "localhost")
 
 
+@dataclass(frozen=True)
+class SparkOptions:
+    """How Spark runs, as the settings say (``TAXI_SPARK_*``): one object from the settings to the session."""
+
+    master: str = "local[*]"
+    driver_memory: str = "4g"
+    executor_memory: str = "1g"
+    cores_max: int | None = None
+    jars: str = ""
+    # Start the driver JVM from an archive of Spark's classes (class_archive.py).
+    class_archive: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SparkOptions:
+        return cls(
+            master=settings.spark_master,
+            driver_memory=settings.spark_driver_memory,
+            executor_memory=settings.spark_executor_memory,
+            cores_max=settings.spark_cores_max,
+            jars=settings.spark_jars,
+            class_archive=settings.spark_class_archive,
+        )
+
+
 def spark_conf(
     catalog: CatalogConfig,
     state_dir: Path,
-    master: str = "local[*]",
-    driver_memory: str = "4g",
-    executor_memory: str = "1g",
-    cores_max: int | None = None,
-    extra: dict[str, str] | None = None,
-    explicit_jars: str = "",
+    options: SparkOptions = SparkOptions(),
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Every Spark setting for this project; ``extra`` overrides the rest."""
-    jars = plan_jars(catalog.kind, explicit_jars)
+    master = options.master
+    jars = plan_jars(catalog.kind, options.jars)
     log.info("Spark jars: %s", jars.describe())
-    conf = {"spark.master": master, "spark.driver.memory": driver_memory, **BASE_SPARK_CONF}
+    conf = {"spark.master": master, "spark.driver.memory": options.driver_memory, **BASE_SPARK_CONF}
     # Spark's own session catalog is unused, but it would create spark-warehouse/ in the cwd.
     conf["spark.sql.warehouse.dir"] = (state_dir / "spark-warehouse").as_uri()
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j.configurationFile={LOG4J_CONFIG.as_uri()}"
@@ -55,9 +79,9 @@ def spark_conf(
     if master.startswith("local"):
         conf["spark.local.dir"] = str(state_dir / "tmp" / "spark")
     else:  # a cluster's workers choose their executors' scratch folders (SPARK_LOCAL_DIRS)
-        conf["spark.executor.memory"] = executor_memory
-        if cores_max:
-            conf["spark.cores.max"] = str(cores_max)
+        conf["spark.executor.memory"] = options.executor_memory
+        if options.cores_max:
+            conf["spark.cores.max"] = str(options.cores_max)
     conf |= jars.spark_conf() | catalog.spark_conf()
     if catalog.kind == "glue":
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
