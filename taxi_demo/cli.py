@@ -9,13 +9,15 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dotenv import dotenv_values
 
 from taxi_core.months import MonthInvalid, parse_month
-from taxi_core.names import TLC_FIRST_MONTH
+from taxi_core.names import LOCATION_NAME, TLC_FIRST_MONTH
 from taxi_core.progress import print_now, reporting_while
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import child_environment
@@ -23,12 +25,19 @@ from taxi_demo import demo_undo, local_state
 from taxi_demo.local_cluster import profile as cluster_profile
 from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
+    from dagster._core.workspace.context import WorkspaceRequestContext
+
+    from taxi_demo.pipeline_run import RunOutcome
+
 # The last month is the loop's: forecast day by day from the months before it, then published and scored.
 DEMO_MONTHS = ["2024-12", "2025-01", "2025-02"]
 LOOP_AFTER_MONTHS = 2  # months trained on before a further month is the loop's
 SCALES = {"demo": DEMO_SCALE_TRIPS, "full": FULL_SCALE_TRIPS}
 PROFILES = ("embedded", "cluster")
-DEFAULTS = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
+# Each option's value when it is not given (the parsers SUPPRESS theirs); Any, like the values argparse parses.
+DEFAULTS: dict[str, Any] = {"months": DEMO_MONTHS, "scale": "demo", "weather": False, "profile": "embedded"}
 COMMANDS = ("init", "demo", "cluster", "undo", "migrate-times")
 # The settings a profile adds to its state folder's settings file, so later commands there find its servers.
 PROFILE_SETTINGS = ("TAXI_CATALOG", "TAXI_CATALOG_URL", "TAXI_SPARK_MASTER", "TAXI_SPARK_CORES_MAX",
@@ -52,10 +61,7 @@ class Stages:
 def trips_per_month(scale: str) -> int:
     if scale in SCALES:
         return SCALES[scale]
-    try:
-        trips = int(scale)
-    except ValueError:
-        trips = 0
+    trips = int(scale) if scale.isdecimal() else 0
     if trips <= 0:
         msg = f"--scale {scale!r}: use demo (~150k trips a month), full (~3M) or a positive number of trips"
         raise argparse.ArgumentTypeError(msg)
@@ -222,9 +228,9 @@ def _run_pipeline(
 
     from taxi_demo import pipeline_run
 
-    outcomes = []
+    outcomes: list[RunOutcome] = []
     with DagsterInstance.get() as instance:
-        stages.header(f"Loading the Dagster code location {pipeline_run.LOCATION_NAME} (workspace.yaml)")
+        stages.header(f"Loading the Dagster code location {LOCATION_NAME} (workspace.yaml)")
         with pipeline_run.code_location(instance) as workspace:
             if pipeline_run.has_job(workspace, pipeline_run.REFERENCE_JOB):
                 stages.header(f"Reference data (published once for all months): job {pipeline_run.REFERENCE_JOB}")
@@ -232,7 +238,7 @@ def _run_pipeline(
                 pipeline_run.print_outcome(outcomes[-1])
             loop_month = months[-1] if len(months) > LOOP_AFTER_MONTHS else None
 
-            def ingest(month: str) -> None:
+            def ingest(month: str) -> bool:
                 stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
                 partition = {"dagster/partition": f"{month}-01"}
                 outcomes.append(
@@ -241,6 +247,7 @@ def _run_pipeline(
                 pipeline_run.print_outcome(outcomes[-1])
                 if outcomes[-1].success:
                     ingested.append(month)
+                return outcomes[-1].success
 
             for month in months[:-1] if loop_month else months:
                 if outcomes and not outcomes[-1].success:
@@ -287,7 +294,14 @@ def _run_pipeline(
     return True
 
 
-def _forecasting_loop(instance, workspace, month: str, stages: Stages, outcomes: list, ingest) -> None:
+def _forecasting_loop(
+    instance: DagsterInstance,
+    workspace: WorkspaceRequestContext,
+    month: str,
+    stages: Stages,
+    outcomes: list[RunOutcome],
+    ingest: Callable[[str], bool],
+) -> None:
     """Every day of ``month`` forecast from what was published before it (one run, as a backfill from the UI); the
     month published; its days scored (the run the scoring sensor asks for) and their accuracy shown."""
     from taxi_demo import pipeline_run  # Dagster loads only for the commands that run jobs
@@ -301,8 +315,7 @@ def _forecasting_loop(instance, workspace, month: str, stages: Stages, outcomes:
     pipeline_run.print_outcome(outcomes[-1])
     if not outcomes[-1].success:
         return
-    ingest(month)
-    if not outcomes[-1].success:
+    if not ingest(month):
         return
     stages.header(f"Scoring {month}'s forecasts against its actuals: job {pipeline_run.SCORING_JOB}")
     outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.SCORING_JOB, tags=days))

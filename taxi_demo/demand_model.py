@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
+from taxi_core.errors import PipelineError
 from taxi_core.zones import BOROUGH_COUNTY_FIPS, Zone
 from taxi_demo import city_facts as facts
 
@@ -39,6 +40,10 @@ MANHATTAN_COUNTY = BOROUGH_COUNTY_FIPS["Manhattan"]
 NEW_YORK = ZoneInfo(facts.TIME_ZONE)
 # Climatology samples for the expected weather effect of a date (common random numbers: a smooth expectation).
 CLIMATE_SAMPLES = 4000
+
+
+class SampleMonthUnavailable(PipelineError):
+    """A month the sample source cannot write; the message names the month and the months it can."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ def zone_shares(zones: tuple[Zone, ...], seed: int) -> np.ndarray:
         weights[index] *= facts.BOROUGH_WEIGHT.get(zone.borough, 0.1)
         if zone.service_zone in ("Airports", "EWR") or zone.location_id in facts.AIRPORT_ZONES:
             weights[index] *= facts.AIRPORT_BOOST
-    return weights / weights.sum()
+    return weights / float(weights.sum())
 
 
 def zone_type(zone: Zone) -> str:
@@ -96,7 +101,7 @@ def zone_type(zone: Zone) -> str:
 
 
 def _trend(day: date) -> float:
-    return (1 + facts.ANNUAL_GROWTH) ** ((day - facts.TREND_ORIGIN).days / 365.25)
+    return float((1 + facts.ANNUAL_GROWTH) ** ((day - facts.TREND_ORIGIN).days / 365.25))
 
 
 def published_level(month: str) -> float:
@@ -223,7 +228,11 @@ def daily_weather(month: str, counties: list[str], seed: int) -> pd.DataFrame:
     dates = [start + timedelta(days=d) for d in range(days)]
     offset = (start - facts.WEATHER_ORIGIN).days
     if offset < 0:
-        raise ValueError(f"the sample's weather starts at {facts.WEATHER_ORIGIN}: {month} is earlier")
+        msg = (
+            f"The sample source cannot write {month}: its weather starts at {facts.WEATHER_ORIGIN:%Y-%m}; "
+            f"choose --months from {facts.WEATHER_ORIGIN:%Y-%m} on"
+        )
+        raise SampleMonthUnavailable(msg)
     anomaly, wet_draw, amount_draw = (stream[offset:] for stream in _regional_streams(seed, offset + days))
     normal_tavg, wet_probability, wet_amount = _day_normals(dates)
     wet_day = wet_draw < wet_probability
@@ -360,7 +369,7 @@ def _calendar_rates(month: str, zones: tuple[Zone, ...], seed: int) -> np.ndarra
     ids = np.array([zone.location_id for zone in zones])
     types = np.array([ZONE_TYPES.index(zone_type(zone)) for zone in zones])
     airport = types == ZONE_TYPES.index("airport")
-    rates = _week_shapes(hours)[:, types] * zone_shares(zones, seed)[None, :]
+    rates: np.ndarray = _week_shapes(hours)[:, types] * zone_shares(zones, seed)[None, :]
     rates *= _holiday_factors(hours, airport)
     rates *= clock_hours(hours)[:, None]
     priced = np.asarray(hours >= pd.Timestamp(facts.CONGESTION_PRICING_START))
@@ -389,7 +398,7 @@ def _month_scale(month: str, zones: tuple[Zone, ...], spec: DemandSpec) -> float
     day_of_hour = np.repeat(np.arange(len(days)), 24)
     weather = expected_weather_multiplier(days, response)[day_of_hour]
     expected = (_calendar_rates(month, zones, spec.seed) * weather * events).sum()
-    return spec.trips_per_month / reference_mean_month() * published_level(month) / expected
+    return float(spec.trips_per_month / reference_mean_month() * published_level(month) / expected)
 
 
 def _daily_scale(month: str, zones: tuple[Zone, ...], spec: DemandSpec) -> np.ndarray:
@@ -405,7 +414,7 @@ def _daily_scale(month: str, zones: tuple[Zone, ...], spec: DemandSpec) -> np.nd
     days = month_hours(month)[::24] + pd.Timedelta(hours=12)
     elapsed = np.asarray((days - middles[0]) / pd.Timedelta(days=1))
     anchors = np.asarray([(middle - middles[0]) / pd.Timedelta(days=1) for middle in middles])
-    return np.interp(elapsed, anchors, scales)
+    return np.asarray(np.interp(elapsed, anchors, scales))
 
 
 def truth_frame(rates: MonthRates, zones: tuple[Zone, ...]) -> pd.DataFrame:

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from dagster import DagsterEventType, DagsterInstance
+from dagster import AssetKey, AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance
 from dagster._core.definitions.selector import JobSubsetSelector
+from dagster._core.event_api import EventLogRecord
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster._core.utils import coerce_valid_log_level
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
+from dagster_shared.error import SerializableErrorInfo
 
 from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
+from taxi_core.errors import PipelineError
 from taxi_core.months import MonthWindow
 from taxi_core.names import LOCATION_NAME
 from taxi_core.progress import SilenceWatch, print_now, reporting_while
@@ -31,7 +35,7 @@ WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
 REPOSITORY_NAME = "__repository__"
 INGESTION_JOB, REFERENCE_JOB, TRAINING_JOB = "monthly_ingestion", "reference_data", "train_forecast_model"
 FORECAST_JOB, SCORING_JOB = "daily_forecast", "score_forecasts"
-QUIET = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+QUIET: dict[str, object] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 POLL_SECONDS = 0.5
 SUMMARY_EVENTS = {
     DagsterEventType.ASSET_MATERIALIZATION,
@@ -39,6 +43,14 @@ SUMMARY_EVENTS = {
     DagsterEventType.STEP_FAILURE,
     DagsterEventType.RUN_FAILURE,
 }
+
+
+class CodeLocationFailed(PipelineError):
+    """The project's code location did not load; the message quotes why."""
+
+
+class RunLost(PipelineError):
+    """A run the demo launched is no longer in the Dagster instance."""
 
 
 @dataclass
@@ -62,8 +74,11 @@ def code_location(instance: DagsterInstance) -> Iterator[WorkspaceRequestContext
             workspace = process_context.create_request_context()
         location_error = workspace.get_code_location_error(LOCATION_NAME)
         if location_error is not None:
-            msg = f"The code location {LOCATION_NAME} in {WORKSPACE_FILE} failed to load:\n{location_error.to_string()}"
-            raise RuntimeError(msg)
+            msg = (
+                f"The code location {LOCATION_NAME} in {WORKSPACE_FILE} failed to load; fix what this says and run "
+                f"again (`./run dagster dev` shows the same error):\n{location_error.to_string()}"
+            )
+            raise CodeLocationFailed(msg)
         yield workspace
 
 
@@ -76,8 +91,8 @@ def launch(
     workspace: WorkspaceRequestContext,
     job_name: str,
     tags: dict[str, str] | None = None,
-    run_config: dict | None = None,
-    asset_selection: list | None = None,
+    run_config: Mapping[str, object] | None = None,
+    asset_selection: list[AssetKey] | None = None,
 ) -> str:
     """Create a run of ``job_name`` (of ``asset_selection`` only, as the UI's Materialize) and start it."""
     run_id = _create_run(instance, workspace, job_name, tags, run_config, asset_selection)
@@ -90,7 +105,7 @@ def run_to_end(
     workspace: WorkspaceRequestContext,
     job_name: str,
     tags: dict[str, str] | None = None,
-    run_config: dict | None = None,
+    run_config: Mapping[str, object] | None = None,
 ) -> RunOutcome:
     """Launch a run of ``job_name`` and wait for its end, saying what it does while it is silent."""
     # Planning a run asks the code server for its execution plan: on a busy machine that alone takes 20 s.
@@ -104,7 +119,7 @@ def submit(
     workspace: WorkspaceRequestContext,
     job_name: str,
     tags: dict[str, str] | None = None,
-    run_config: dict | None = None,
+    run_config: Mapping[str, object] | None = None,
 ) -> str:
     """Create a run and put it in the instance's run queue, as the UI's Launch button does; the daemon starts it."""
     run_id = _create_run(instance, workspace, job_name, tags, run_config)
@@ -117,8 +132,8 @@ def _create_run(
     workspace: WorkspaceRequestContext,
     job_name: str,
     tags: dict[str, str] | None,
-    run_config: dict | None,
-    asset_selection: list | None = None,
+    run_config: Mapping[str, object] | None,
+    asset_selection: list[AssetKey] | None = None,
 ) -> str:
     location = workspace.get_code_location(LOCATION_NAME)
     repository = location.get_repository(REPOSITORY_NAME)
@@ -130,7 +145,7 @@ def _create_run(
         asset_selection=asset_selection,
     )
     job = location.get_job(selector)
-    run_config = QUIET | (run_config or {})
+    run_config = {**QUIET, **(run_config or {})}
     plan = location.get_execution_plan(job, run_config, step_keys_to_execute=None, known_state=None, instance=instance)
     run = instance.create_run(
         job_name=job_name,
@@ -161,14 +176,14 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
     The run prints its own log; while it says nothing (its process starting, on a busy machine 20 s and more), the
     wait says what the run is doing, from its newest event."""
     run = instance.get_run_by_id(run_id)
-    newest: list = [None]  # the run's newest event record: what the silence watch names
+    newest: list[EventLogRecord | None] = [None]  # the run's newest event record: what the silence watch names
 
     def running() -> str:
         entry = newest[0].event_log_entry if newest[0] is not None else None
         step = entry.step_key if entry is not None else None
         return f"  run {run_id[:8]} (" + (f"step {step}" if step else "starting its process") + ")"
 
-    cursor = None
+    cursor: str | None = None
     watch = SilenceWatch(print_now, running)
     with watch.watching():
         while run is not None and not run.is_finished:
@@ -176,21 +191,27 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
             found = instance.get_records_for_run(run_id, cursor=cursor)
             cursor = found.cursor if found.records else cursor
             # Only what the run's console shows counts as said: its INFO lines, not Dagster's debug events.
-            shown = [record for record in found.records if record.event_log_entry.level >= logging.INFO]
+            shown = [
+                record
+                for record in found.records
+                if coerce_valid_log_level(record.event_log_entry.level) >= logging.INFO
+            ]
             if shown:
                 newest[0] = shown[-1]
                 watch.heard()
             run = instance.get_run_by_id(run_id)
     if run is None:
-        msg = f"Run {run_id} disappeared from the Dagster instance at {instance.root_directory}"
-        raise RuntimeError(msg)
+        msg = (
+            f"Run {run_id} disappeared from the Dagster instance at {instance.root_directory} while the demo waited "
+            "on it (was the run deleted, or the state folder wiped?); run the demo again"
+        )
+        raise RunLost(msg)
     outcome = RunOutcome(run_id, run.tags.get("dagster/partition") or run.job_name, run.is_success)
-    for entry in instance.all_logs(run_id, of_type=SUMMARY_EVENTS):
-        event = entry.dagster_event
+    for event in _events(instance, run_id, SUMMARY_EVENTS):
         if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
-            outcome.tables.append(_materialization_line(event.event_specific_data.materialization))
+            outcome.tables.append(_materialization_line(event.step_materialization_data.materialization))
         elif event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
-            evaluation = event.event_specific_data
+            evaluation = event.asset_check_evaluation_data
             if not evaluation.passed:
                 severity = "warns" if evaluation.severity.value == "WARN" else "FAILED"
                 day = f" on {evaluation.partition}" if evaluation.partition else ""
@@ -206,7 +227,14 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
     return outcome
 
 
-def _with_causes(error) -> str:
+def _events(
+    instance: DagsterInstance, run_id: str, of_type: DagsterEventType | set[DagsterEventType]
+) -> list[DagsterEvent]:
+    """The run's Dagster events of ``of_type``, in order (the log's entries of a type all carry their event)."""
+    return [entry.dagster_event for entry in instance.all_logs(run_id, of_type=of_type) if entry.dagster_event]
+
+
+def _with_causes(error: SerializableErrorInfo | None) -> str:
     """The error and what caused it: Dagster's wrapper says only which op failed, the cause says why."""
     messages = []
     while error is not None:
@@ -215,8 +243,7 @@ def _with_causes(error) -> str:
     return "\n  caused by: ".join(messages)
 
 
-def _materialization_line(materialization) -> str:
-
+def _materialization_line(materialization: AssetMaterialization) -> str:
     metadata = {key: value.value for key, value in materialization.metadata.items()}
     name = materialization.asset_key.to_user_string()
     publication = metadata.get("publication")
@@ -234,7 +261,7 @@ def _materialization_line(materialization) -> str:
     return name
 
 
-def _model_score(metadata: dict) -> str:
+def _model_score(metadata: Mapping[str, object]) -> str:
     """The champion's held-out figures (older versions: its backtest MAE)."""
     if "held_out_mae_vs_naive_median" in metadata:
         return (
@@ -245,7 +272,7 @@ def _model_score(metadata: dict) -> str:
     return f" (backtest MAE {metadata['backtest_mae']:.3f})" if "backtest_mae" in metadata else ""
 
 
-def _coverage_80(metadata: dict) -> str:
+def _coverage_80(metadata: Mapping[str, object]) -> str:
     """A percentage (a share, in versions recorded before the page showed it as one)."""
     if "held_out_coverage_80_pct" in metadata:
         return f"{metadata['held_out_coverage_80_pct']:.1f}%"
@@ -266,17 +293,15 @@ def accuracy_lines(instance: DagsterInstance, run_id: str) -> list[str]:
     """Each day the run scored: the city's MAE and bias, the zones' MAE against naive's, their 80% coverage, and
     the alarms that fired."""
     fired: dict[str, list[str]] = {}
-    for entry in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
-        evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
-        if evaluation is not None and not evaluation.passed:
+    for event in _events(instance, run_id, DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = event.asset_check_evaluation_data
+        if not evaluation.passed:
             fired.setdefault(evaluation.partition or "", []).append(evaluation.check_name)
     lines = [f"{'day':10s} {'city MAE':>9s} {'city bias':>9s} {'zones MAE/naive':>15s} {'80% held':>8s}  alarms"]
-    for entry in sorted(
-        instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION),
-        key=lambda entry: entry.dagster_event.partition or "" if entry.dagster_event else "",
-    ):
-        materialization = entry.dagster_event.event_specific_data.materialization if entry.dagster_event else None
-        if materialization is None or materialization.partition is None:
+    materialized = _events(instance, run_id, DagsterEventType.ASSET_MATERIALIZATION)
+    for event in sorted(materialized, key=lambda event: event.partition or ""):
+        materialization = event.step_materialization_data.materialization
+        if materialization.partition is None:
             continue
         figures = {key: value.value for key, value in materialization.metadata.items()}
         lines.append(

@@ -11,6 +11,7 @@ Layout below the sample root mirrors the public URLs, so the real downloader rea
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import shutil
@@ -189,7 +190,8 @@ class SampleSource:
         start = demand_model.month_start(month)
         for element in ELEMENTS:
             lines = []
-            for county, rows in weather.groupby("county_fips", sort=True):
+            for county_fips, rows in weather.groupby("county_fips", sort=True):
+                county = str(county_fips)
                 values = list(rows.sort_values("date")[element])
                 values += [MISSING_VALUE] * (31 - len(values))
                 cells = ["cty", county, names[county], str(start.year), f"{start.month:02d}", element]
@@ -205,7 +207,7 @@ def demand_process_digest() -> str:
     """A digest of the demand process's code and parameters: files another version wrote are written again."""
     digest = hashlib.sha256()
     for module in (city_facts, demand_model):
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(inspect.getfile(module)).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -302,10 +304,10 @@ def _nullable(values: np.ndarray, missing: np.ndarray) -> pd.Series:
     return series
 
 
-def _take(values, order: np.ndarray):
+def _take(values: np.ndarray | pd.Series, order: np.ndarray) -> np.ndarray:
     if isinstance(values, pd.Series):
         return values.iloc[order].to_numpy()
-    return values[order]
+    return np.take(values, order)
 
 
 def _atomic_parquet(table: pa.Table, path: Path) -> None:

@@ -21,7 +21,8 @@ def test_the_import_contracts_hold():
 
 
 def test_the_bridge_and_shared_core_type_check_strictly():
-    """mypy --strict over ``bridge`` and ``taxi_core`` (configured in pyproject.toml): no error, no silenced module."""
+    """mypy --strict over ``bridge``, ``taxi_core`` and ``taxi_demo`` (configured in pyproject.toml): no error, no
+    silenced module."""
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:]
     assert result.stdout.startswith("Success: no issues found")
@@ -82,8 +83,10 @@ def test_every_error_belongs_to_its_hierarchy():
         **_own_exceptions("taxi_core"),
         **_own_exceptions("forecast_assets"),
         **_own_exceptions("flows", skip=("flows.train",)),
+        **_own_exceptions("taxi_demo"),
     }
     assert len(bridge_errors) > 10 and len(pipeline_errors) > 5
+    assert "taxi_demo.local_cluster.services.ServiceFailed" in pipeline_errors
     outside = [name for name, error in bridge_errors.items() if not issubclass(error, BridgeError)]
     outside += [name for name, error in pipeline_errors.items() if not issubclass(error, PipelineError)]
     # A private retry signal never leaves its module.

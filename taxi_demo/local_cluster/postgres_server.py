@@ -107,7 +107,7 @@ class LocalPostgres:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             raise ServiceFailed(f"initdb of {self.data_dir} failed: {(done.stderr or done.stdout).strip()}")
 
-    def _connect(self, database: str = "postgres"):
+    def _connect(self, database: str = "postgres") -> psycopg2.extensions.connection:
         return psycopg2.connect(host="127.0.0.1", port=self.port, user=USER, dbname=database, connect_timeout=2)
 
     def _accepts_connections(self) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from taxi_core.settings import Settings
 from taxi_demo.local_cluster.postgres_server import LocalPostgres
@@ -105,7 +106,8 @@ def running(settings: Settings) -> Iterator[RunningCluster]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _exit_on_sigterm(signum, frame) -> None:
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # An exit, not an error: unwinding runs the `finally` that stops the servers; 128 + signal, as a shell reports it.
     raise SystemExit(128 + signum)
 
 

@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from taxi_core.errors import PipelineError
+
 LOG_TAIL_LINES = 20
 STOP_SECONDS = 20.0
 
 
-class ServiceFailed(RuntimeError):
+class ServiceFailed(PipelineError):
     """A service did not start (or died); the message names it, quotes its log and says where the log is."""
 
 
@@ -25,7 +27,7 @@ class Service:
     """One server process, in a process group of its own (so its children stop with it), logging to ``log``."""
 
     name: str
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log: Path
 
     @classmethod
@@ -109,4 +111,4 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
-        return probe.getsockname()[1]
+        return int(probe.getsockname()[1])

@@ -6,6 +6,7 @@ import json
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from taxi_demo.local_cluster.services import Service, ServiceFailed, free_port, port_is_free
 
@@ -99,11 +100,12 @@ class SparkStandalone:
         )  # fmt: skip
         return Worker(service, port, webui_port)
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The master's own summary (``/json``): workers, cores in use, applications."""
         try:
             with urllib.request.urlopen(f"{self.webui}/json/", timeout=2) as response:
-                return json.load(response)
+                summary: dict[str, Any] = json.load(response)
+                return summary
         except OSError:
             return {}
 
