@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TypedDict
 
 from dagster import (
     AssetSpec,
@@ -53,7 +54,14 @@ def monthly_partitions(settings: Settings) -> MonthlyPartitionsDefinition:
     return MonthlyPartitionsDefinition(start_date=settings.first_month, end_date=f"{end:%Y-%m-%d}")
 
 
-def resources_for(settings: Settings) -> dict[str, ConfigurableResource]:
+class Resources(TypedDict):
+    catalog: IcebergCatalogResource
+    spark: SparkResource
+    staging: StagingResource
+    source: SourceResource
+
+
+def resources_for(settings: Settings) -> Resources:
     """Every resource, configured from the settings; the README lists the variables."""
     catalog = CatalogConfig.from_settings(settings)
     return {
