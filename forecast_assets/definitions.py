@@ -7,7 +7,6 @@ from typing import TypedDict
 
 from dagster import (
     AssetSpec,
-    ConfigurableResource,
     Definitions,
     MetadataValue,
     MonthlyPartitionsDefinition,
