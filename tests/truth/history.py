@@ -19,14 +19,18 @@ from dagster import AssetKey, DagsterEventType, DagsterInstance
 from forecast_assets.definitions import build_definitions
 from forecast_assets.lineage import lite_path, naming, taxi_bridge
 from forecast_assets.lineage_cli import main as lineage_command
+from forecast_assets.source_specs.registry import registered_sources
 from forecast_assets.source_specs.yellow_trips import YELLOW
-from forecast_assets.sources.noaa_format import ELEMENTS, weather_file_path
 from taxi_core.catalog import CatalogConfig, open_catalog
+from taxi_core.months import MonthWindow
 from taxi_core.names import FLOW_NAME
 from taxi_core.settings import PROJECT_ROOT, Settings
 from taxi_demo import pipeline_run
 from taxi_demo.sample_source import TRIP_DIR
-from tests.truth.scenario import FORECAST, MONTHS, TABLES, capture, run_flow, sha256
+from tests.truth.scenario import ACTUALS, FORECAST, MONTHS, capture, run_flow, sha256
+
+# Every registered source's table, and the actuals counted from the yellow trips.
+TABLES = [*(source.table.identifier for source in registered_sources()), ACTUALS]
 
 REWRITE_RAW_YELLOW = {"ops": {"nyc_taxi__raw_yellow": {"config": {"rewrite_unchanged": True}}}}
 
@@ -119,18 +123,18 @@ class History:
     def _ran(self, run_id: str, month: str, what: str, success: bool) -> None:
         staging = Path(self.settings.staging_location) if "://" not in self.settings.staging_location else None
         files: dict = {}
-        lookup = staging / "zones" / "taxi_zone_lookup.csv"
-        if lookup.exists():
-            files[""] = {"zones": sha256(lookup)}
-        for each in sorted(MONTHS):
-            trips = staging / "taxi" / YELLOW.file_name(each)
-            weather = [staging / "weather" / weather_file_path(element, each) for element in ELEMENTS]
-            if trips.exists():
-                files.setdefault(each, {})["taxi"] = sha256(trips)
-            if all(path.exists() for path in weather):
-                # A month's weather version: the sha256 of its four files' fingerprints, in element order.
-                joined = "".join(sha256(path) for path in weather)
-                files.setdefault(each, {})["weather"] = "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+        for source in registered_sources():
+            for each in sorted(MONTHS) if source.monthly else [""]:
+                window = MonthWindow.from_partition_key(f"{each}-01") if each else None
+                paths = [staging / source.staging_folder / file.path for file in source.files_for(window)]
+                if not all(path.exists() for path in paths):
+                    continue
+                # A version of several files: the sha256 of their fingerprints, in the declared order.
+                joined = "".join(sha256(path) for path in paths)
+                version = (
+                    sha256(paths[0]) if len(paths) == 1 else "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+                )
+                files.setdefault(each, {})[source.name] = version
         dropped = [
             entry.user_message for entry in self.instance.all_logs(run_id) if entry.user_message.startswith("Dropped ")
         ]
@@ -158,6 +162,11 @@ class History:
         snapshots = self._snapshots()
         return {
             "runs": self.runs,
+            # Each source's table, file asset and name (the key of its files' versions in each run's ``files``).
+            "sources": [
+                {"table": source.table.identifier, "files": source.file_asset, "name": source.name}
+                for source in registered_sources()
+            ],
             "killed": self.killed,
             # What no event may name: this machine's folders.
             "machine_paths": [str(self.state), str(PROJECT_ROOT), str(Path.home())],
@@ -241,7 +250,8 @@ class History:
 
         policy = naming(self.settings)
         labels = {}
-        for key in ["taxi_trip_files", "weather_files", "taxi_zone_files", "forecast_model", *TABLES, FORECAST]:
+        files = [source.file_asset for source in registered_sources()]
+        for key in [*files, "forecast_model", *TABLES, FORECAST]:
             name = policy.asset(key.split("."))
             labels[key] = {
                 "lineage": name.catalog_name or name.name,

@@ -48,8 +48,8 @@ def expected_inputs(record: dict) -> dict[tuple[str, str], dict[str, str]]:
     labels = {key: value["lineage"] for key, value in record["labels"].items()}
     files_after = {run["run_id"]: run["files"] for run in record["runs"]}
     expected: dict[tuple[str, str], dict[str, str]] = {}
-    sources = (RAW_YELLOW, "taxi_trip_files", "taxi"), (RAW_WEATHER, "weather_files", "weather")
-    for table, source, kind in (*sources, (ZONES, "taxi_zone_files", "zones")):
+    sources = [(source["table"], source["files"], source["name"]) for source in record["sources"]]
+    for table, source, kind in sources:
         snapshots = record["snapshots"][table]
         for snapshot_id in snapshots["snapshots"]:
             summary = _properties(snapshots, snapshot_id)

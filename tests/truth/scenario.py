@@ -25,7 +25,7 @@ from pathlib import Path
 
 MONTHS = ["2025-01", "2024-11", "2024-12"]  # the latest first
 TRIPS = 20_000
-TABLES = ["nyc_taxi.raw_yellow", "nyc_taxi.raw_weather", "nyc_taxi.yellow_rides_hourly_actuals", "nyc_taxi.taxi_zones"]
+ACTUALS = "nyc_taxi.yellow_rides_hourly_actuals"
 FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
 
 
