@@ -41,7 +41,10 @@ class AggregatePass:
         return {name: found.get(name) for name in self.aggregates}  # a null (a sum of no rows) is left out of JSON
 
     def run(self, rows: DataFrame) -> dict[str, Any]:
-        return self.values(rows.agg(self.column()).first()[0])
+        first = rows.agg(self.column()).first()
+        if first is None:  # an invariant: an aggregate without grouping has exactly one row
+            raise RuntimeError("The audits' aggregate pass returned no row")
+        return self.values(first[0])
 
 
 def measure(

@@ -191,6 +191,8 @@ def repeats(rows: DataFrame, keys: Sequence[str]) -> Repeats:
     candidates = with_hash.join(wanted, KEY_HASH, "left_semi")
     repeated = candidates.groupBy(*keys).count().where("count > 1")
     found = repeated.agg(F.count(F.lit(1)).alias("keys"), F.sum("count").alias("rows")).first()
+    if found is None:  # an invariant: an aggregate without grouping has exactly one row
+        raise RuntimeError("The count of repeated keys returned no row")
     return Repeats(int(found["keys"]), int(found["rows"] or 0))
 
 

@@ -10,10 +10,12 @@ from dagster import ConfigurableResource, get_dagster_logger
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 from pyiceberg.catalog import Catalog
+from pyspark.sql import SparkSession
 
 from forecast_assets.lakehouse.class_archive import ClassArchive
 from forecast_assets.lakehouse.commits import open_catalog_once
 from forecast_assets.lakehouse.spark_session import SparkOptions, on_loopback, spark_conf
+from forecast_assets.lakehouse.table_state import jvm
 from forecast_assets.source_specs.spec import SourceFile, SourceSpec
 from forecast_assets.sources.download import RetryPolicy
 from forecast_assets.sources.staging import LocalStaging, S3Staging, Staging, parse_s3_location
@@ -27,7 +29,7 @@ CATALOG_FIELDS = {field.name for field in fields(CatalogConfig)}
 SPARK_OPTION_FIELDS = {field.name for field in fields(SparkOptions)}
 
 
-class IcebergCatalogResource(ConfigurableResource):
+class IcebergCatalogResource(ConfigurableResource[Any]):
     """The Iceberg catalog: ``sql`` (SQLite JDBC), ``postgres`` (Postgres JDBC) or ``glue`` (S3 warehouse).
 
     Its fields are :class:`CatalogConfig`'s, so a run's launchpad shows them; the config passes through whole.
@@ -51,7 +53,7 @@ class IcebergCatalogResource(ConfigurableResource):
         return open_catalog(self.config())
 
 
-class SparkResource(ConfigurableResource):
+class SparkResource(ConfigurableResource[Any]):
     """One SparkSession per process, built with dagster-pyspark, with the Iceberg catalog as default."""
 
     catalog: IcebergCatalogResource
@@ -64,7 +66,7 @@ class SparkResource(ConfigurableResource):
     jars: str = ""
     class_archive: bool = True
     extra_config: dict[str, str] = {}
-    _session: Any = PrivateAttr(default=None)
+    _session: SparkSession | None = PrivateAttr(default=None)
 
     @classmethod
     def of(cls, catalog: CatalogConfig, options: SparkOptions, state_dir: Path) -> Self:
@@ -77,7 +79,7 @@ class SparkResource(ConfigurableResource):
         return spark_conf(self.catalog.config(), Path(self.state_dir), self.options(), self.extra_config)
 
     @property
-    def session(self):
+    def session(self) -> SparkSession:
         # Built on first use: file assets never pay for a JVM.
         if self._session is None:
             # Spark binds its web UI to SPARK_LOCAL_IP, which only its launcher's environment sets.
@@ -88,7 +90,7 @@ class SparkResource(ConfigurableResource):
                 self._session = self._start()
         return self._session
 
-    def _start(self):
+    def _start(self) -> SparkSession:
         """Spark, started and connected to the catalog, saying so while it starts (often 10-70 s, silent)."""
         log = get_dagster_logger()
         timing = Path(self.state_dir) / "tmp" / "spark_start_seconds"
@@ -103,29 +105,35 @@ class SparkResource(ConfigurableResource):
         timing.write_text(f"{time.monotonic() - started:.0f}")
         return session
 
-    def _started(self, config: dict[str, str], log: Any) -> Any:
+    def _started(self, config: dict[str, str], log: Any) -> SparkSession:
         """The session, its driver JVM started from the class archive when there is one (``class_archive.py``)."""
         archive = ClassArchive.for_spark(Path(self.state_dir) / "tmp" / "spark-classes") if self.class_archive else None
         options = archive.java_options() if archive else ""
         if archive is None or not options:
-            return spark_session_from_config(config)
+            return _session_from(config)
         plain = config.get("spark.driver.extraJavaOptions", "")
         try:
-            session = spark_session_from_config({**config, "spark.driver.extraJavaOptions": f"{plain} {options}"})
+            session = _session_from({**config, "spark.driver.extraJavaOptions": f"{plain} {options}"})
         except Exception as err:  # PySpark: the Java gateway exited before it said its port
             if archive.records(options):
                 raise
             # A damaged archive crashes the JVM as it starts: the run goes on without it, and it is recorded again.
             log.warning(f"Spark did not start from {archive.archive} ({err}); starting it without that class archive")
             archive.discard()
-            return spark_session_from_config(config)
+            return _session_from(config)
         if archive.records(options):
-            archive.recording_by(session._jvm.java.lang.ProcessHandle.current().pid())
+            archive.recording_by(jvm(session).java.lang.ProcessHandle.current().pid())
             log.info("Spark's classes are being recorded: later runs start from them, a few seconds sooner")
         return session
 
 
-class StagingResource(ConfigurableResource):
+def _session_from(config: dict[str, str]) -> SparkSession:
+    """dagster-pyspark's session builder, which ships untyped."""
+    session: SparkSession = spark_session_from_config(config)  # type: ignore[no-untyped-call]
+    return session
+
+
+class StagingResource(ConfigurableResource[Any]):
     """Where downloaded files are kept: a local folder, or ``s3://bucket/prefix``."""
 
     location: str
@@ -152,7 +160,7 @@ class StagingResource(ConfigurableResource):
         return LocalStaging(Path(self.location))
 
 
-class SourceResource(ConfigurableResource):
+class SourceResource(ConfigurableResource[Any]):
     """Where each source's files are downloaded from: a base URL (http(s) or file://) by source name."""
 
     base_urls: dict[str, str] = Field(

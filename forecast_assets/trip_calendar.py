@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -63,17 +64,13 @@ def trip_calendar(pickup: str) -> Query:
         by_zone = counted.dropna(subset=["zone"]).groupby("zone")["count"].sum()
         inside = counted[(counted["hour"] >= window.start) & (counted["hour"] < window.end)]
         by_hour = inside.groupby("hour")["count"].sum()
+        hour_starts = pd.DatetimeIndex(by_hour.index).to_pydatetime()
+        hours: dict[datetime, int] = dict(zip(hour_starts, by_hour.astype("int64").tolist(), strict=True))
         by_day: dict[date, int] = {}
-        for hour, trips in by_hour.items():
-            day = hour.date()
-            by_day[day] = by_day.get(day, 0) + int(trips)
-        return {
-            CALENDAR: TripCalendar(
-                by_zone={int(zone): int(trips) for zone, trips in by_zone.items()},
-                by_day=by_day,
-                by_hour={hour.to_pydatetime(): int(trips) for hour, trips in by_hour.items()},
-            )
-        }
+        for hour, trips in hours.items():
+            by_day[hour.date()] = by_day.get(hour.date(), 0) + trips
+        zones = dict(zip(by_zone.index.astype("int64").tolist(), by_zone.astype("int64").tolist(), strict=True))
+        return {CALENDAR: TripCalendar(by_zone=zones, by_day=by_day, by_hour=hours)}
 
     return calendar
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dagster import AssetKey, MetadataValue, TableColumn, TableSchema
 from pyspark.sql.types import StructType
 
-from forecast_assets.lakehouse.publication import WriteResult
+from forecast_assets.lakehouse.snapshots import WriteResult
 from forecast_assets.lakehouse.tables import TableSpec
 
 SNAPSHOT_ID = "iceberg/snapshot_id"
@@ -34,7 +36,9 @@ def table_schema(schema: StructType, descriptions: dict[str, str]) -> TableSchem
     )
 
 
-def table_metadata(spec: TableSpec, write: WriteResult, schema: StructType, partition_key: str, **extra) -> dict:
+def table_metadata(
+    spec: TableSpec, write: WriteResult, schema: StructType, partition_key: str, **extra: Any
+) -> dict[str, Any]:
     """Identifier, snapshot, partition row count and schema, plus whatever the asset adds."""
     return {
         TABLE_NAME: spec.identifier,

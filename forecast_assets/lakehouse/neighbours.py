@@ -42,23 +42,24 @@ def neighbour_months(
     Reads two columns of at most ``2 * SEARCH_MONTHS`` partitions of a table partitioned by its ``YYYY-MM`` column,
     which exists (write-audit-publish opened it first).
     """
-    if spec.month_column_kind != "text":
+    month_column = spec.month_column
+    if spec.month_column_kind != "text" or month_column is None:  # an invariant of the declarations
         raise ValueError(f"{spec.identifier}: neighbours are read from a YYYY-MM month column")
     distance = {_shifted(window.month, by): abs(by) for by in range(-SEARCH_MONTHS, SEARCH_MONTHS + 1) if by}
     counts = (
         spark.table(spec.identifier)
-        .where(F.col(spec.month_column).isin(list(distance)))
-        .groupBy(spec.month_column, zone_column)
+        .where(F.col(month_column).isin(list(distance)))
+        .groupBy(month_column, zone_column)
         .count()
         .collect()
     )
     by_month: dict[str, dict[int, int]] = {}
     for row in counts:
-        zones = by_month.setdefault(row[spec.month_column], {})
+        zones = by_month.setdefault(row[month_column], {})
         if row[zone_column] is not None:
             zones[int(row[zone_column])] = int(row["count"])
-    rows = {row[spec.month_column]: 0 for row in counts}
+    rows = {row[month_column]: 0 for row in counts}
     for row in counts:
-        rows[row[spec.month_column]] += int(row["count"])
+        rows[row[month_column]] += int(row["count"])
     closest = sorted(by_month, key=lambda month: (distance[month], month))
     return tuple(NeighbourMonth(month, rows[month], by_month[month]) for month in closest[:nearest])

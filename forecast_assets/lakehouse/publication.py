@@ -104,10 +104,10 @@ class Publication:
         cut = f"ALTER TABLE {spec.identifier} CREATE OR REPLACE BRANCH {branch}"
         committed_sql(spark, spec.identifier, f"while cutting {branch}", cut)
 
-        def write() -> Observation | None:
+        def write_rows() -> Observation | None:
             observation = None if observe is None else Observation()
             written = rows.select(*spec.columns)
-            if observation is not None:
+            if observe is not None and observation is not None:
                 written = written.observe(observation, observe.alias(OBSERVED))
             # Writes go through the branch identifier: a ``branch`` write option is ignored by Spark.
             writer = written.writeTo(f"{spec.identifier}.branch_{branch}")
@@ -121,7 +121,7 @@ class Publication:
             writer.overwritePartitions()
             return observation
 
-        observation = committed(spec.identifier, f"while writing {branch}", write)
+        observation = committed(spec.identifier, f"while writing {branch}", write_rows)
         state = self._state.refresh()
         self._read()
         head = state.snapshot(state.ref(branch) or 0)

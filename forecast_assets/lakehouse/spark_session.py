@@ -85,4 +85,4 @@ def spark_conf(
     conf |= jars.spark_conf() | catalog.spark_conf()
     if catalog.kind == "glue":
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
-    return conf | (extra or {})
+    return conf | dict(extra or {})

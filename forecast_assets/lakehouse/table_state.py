@@ -30,7 +30,7 @@ class TableState:
     """One load of a table: what its metadata said at that moment."""
 
     def __init__(self, spark: SparkSession, table: Any) -> None:
-        self._jvm = spark._jvm
+        self._jvm = jvm(spark)
         self._table = table
 
     def refresh(self) -> TableState:
@@ -72,11 +72,18 @@ class TableState:
         return None if value is None else str(value)
 
 
+def jvm(spark: SparkSession) -> Any:
+    """The session's JVM gateway (py4j, untyped); a session built in this process always has one."""
+    gateway = spark._jvm
+    if gateway is None:  # an invariant: only a Spark Connect session has no JVM, and this project never builds one
+        raise RuntimeError("This Spark session has no JVM gateway")
+    return gateway
+
+
 def table_state(spark: SparkSession, identifier: str) -> TableState | None:
     """The table ``identifier`` as the session's catalog loads it now; None if it does not exist."""
-    jvm = spark._jvm
     try:
-        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, identifier)
+        table = jvm(spark).org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, identifier)
     except AnalysisException as error:
         if any(reason in str(error) for reason in NOT_FOUND):
             return None

@@ -134,7 +134,7 @@ def _with_retries(
     """Run ``attempt_once`` until it gets past its ``_TransientFault``s or the attempts run out."""
 
     def report_retry(state: RetryCallState) -> None:
-        fault = state.outcome.exception()
+        fault = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action else 0.0
         progress(
             f"Attempt {state.attempt_number} of {policy.attempts} at {url} failed: {fault}; retrying in {wait:.1f} s"
@@ -222,7 +222,14 @@ def _same_source(previous: FetchRecord, url: str, etag: str | None, last_modifie
 
 
 def _stream(
-    url, response, workdir: Path, etag, last_modified, size: int, progress: Progress, timeout: float
+    url: str,
+    response: http.client.HTTPResponse,
+    workdir: Path,
+    etag: str | None,
+    last_modified: str | None,
+    size: int,
+    progress: Progress,
+    timeout: float,
 ) -> Fetched:
     name = url.rstrip("/").rsplit("/", 1)[-1]
     workdir.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,8 @@ def stage_file(
     with tempfile.TemporaryDirectory(dir=workdir) as tmp, reporting_while(progress, f"Staging {name}", ends=False):
         fetched = fetch_if_changed(url, previous, Path(tmp), progress, policy, setting)
         if fetched is None:
+            if previous is None:  # an invariant: a fetch is skipped only when a staged copy is as published
+                raise RuntimeError(f"{name} was not fetched, yet nothing is staged")
             progress(f"{name} unchanged at {url}; keeping the staged copy ({previous.fingerprint})")
             return StagedFile(name, previous, downloaded=False, content_changed=False)
         facts = verify(fetched.path)

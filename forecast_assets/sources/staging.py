@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
 from forecast_assets.sources.download import FetchRecord, copy_atomically
 from taxi_core.files import write_atomically
@@ -55,7 +56,7 @@ class LocalStaging(Staging):
 
 
 class S3Staging(Staging):
-    def __init__(self, client, bucket: str, prefix: str) -> None:
+    def __init__(self, client: Any, bucket: str, prefix: str) -> None:  # a boto3 S3 client (boto3 ships no types)
         self.client, self.bucket, self.prefix = client, bucket, prefix.strip("/")
 
     def _key(self, name: str) -> str:
