@@ -1,6 +1,9 @@
 """Jobs, and the sensors that bring in a source's new files as soon as they are published."""
 
+from __future__ import annotations
+
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetKey,
@@ -24,6 +27,9 @@ from forecast_assets.sources.download import source_version
 from taxi_core.months import MonthWindow
 from taxi_core.names import NAMESPACE
 
+if TYPE_CHECKING:  # Dagster exports the type of its asset jobs to type checkers only
+    from dagster import UnresolvedAssetJobDefinition
+
 MONTHLY_INGESTION, REFERENCE_DATA = "monthly_ingestion", "reference_data"
 
 # The flow checks the forecast rows it wrote; the job records those evaluations after the table's materialization
@@ -45,7 +51,7 @@ def _assets_of(sources: Sequence[SourceSpec]) -> AssetSelection:
     return AssetSelection.assets(*keys)
 
 
-def ingestion_jobs(sources: Sequence[SourceSpec]) -> list:
+def ingestion_jobs(sources: Sequence[SourceSpec]) -> list[UnresolvedAssetJobDefinition]:
     """A month of every monthly source (and what is built from it); and, apart, the sources published once.
 
     A Dagster job runs assets of one partitioning, so the sources that are not monthly have their own job.
@@ -157,7 +163,9 @@ def changed_reference_files_sensor(sources: Sequence[SourceSpec]) -> SensorDefin
         default_status=DefaultSensorStatus.RUNNING,
         description="Starts reference_data when a file published once for all months is new or has changed.",
     )
-    def changed_reference_files(context: SensorEvaluationContext, source: SourceResource, staging: StagingResource):
+    def changed_reference_files(
+        context: SensorEvaluationContext, source: SourceResource, staging: StagingResource
+    ) -> Iterator[RunRequest | SkipReason]:
         versions = _versions(source, published_once, None)
         if None in versions:
             yield SkipReason("A reference file is not published (or not reachable) yet")

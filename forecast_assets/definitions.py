@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import TypedDict
 
 from dagster import (
@@ -71,7 +72,7 @@ def resources_for(settings: Settings) -> Resources:
     }
 
 
-def build_definitions(settings: Settings, resources: dict | None = None) -> Definitions:
+def build_definitions(settings: Settings, resources: Mapping[str, object] | None = None) -> Definitions:
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
     from bridge.run.sensor import lineage_sensor

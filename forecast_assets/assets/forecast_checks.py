@@ -1,6 +1,8 @@
 """Asset checks on the forecast table, on the rows of the model version last written: one property each."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from dagster import AssetCheckExecutionContext, AssetCheckResult, asset_check
@@ -19,7 +21,7 @@ from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORI
 from forecast_assets.resources import IcebergCatalogResource
 
 
-def _from_metadata(metadata: dict) -> ForecastVersion:
+def _from_metadata(metadata: Mapping[str, Any]) -> ForecastVersion:
     values = {key: value.value for key, value in metadata.items()}
     return ForecastVersion(
         metaflow_run_id=str(values[METAFLOW_RUN_ID]),

@@ -5,7 +5,8 @@ downstream assets and the training flow included, never see a month that failed 
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from dagster import (
     AssetCheckSpec,
@@ -20,7 +21,13 @@ from dagster import (
 )
 
 from bridge.translate.dagster_inputs import input_versions_metadata
-from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, MonthRows, MonthWrite, write_audit_publish
+from forecast_assets.assets.publishing import (
+    CODE_VERSION_PROPERTY,
+    MonthRows,
+    MonthWrite,
+    TableEvent,
+    write_audit_publish,
+)
 from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
@@ -63,7 +70,7 @@ def _table_asset(
     description: str,
     code_version: str,
     partitions: PartitionsDefinition | None,
-):
+) -> Callable[[Callable[..., Iterator[TableEvent]]], AssetsDefinition]:
     key = AssetKey([NAMESPACE, spec.name])
     return multi_asset(
         name=f"{NAMESPACE}__{spec.name}",
@@ -84,7 +91,7 @@ def _table_asset(
     )
 
 
-def _read(versions: dict[AssetKey, str | int | None]) -> dict:
+def _read(versions: dict[AssetKey, str | int | None]) -> dict[str, Any]:
     """What the month is built from, at the versions read, for the lineage bridge (per-run truth)."""
     read = {key.to_user_string(): str(version) for key, version in versions.items() if version is not None}
     return input_versions_metadata(read)
@@ -102,7 +109,9 @@ def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExec
 def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The Iceberg table ``source`` feeds, written with write-audit-publish from its staged files."""
 
-    def build(context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource):
+    def build(
+        context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
+    ) -> Iterator[TableEvent]:
         window = partition_window(context, source)
         files = source.files_for(window)
         names = tuple(source.staged_name(file) for file in files)
@@ -160,7 +169,9 @@ def eligible_zones() -> list[int]:
     return [zone.location_id for zone in load_zones() if zone.borough not in UNKNOWN_BOROUGHS]
 
 
-def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource):
+def yellow_rides_hourly_actuals(
+    context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
+) -> Iterator[TableEvent]:
     window = MonthWindow.from_partition_key(context.partition_key)
     session = spark.session
     # One load of raw_yellow's state answers both: the month counted, and the table's head.
@@ -174,10 +185,10 @@ def yellow_rides_hourly_actuals(context: AssetExecutionContext, config: ActualsC
         raise Failure(description=msg, allow_retries=False)
     trips_snapshot = trips.ref("main") if trips is not None else None
 
-    def build_rows():
-        trips = month_rows(session, RAW_YELLOW, window)
-        actuals = hourly_actuals(session, trips, window.start, window.end, eligible_zones(), config.top_zones)
-        return MonthRows(actuals, {AssetKey([NAMESPACE, RAW_YELLOW.name]): trips})
+    def build_rows() -> MonthRows:
+        rows = month_rows(session, RAW_YELLOW, window)
+        actuals = hourly_actuals(session, rows, window.start, window.end, eligible_zones(), config.top_zones)
+        return MonthRows(actuals, {AssetKey([NAMESPACE, RAW_YELLOW.name]): rows})
 
     month = MonthWrite(
         spec=HOURLY_ACTUALS,

@@ -50,6 +50,8 @@ from forecast_assets.resources import SparkResource
 from taxi_core.months import MonthWindow
 
 PUBLICATION = "publication"
+# What a table's step yields: the month's materialization, or its checks alone.
+TableEvent = MaterializeResult[Any] | AssetCheckResult
 PUBLISHED, UNCHANGED, HELD_BACK = "published", "unchanged", "held back"
 CODE_VERSION_PROPERTY = "dagster.code-version"
 
@@ -68,7 +70,7 @@ class MonthWrite:
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
     build_rows: Callable[[], MonthRows]
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     # The source files as a user finds them again (name, address, sha256), for a held-back month's message.
     files: str = ""
 
@@ -170,7 +172,7 @@ def _run_audits(
     rows: DataFrame,
     month: MonthWrite,
     audited: str,
-    extra: dict | None = None,
+    extra: dict[str, Any] | None = None,
     observed: Mapping[str, Any] | None = None,
 ) -> list[tuple[Audit, AuditResult]]:
     """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, the
@@ -196,11 +198,16 @@ def _check_results(context: AssetExecutionContext, judged: list[tuple[Audit, Aud
     ]
 
 
-def _as_record(judged: list[tuple[Audit, AuditResult]]) -> dict[str, dict]:
+def _as_record(judged: list[tuple[Audit, AuditResult]]) -> dict[str, dict[str, Any]]:
     return {audit.name: asdict(result) for audit, result in judged}
 
 
-def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | None, published: PublishedMonth):
+def _recorded(
+    context: AssetExecutionContext,
+    month: MonthWrite,
+    record: dict[str, dict[str, Any]] | None,
+    published: PublishedMonth,
+) -> list[tuple[Audit, AuditResult]] | None:
     """The selected audits' results the unchanged month was published with, marked as reused; None if any is
     missing (the month was published before results were kept, or by other audits)."""
     audits = _selected_audits(context, month)
@@ -219,7 +226,7 @@ def _recorded(context: AssetExecutionContext, month: MonthWrite, record: dict | 
     return judged
 
 
-def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator:
+def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator[TableEvent]:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
     publication = Publication.open(spark.session, month.spec, month.window, _partition(context))
     # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
@@ -233,7 +240,7 @@ def audit_published(context: AssetExecutionContext, spark: SparkResource, month:
 
 def write_audit_publish(
     context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, config: TableWriteConfig
-) -> Iterator:
+) -> Iterator[TableEvent]:
     """Open the table, stage the month, audit it, publish it: one straight path over the table's state."""
     if not context.selected_asset_keys:
         yield from audit_published(context, spark, month)
@@ -271,8 +278,8 @@ def write_audit_publish(
     blocked = [(audit, result) for audit, result in judged if _blocked(audit, result)]
     if blocked:
         checks = _check_results(context, judged)
-        result, message = _held_back(context, month, staged, published, publication.main, blocked, checks)
-        yield result
+        held_back, message = _held_back(context, month, staged, published, publication.main, blocked, checks)
+        yield held_back
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
     outcome = publication.publish(staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)))
@@ -345,7 +352,7 @@ def _unchanged(
     month: MonthWrite,
     published: PublishedMonth,
     record: dict[str, dict[str, Any]] | None,
-) -> MaterializeResult:
+) -> MaterializeResult[Any]:
     """``record``: the audit results the month was published with (None when none were kept)."""
     spec, window = month.spec, month.window
     context.log.info(
@@ -382,7 +389,7 @@ def _held_back(
     current: int | None,
     blocked: list[tuple[Audit, AuditResult]],
     checks: list[AssetCheckResult],
-) -> tuple[MaterializeResult, str]:
+) -> tuple[MaterializeResult[Any], str]:
     """``current``: the snapshot ``main`` holds, as it was when the month was staged."""
     spec = month.spec
     names = [audit.name for audit, _ in blocked]
@@ -415,7 +422,7 @@ def _held_back(
     }
     if current is not None:
         metadata[SNAPSHOT_ID] = snapshot_text(current)
-    result = MaterializeResult(
+    result: MaterializeResult[Any] = MaterializeResult(
         metadata=metadata,
         data_version=None if published is None else DataVersion(str(published.snapshot_id)),
         check_results=checks,

@@ -2,6 +2,7 @@
 
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from dagster import (
@@ -103,7 +104,7 @@ def _refuse_unknown_month(partition_key: str, months: PartitionsDefinition, spec
     raise Failure(description=msg, allow_retries=False)
 
 
-def _one_file_metadata(staged: StagedFile, url: str, staging: StagingResource) -> dict:
+def _one_file_metadata(staged: StagedFile, url: str, staging: StagingResource) -> dict[str, Any]:
     record = staged.record
     return {
         "source_url": MetadataValue.url(url),
@@ -118,8 +119,8 @@ def _one_file_metadata(staged: StagedFile, url: str, staging: StagingResource) -
     }
 
 
-def _files_metadata(files: tuple[SourceFile, ...], staged_files: list[StagedFile]) -> dict:
-    metadata: dict = {
+def _files_metadata(files: tuple[SourceFile, ...], staged_files: list[StagedFile]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
         "source_fingerprint": combined_fingerprint([s.record.fingerprint for s in staged_files]),
         "dagster/row_count": sum(s.record.rows or 0 for s in staged_files),
         "downloaded_files": sum(s.downloaded for s in staged_files),
@@ -133,7 +134,9 @@ def _files_metadata(files: tuple[SourceFile, ...], staged_files: list[StagedFile
 def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The asset of ``spec``'s files: partitioned by ``months`` when the source publishes monthly."""
 
-    def materialize(context: AssetExecutionContext, source: SourceResource, staging: StagingResource):
+    def materialize(
+        context: AssetExecutionContext, source: SourceResource, staging: StagingResource
+    ) -> MaterializeResult[Any]:
         if spec.monthly:
             _refuse_unknown_month(context.partition_key, months, spec)
         window = partition_window(context, spec)

@@ -63,6 +63,10 @@ DESCRIPTIONS = {
 
 def _published_schema(year: int) -> pa.Schema:
     """The schema TLC published for a year's files."""
+    ids: pa.DataType
+    counts: pa.DataType
+    location: pa.DataType
+    airport_type: pa.DataType
     if year <= 2023:
         ids, counts, airport = pa.int64(), pa.float64(), "airport_fee"
         location = pa.int64()
@@ -72,7 +76,7 @@ def _published_schema(year: int) -> pa.Schema:
         ids, counts, airport = pa.int32(), pa.int64(), "Airport_fee"
         location = pa.int32()
         airport_type = pa.float64()
-    fields = [
+    fields: list[tuple[str, pa.DataType]] = [
         ("VendorID", ids),
         ("tpep_pickup_datetime", pa.timestamp("us")),
         ("tpep_dropoff_datetime", pa.timestamp("us")),
