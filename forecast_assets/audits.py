@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.sources.noaa_format import VALUE_RANGES
+from taxi_core.errors import PipelineError
 from taxi_core.figures import percent_text
 from taxi_core.months import MonthWindow
 
@@ -39,6 +40,10 @@ class AuditResult:
     description: str | None = None
 
 
+class AuditNeedsAMonth(PipelineError):
+    """A month's audit declared on a table written whole."""
+
+
 @dataclass(frozen=True)
 class MonthFacts:
     """What the source says the table should hold: for a month (``window``), or for the whole table (None)."""
@@ -54,7 +59,11 @@ class MonthFacts:
     def month(self) -> MonthWindow:
         """The audited month, for the audits that only a monthly table has."""
         if self.window is None:
-            raise ValueError("this audit compares a month with its calendar: declare it on a monthly source only")
+            msg = (
+                "An audit of a month's calendar ran on a table written whole: declare it only in the audits of a "
+                "monthly source (a SourceSpec with monthly=True)"
+            )
+            raise AuditNeedsAMonth(msg)
         return self.window
 
     def compared_with(self) -> str:

@@ -188,7 +188,7 @@ class Settings(BaseSettings):
                 f"neither it nor its parent {path.parent} exists: a mistyped folder would start a new, empty "
                 f"lakehouse. Check the path, or create the folder (mkdir -p {path}) to start one there"
             )
-            raise ValueError(msg)
+            raise ValueError(msg)  # pydantic's way: reported as a SettingsError
         try:
             path.mkdir(exist_ok=True)
             # A probe of its own: two commands starting at once must not delete each other's.
@@ -196,7 +196,7 @@ class Settings(BaseSettings):
                 pass
         except OSError as err:
             msg = f"cannot write to {path} ({err.strerror}); point it at a folder you can write to"
-            raise ValueError(msg) from err
+            raise ValueError(msg) from err  # pydantic's way: reported as a SettingsError
         return path
 
     @field_validator("first_month", "last_month")
@@ -207,13 +207,13 @@ class Settings(BaseSettings):
         try:
             return f"{parse_month(value, today=date.today(), earliest=TLC_FIRST_MONTH)}-01"
         except MonthInvalid as err:
-            raise ValueError(str(err)) from None
+            raise ValueError(str(err)) from None  # pydantic's way: reported as a SettingsError
 
     @model_validator(mode="after")
     def _months_in_order(self) -> Settings:
         if self.last_month and self.last_month < self.first_month:
             msg = f"TAXI_LAST_MONTH={self.last_month[:7]} is before TAXI_FIRST_MONTH={self.first_month[:7]}; swap them"
-            raise ValueError(msg)
+            raise ValueError(msg)  # pydantic's way: reported as a SettingsError
         return self
 
     @field_validator("source_base_urls")
@@ -221,17 +221,18 @@ class Settings(BaseSettings):
     def _source_urls(cls, value: dict[str, str]) -> dict[str, str]:
         for source, url in value.items():
             if not URL.fullmatch(url):
-                raise ValueError(f"TAXI_{source.upper()}_BASE_URL={url!r}: {URL_ACCEPTS}")
+                msg = f"TAXI_{source.upper()}_BASE_URL={url!r}: {URL_ACCEPTS}"
+                raise ValueError(msg)  # pydantic's way: reported as a SettingsError
         return value
 
     @field_validator(*SHAPES)
     @classmethod
     def _shaped(cls, value: str, info: ValidationInfo) -> str:
         if info.field_name is None:  # pydantic names the field a field validator runs for
-            raise TypeError("a field validator called without its field")
+            raise TypeError("a field validator called without its field")  # an invariant of pydantic's
         pattern, accepts = SHAPES[info.field_name]
         if not pattern.fullmatch(value):
-            raise ValueError(accepts)
+            raise ValueError(accepts)  # pydantic's way: reported as a SettingsError
         return value
 
     @classmethod
@@ -253,9 +254,9 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             try:
                 return json.loads(value) if value.strip() else []
-            except ValueError as err:
+            except json.JSONDecodeError as err:
                 msg = f'not JSON ({err}): give a list such as [{{"kind": "sqlite-table", "options": {{"path": "x"}}}}]'
-                raise ValueError(msg) from None
+                raise ValueError(msg) from None  # pydantic's way: reported as a SettingsError
         return value
 
     def path(self, *parts: str) -> Path:

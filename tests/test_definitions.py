@@ -285,3 +285,18 @@ def test_the_resources_carry_the_settings_whole(monkeypatch):
     assert resources["spark"].options() == SparkOptions.from_settings(settings)
     assert resources["spark"].options().cores_max == 3 and resources["spark"].options().jars == "/opt/extra.jar"
     assert resources["catalog"].config() == resources["spark"].catalog.config() == CatalogConfig.from_settings(settings)
+
+
+def test_the_registry_refuses_two_sources_of_one_name_and_names_the_sources_it_has(monkeypatch):
+    from forecast_assets.source_specs import registry
+
+    with pytest.raises(registry.NoSuchSource, match=r"'tram'; the sources are trip, .*zones"):
+        registry.source_named("tram")
+    monkeypatch.setattr(registry, "SOURCES", ("yellow_trips", "noaa_weather", "yellow_trips"))
+    registry.registered_sources.cache_clear()
+    try:
+        with pytest.raises(registry.SourceNameTaken, match=r"named trip \(in .*SOURCES\)"):
+            registry.registered_sources()
+    finally:
+        monkeypatch.undo()
+        registry.registered_sources.cache_clear()

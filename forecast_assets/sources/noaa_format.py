@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 ELEMENTS = ("prcp", "tavg", "tmin", "tmax")
 MISSING_VALUE = -999.99
+# A day's value as NOAA writes it: a decimal number, space-padded ("    1.00", " -999.99").
+DAY_VALUE = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 DAY_COLUMNS = tuple(f"day_{day:02d}" for day in range(1, 32))
 COLUMNS = ("region_type", "region_code", "region_name", "year", "month", "element", *DAY_COLUMNS)
 
@@ -34,8 +38,6 @@ def row_problems(fields: list[str], element: str, month: str) -> list[str]:
         problems.append(f"is for {year}-{month_number}, expected {month}")
     if row_element.lower() != element:
         problems.append(f"holds element {row_element!r}, expected {element!r}")
-    try:
-        [float(value) for value in fields[6:]]
-    except ValueError:
+    if not all(DAY_VALUE.fullmatch(value) for value in fields[6:]):
         problems.append("has a day value that is not a number")
     return problems
