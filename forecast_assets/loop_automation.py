@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date, timedelta
+from typing import TYPE_CHECKING
 
 from dagster import (
+    AssetKey,
     AssetSelection,
     DagsterEventType,
     DailyPartitionsDefinition,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
+    ScheduleDefinition,
+    SensorDefinition,
     SensorEvaluationContext,
     SkipReason,
     build_schedule_from_partitioned_job,
@@ -22,6 +26,11 @@ from dagster import (
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forecast_assets.assets.forecast_loop import ACCURACY_KEY, ACTUALS_KEY, DAILY_FORECAST_KEY
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.partitions.partitioned_schedule import (
+        UnresolvedPartitionedAssetScheduleDefinition,
+    )
 
 DAILY_FORECAST_JOB, ACCURACY_JOB = "daily_forecast", "score_forecasts"
 # 05:30 UTC, half past midnight in New York in winter (01:30 in summer): the day's forecast is made at its start,
@@ -41,7 +50,7 @@ accuracy_job = define_asset_job(
 )
 
 
-def daily_forecast_schedule():
+def daily_forecast_schedule() -> UnresolvedPartitionedAssetScheduleDefinition | ScheduleDefinition:
     return build_schedule_from_partitioned_job(
         daily_forecast_job,
         hour_of_day=FORECAST_HOUR,
@@ -52,7 +61,7 @@ def daily_forecast_schedule():
     )
 
 
-def _newest(context: SensorEvaluationContext, key) -> dict[str, int]:
+def _newest(context: SensorEvaluationContext, key: AssetKey) -> dict[str, int]:
     """Each partition of ``key`` and the storage id of its newest materialization."""
     storage = context.instance.event_log_storage
     return dict(storage.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION))
@@ -75,7 +84,7 @@ def days_to_score(actuals: dict[str, int], forecasts: dict[str, int], scored: di
     return ranges
 
 
-def score_forecasts_sensor(days: DailyPartitionsDefinition):
+def score_forecasts_sensor(days: DailyPartitionsDefinition) -> SensorDefinition:
     @sensor(
         job_name=ACCURACY_JOB,
         minimum_interval_seconds=60,

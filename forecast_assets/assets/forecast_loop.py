@@ -8,7 +8,8 @@ the actuals (or a day's forecast) change and asks for the days it can score.
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from dagster import (
@@ -16,6 +17,7 @@ from dagster import (
     AssetCheckEvaluation,
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
     AssetDep,
     AssetExecutionContext,
@@ -35,6 +37,7 @@ from dagster import (
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+from pyiceberg.catalog import Catalog
 
 from bridge.translate.dagster_inputs import input_versions_metadata
 from forecast_assets.assets.table_metadata import (
@@ -45,13 +48,18 @@ from forecast_assets.assets.table_metadata import (
     snapshot_text,
     table_key,
 )
-from forecast_assets.assets.training import FORECAST_MODEL, png_markdown
+from forecast_assets.assets.training import FORECAST_MODEL, Metadata, png_markdown
 from forecast_assets.resources import IcebergCatalogResource
 from taxi_core.figures import percent, ratio, rides
 from taxi_core.files import write_atomically
 from taxi_core.months import MonthWindow
 from taxi_core.names import ACTUALS, DAILY_FORECAST, FORECAST_ACCURACY, LIVE_ACCURACY_FILE, MODEL_NAME, RAW_WEATHER
 from taxi_core.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from flows.forecasting.alarms import Alarm, Outcome
+    from flows.forecasting.registry import Serving
+    from flows.forecasting.serving import ServedModel
 
 FORECASTING_GROUP = "forecasting"
 DAILY_FORECAST_KEY, ACCURACY_KEY = table_key(DAILY_FORECAST), table_key(FORECAST_ACCURACY)
@@ -75,7 +83,7 @@ def _days(context: AssetExecutionContext) -> list[pd.Timestamp]:
     return [pd.Timestamp(key) for key in context.partition_keys]
 
 
-def _served(catalog):
+def _served(catalog: Catalog) -> tuple["Serving", "ServedModel"]:
     """The serving version and what it serves with, from the registry and its Metaflow run."""
     from metaflow import Run, namespace  # Metaflow loads only when a forecast is made
 
@@ -87,6 +95,9 @@ def _served(catalog):
         raise Failure(description=msg, allow_retries=False)
     namespace(None)
     data = Run(serving.version).data
+    if data is None:  # the registry names a version as its run writes; the run ends a step later
+        msg = f"{serving.version} serves but its Metaflow run has not finished: wait for it to end, or train again."
+        raise Failure(description=msg, allow_retries=False)
     if "served" not in data:
         msg = f"{serving.version} was trained before versions served daily forecasts: train again to serve one."
         raise Failure(description=msg, allow_retries=False)
@@ -164,16 +175,16 @@ def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
     return daily_forecast
 
 
-def _score_metadata(scores: pd.DataFrame) -> dict:
+def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
     from flows.forecasting.accuracy import pooled  # the flow's modules load with the step, not with the definitions
 
     city, zones = pooled(scores, "city"), pooled(scores)
     boroughs = scores[scores.level == "borough"].sort_values("series")
     table = [
-        TableRecord({"borough": row.borough, "rides": rides(row.rides), "MAE": rides(row.mae),
-                     "bias %": percent(row.bias), "MAE / naive": ratio(row.ratio_to_naive),
-                     "80% coverage %": percent(row.coverage_80)})
-        for row in boroughs.itertuples()
+        TableRecord({"borough": row["borough"], "rides": rides(row["rides"]), "MAE": rides(row["mae"]),
+                     "bias %": percent(row["bias"]), "MAE / naive": ratio(row["ratio_to_naive"]),
+                     "80% coverage %": percent(row["coverage_80"])})
+        for row in boroughs.to_dict("records")
     ]  # fmt: skip
     return {
         "city_mae": MetadataValue.float(rides(city["mae"])),
@@ -187,11 +198,11 @@ def _score_metadata(scores: pd.DataFrame) -> dict:
     }
 
 
-def _severity(alarm) -> AssetCheckSeverity:
+def _severity(alarm: "Alarm") -> AssetCheckSeverity:
     return AssetCheckSeverity.ERROR if alarm.severity == "ERROR" else AssetCheckSeverity.WARN
 
 
-def _score_day(lakehouse, day: pd.Timestamp):
+def _score_day(lakehouse: Catalog, day: pd.Timestamp) -> tuple[pd.DataFrame, int, int, str]:
     """A day's forecast scored against the actuals published now; the scores and the versions compared."""
     # The flow's modules load with the step, not with the definitions.
     from flows.forecasting import accuracy, loop_tables, tables
@@ -216,12 +227,14 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
         description="How each day's published forecast did once the day's actuals are published: MAE, bias, MAE "
         "against seasonal naive and interval coverage, per zone, borough and the city.",
     )
-    def forecast_accuracy(context: AssetExecutionContext, catalog: IcebergCatalogResource):
+    def forecast_accuracy(
+        context: AssetExecutionContext, catalog: IcebergCatalogResource
+    ) -> Iterator[AssetMaterialization]:
         # The flow's modules load with the step, not with the definitions.
         from flows.forecasting import alarms, loop_tables
 
         lakehouse = catalog.load()
-        scored = []
+        scored: list[tuple[str, Metadata, list[Outcome]]] = []
         for day in _days(context):
             scores, forecast_snapshot, actuals_snapshot, version = _score_day(lakehouse, day)
             if scores.hours.sum() == 0:
@@ -234,7 +247,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
             read = {DAILY_FORECAST_KEY.to_user_string(): str(forecast_snapshot),
                     ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}  # fmt: skip
             schema = TableSchema(columns=[TableColumn(*c) for c in loop_tables.columns(loop_tables.ACCURACY_SCHEMA)])
-            metadata = {
+            metadata: Metadata = {
                 TABLE_NAME: FORECAST_ACCURACY, SNAPSHOT_ID: snapshot_text(snapshot_id),
                 ROW_COUNT: MetadataValue.int(len(scores)), COLUMN_SCHEMA: schema,
                 "model_version": version, "forecast_snapshot_id": snapshot_text(forecast_snapshot),
@@ -257,7 +270,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
     return forecast_accuracy
 
 
-def _accuracy_chart(lakehouse, keys: list[str]) -> MetadataValue:
+def _accuracy_chart(lakehouse: Catalog, keys: list[str]) -> MetadataValue:
     """Every scored day of the months of ``keys``, drawn: the zones' MAE against naive's, the city's bias, the
     zones' 80% coverage."""
     # The flow's modules load with the step; matplotlib only where a chart is drawn.
@@ -266,7 +279,7 @@ def _accuracy_chart(lakehouse, keys: list[str]) -> MetadataValue:
     months = {key[:7] for key in keys}
     scores = loop_tables.read_all_accuracy(lakehouse)
     scores = scores[scores.day.astype(str).str[:7].isin(months)]
-    days = []
+    days: list[dict[str, object]] = []
     for day, rows in scores.groupby(scores.day.astype(str)):
         zones, city = accuracy.pooled(rows), accuracy.pooled(rows, "city")
         days.append({"day": day, "zone_ratio_to_naive": zones["ratio_to_naive"], "city_bias_pct": 100 * city["bias"],
@@ -275,7 +288,7 @@ def _accuracy_chart(lakehouse, keys: list[str]) -> MetadataValue:
     return png_markdown(plots.png_bytes(figure), f"forecast accuracy per day, {', '.join(sorted(months))}")
 
 
-def _write_live_accuracy(lakehouse) -> None:
+def _write_live_accuracy(lakehouse: Catalog) -> None:
     """Each version's figures over every day scored, where ``taxi-lineage model`` reads them without a table
     format's library (forecast_assets/lineage.py)."""
     # The flow's modules load with the step, not with the definitions.
@@ -285,7 +298,9 @@ def _write_live_accuracy(lakehouse) -> None:
     write_atomically(load_settings().state_dir / LIVE_ACCURACY_FILE, json.dumps(live, indent=1, sort_keys=True))
 
 
-def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> list[AssetCheckEvaluation]:
+def _evaluations(
+    context: AssetExecutionContext, partition: str, outcomes: Sequence["Outcome"]
+) -> list[AssetCheckEvaluation]:
     """Each alarm's outcome on ``partition``, aimed at the materialization this run just recorded for it."""
     records = context.instance.fetch_materializations(
         AssetRecordsFilter(ACCURACY_KEY, asset_partitions=[partition]), limit=1
@@ -311,11 +326,11 @@ def _evaluations(context: AssetExecutionContext, partition: str, outcomes) -> li
     ]
 
 
-def accuracy_checks(days: DailyPartitionsDefinition) -> list:
+def accuracy_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
     """The alarms as checks a user runs on a scored day from the UI: each reads the day's scores back."""
     from flows.forecasting.alarms import ALARMS  # the flow's modules load with the step, not with the definitions
 
-    def build(alarm):
+    def build(alarm: "Alarm") -> AssetChecksDefinition:
         @asset_check(
             asset=ACCURACY_KEY, name=alarm.name, description=alarm.description, blocking=alarm.blocking,
             partitions_def=days,

@@ -1,7 +1,8 @@
 """The Metaflow-made assets: the forecast model and the forecast table, trained by running the flow."""
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dagster import (
     AssetCheckEvaluation,
@@ -36,6 +37,11 @@ from taxi_core.names import ACTUALS, FORECAST, MODEL_NAME, RAW_WEATHER
 from taxi_core.names import ZONES as ZONE_LOOKUP
 from taxi_core.progress import SilenceWatch
 
+if TYPE_CHECKING:
+    from dagster._core.definitions.metadata import RawMetadataValue
+    from metaflow import Run
+    from metaflow.client.core import MetaflowData
+
 FORECAST_MODEL = AssetKey(MODEL_NAME)
 FORECAST_TABLE = table_key(FORECAST)
 TRAINING_GROUP = "training"
@@ -44,6 +50,11 @@ METAFLOW_RUN_ID = "metaflow_run_id"
 FORECAST_START = "forecast_start"
 HORIZON_HOURS = "horizon_hours"
 ZONES = "zones"
+
+# An asset's metadata as its code writes it: Dagster wraps each plain value in a MetadataValue.
+Metadata: TypeAlias = dict[str, "RawMetadataValue"]
+# A check the flow evaluated on the rows it wrote: its name, whether it passed, and its metadata.
+FlowCheck: TypeAlias = tuple[str, bool, Metadata]
 
 
 class TrainingConfig(Config):
@@ -67,8 +78,8 @@ class TrainingConfig(Config):
         "seasonal_naive, the baseline, always trains).",
     )
 
-    def flow_parameters(self) -> dict:
-        parameters = {"use_weather": self.use_weather, "horizon_hours": self.horizon_hours}
+    def flow_parameters(self) -> dict[str, bool | int | str]:
+        parameters: dict[str, bool | int | str] = {"use_weather": self.use_weather, "horizon_hours": self.horizon_hours}
         chosen = {"lookback_days": self.lookback_days, "evaluation_weeks": self.evaluation_weeks,
                   "selection_weeks": self.selection_weeks, "as_of": self.as_of or None,
                   "candidates": self.candidates or None}  # fmt: skip
@@ -94,15 +105,16 @@ class TrainingConfig(Config):
         ),
     ],
 )
-def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
+def run_training_flow(context: AssetExecutionContext, config: TrainingConfig) -> Iterator[MaterializeResult[Any]]:
     """Runs flows/train.py through Metaflow's Runner, passing this Dagster run as the flow's parent."""
-    from flows.launch import FlowEventKind, FlowFailed, run_training  # Metaflow loads only when training runs
+    # Metaflow loads only when training runs.
+    from flows.launch import FlowEvent, FlowEventKind, FlowFailed, run_training
 
     running = ["Starting the Metaflow flow"]  # what the silence watch names: the flow's start, then each step
 
-    def log_flow_event(event) -> None:
+    def log_flow_event(event: FlowEvent) -> None:
         watch.heard()
-        if event.kind is FlowEventKind.TASK_STARTED:
+        if event.kind is FlowEventKind.TASK_STARTED and event.step is not None:
             running[0] = event.step
         (context.log.error if event.kind is FlowEventKind.TASK_FAILED else context.log.info)(str(event))
 
@@ -120,8 +132,7 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
     except FlowFailed as err:
         metadata = {"metaflow_run": err.pathspec or "", "failed_step": err.step or ""}
         raise Failure(description=str(err), metadata=metadata, allow_retries=False) from err
-    data = run.data
-    context.log.info(f"Metaflow run {run.pathspec}: champion {data.champion}")
+    context.log.info(f"Metaflow run {run.pathspec}: champion {_finished(run).champion}")
     yield MaterializeResult(asset_key=FORECAST_MODEL, metadata=model_metadata(run))
     yield MaterializeResult(asset_key=FORECAST_TABLE, metadata=forecast_table_metadata(run))
     # Logged once the table's materialization is stored, so each evaluation comes after the version it checked.
@@ -130,7 +141,7 @@ def run_training_flow(context: AssetExecutionContext, config: TrainingConfig):
 
 
 def _flow_check_evaluations(
-    context: AssetExecutionContext, pathspec: str, outcomes: Sequence[tuple[str, bool, dict]]
+    context: AssetExecutionContext, pathspec: str, outcomes: Sequence[FlowCheck]
 ) -> list[AssetCheckEvaluation]:
     """The flow's evaluations of the forecast table's checks, on the materialization this run just recorded.
 
@@ -165,7 +176,7 @@ def _flow_check_evaluations(
     ]
 
 
-def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
+def training_run_metadata(pathspec: str) -> tuple[Metadata, Metadata]:
     """The metadata of ``forecast_model`` and the forecast table for the flow run ``pathspec``."""
     from metaflow import Run, namespace  # Metaflow loads only where a flow run is read
 
@@ -174,7 +185,7 @@ def training_run_metadata(pathspec: str) -> tuple[dict, dict]:
     return model_metadata(run), forecast_table_metadata(run)
 
 
-def training_run_checks(pathspec: str) -> list[tuple[str, bool, dict]]:
+def training_run_checks(pathspec: str) -> list[FlowCheck]:
     """The forecast table's checks as the flow run ``pathspec`` evaluated them on the rows it wrote."""
     from metaflow import Run, namespace  # Metaflow loads only where a flow run is read
 
@@ -182,17 +193,25 @@ def training_run_checks(pathspec: str) -> list[tuple[str, bool, dict]]:
     return _checks_of(Run(pathspec))
 
 
-def _checks_of(run) -> list[tuple[str, bool, dict]]:
-    """Each check the run evaluated: its name, outcome and metadata, with the table version it checked."""
+def _finished(run: "Run") -> "MetaflowData":
+    """The artifacts of a finished run: its end step's."""
     data = run.data
+    if data is None:  # an invariant: the runs read here succeeded (the Runner's, and those the bridge reports)
+        raise RuntimeError(f"Metaflow run {run.pathspec} has no artifacts: its end step has not run")
+    return data
+
+
+def _checks_of(run: "Run") -> list[FlowCheck]:
+    """Each check the run evaluated: its name, outcome and metadata, with the table version it checked."""
+    data = _finished(run)
     outcomes = data.forecast_checks if "forecast_checks" in data else []
-    checked = {SNAPSHOT_ID: snapshot_text(data.forecast_snapshot_id)} if outcomes else {}
+    checked: Metadata = {SNAPSHOT_ID: snapshot_text(data.forecast_snapshot_id)} if outcomes else {}
     return [
         (outcome["name"], bool(outcome["passed"]), {**_rounded(outcome["metadata"]), **checked}) for outcome in outcomes
     ]
 
 
-def _rounded(metadata: dict) -> dict:
+def _rounded(metadata: Mapping[str, "RawMetadataValue"]) -> Metadata:
     """The checks' figures in rides (older runs kept them unrounded)."""
     return {key: rides(value) if isinstance(value, float) else value for key, value in metadata.items()}
 
@@ -201,14 +220,14 @@ def _rounded(metadata: dict) -> dict:
 CARD_COMMAND = "./run python flows/train.py card get {run}/{step} .state/cards/{step}.html"
 
 
-def model_metadata(run) -> dict:
+def model_metadata(run: "Run") -> Metadata:
     from flows.forecasting.backtest import ranked  # the flow's modules load with the flow, not with the definitions
 
-    data = run.data
+    data = _finished(run)
     metrics = data.metrics.set_index("candidate")
     naive = metrics.mae.get("seasonal_naive")
-    spent = data.training_seconds if "training_seconds" in data else {}
-    metadata = {
+    spent: dict[str, float] = data.training_seconds if "training_seconds" in data else {}
+    metadata: Metadata = {
         "model_version": data.model_version,
         "metaflow_run": run.pathspec,
         "champion": data.champion,
@@ -222,13 +241,13 @@ def model_metadata(run) -> dict:
         "backtest": _table(
             [
                 {
-                    "candidate": row.candidate,
-                    "MAE": rides(row.mae),
-                    "RMSE": rides(row.rmse),
-                    "MAE / naive": ratio(row.mae / naive) if naive else "",
-                    "seconds": seconds(spent[row.candidate]) if row.candidate in spent else "",
+                    "candidate": row["candidate"],
+                    "MAE": rides(row["mae"]),
+                    "RMSE": rides(row["rmse"]),
+                    "MAE / naive": ratio(row["mae"] / naive) if naive else "",
+                    "seconds": seconds(spent[row["candidate"]]) if row["candidate"] in spent else "",
                 }
-                for row in ranked(data.metrics).itertuples(index=False)
+                for row in ranked(data.metrics).to_dict("records")
             ]
         ),
         "actuals_snapshot_id": snapshot_text(data.actuals_snapshot_id),
@@ -261,14 +280,16 @@ def model_metadata(run) -> dict:
     return metadata
 
 
-def _backtest_rows(data, spent: dict) -> tuple[list[str], list[list]]:
+def _backtest_rows(data: "MetaflowData", spent: Mapping[str, float]) -> tuple[list[str], list[list[str | float]]]:
     from flows.forecasting.report import metrics_table  # the flow's modules load with the flow
 
     headers, rows = metrics_table(data.metrics, data.noise_floor, tuple(data.scenarios) if "scenarios" in data else ())
-    return [*headers, "seconds"], [[*row, seconds(spent[row[0]]) if row[0] in spent else ""] for row in rows]
+    # Each row starts with its candidate's name.
+    timed = [[*row, seconds(spent[str(row[0])]) if str(row[0]) in spent else ""] for row in rows]
+    return [*headers, "seconds"], timed
 
 
-def _held_out_metadata(data) -> dict:
+def _held_out_metadata(data: "MetaflowData") -> Metadata:
     """What the version is known by: the weeks that chose it, its held-out score and its intervals' coverage."""
     from flows.forecasting.selection import RANGE_COLUMN  # the flow's modules load with the flow
 
@@ -299,7 +320,7 @@ def _held_out_metadata(data) -> dict:
     }
 
 
-def _table(rows: list[dict]) -> MetadataValue:
+def _table(rows: Sequence[Mapping[str, str | int | float | bool | None]]) -> MetadataValue:
     return MetadataValue.table(records=[TableRecord(row) for row in rows])
 
 
@@ -312,7 +333,9 @@ def _png_image(png: bytes, title: str) -> str:
     return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
-def _chart_and_table(png: bytes, title: str, heading: str, headers: list[str], rows: list[list]) -> MetadataValue:
+def _chart_and_table(
+    png: bytes, title: str, heading: str, headers: Sequence[str], rows: Sequence[Sequence[object]]
+) -> MetadataValue:
     """The chart, then the table with every column (Markdown; the image keeps it behind *Show Markdown*)."""
     lines = [f"| {' | '.join(headers)} |", f"|{'---|' * len(headers)}"]
     lines += [f"| {' | '.join(map(str, row))} |" for row in rows]
@@ -328,12 +351,12 @@ def _cards_markdown(run_id: str) -> str:
     )
 
 
-def forecast_table_metadata(run) -> dict:
+def forecast_table_metadata(run: "Run") -> Metadata:
     # The flow's table module imports Metaflow, which reads its configuration when imported.
-    from flows.forecasting.tables import FORECAST, FORECAST_COLUMNS
+    from flows.forecasting.tables import FORECAST_COLUMNS
 
-    data = run.data
-    metadata = {
+    data = _finished(run)
+    metadata: Metadata = {
         TABLE_NAME: FORECAST,
         SNAPSHOT_ID: snapshot_text(data.forecast_snapshot_id),
         ROW_COUNT: MetadataValue.int(len(data.forecast)),
