@@ -1,10 +1,11 @@
 """One Iceberg table's metadata files, rewritten in place so the paths they hold under an old folder name the new one.
 
 In the order that keeps the table whole at every step: the manifests, then the manifest lists that name them
-(with each manifest's new length: readers such as Trino trust ``manifest_length``, and Iceberg's own
-``rewrite_table_path`` left it stale before 1.11), then the metadata JSON files. Each file keeps its name and
-every value but its paths, and is replaced whole. A file that names nothing under the old folder is left alone,
-so running this again does nothing. The data files hold no paths and are not touched.
+(with each manifest's new length: readers such as Trino trust ``manifest_length``, which Iceberg 1.10's own
+``rewrite_table_path`` leaves stale, apache/iceberg#13719), then the metadata JSON files. Each file keeps its name and
+every value but its paths, and is replaced whole (its Hadoop checksum file, now wrong, removed first). A file
+that names nothing under the old folder is left alone, so running this again does nothing. The data files hold no
+paths and are not touched.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def write_relocated(io: FileIO, file: AvroMetadataFile, move: Move) -> int:
                 record[length_at] = os.path.getsize(manifest)
     if records == file.records:
         return 0
+    drop_checksum(file.path)
     with atomic_path(file.path) as part:
         output = io.new_output(str(part))
         with AvroOutputFile[Record](output, file.schema, file.record_name, metadata=file.meta) as writer:
@@ -147,5 +149,15 @@ def relocate_json(path: Path, move: Move) -> int:
     if moved == metadata:
         return 0
     text = json.dumps(moved).encode()
+    drop_checksum(path)
     write_atomically(path, gzip.compress(text) if packed else text)
     return 1
+
+
+def drop_checksum(path: Path) -> None:
+    """Remove the ``.crc`` file Hadoop's local file system keeps beside a file it wrote, before the file changes.
+
+    Hadoop checks a file against that checksum when it reads it (Spark fails with a ChecksumException), and reads a
+    file that has none as it is. Removed first, so a rewrite cut short never leaves a checksum that no longer fits.
+    """
+    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)

@@ -56,6 +56,16 @@ def pyiceberg_snapshots(catalog: Any) -> dict[str, dict[str, list[int]]]:
     return read
 
 
+def stop_spark(spark: Any) -> None:
+    """Stop Spark and wait for its JVM to end: as it ends it empties its scratch folder in the state folder, which
+    must not change after this process has exited."""
+    gateway = spark.sparkContext._gateway
+    spark.stop()
+    gateway.shutdown()
+    gateway.proc.stdin.close()  # PySpark's gateway exits when its stdin closes
+    gateway.proc.wait(timeout=120)
+
+
 def build(state: Path) -> dict[str, Any]:
     settings = in_state_folder(state, [MONTH], TEST_TRIPS_PER_MONTH)
     # Dagster reads its instance's home when imported: only now.
@@ -81,11 +91,13 @@ def build(state: Path) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()  # the session the jobs started
-    return {
+    read = {
         "spark": spark_snapshots(spark),
         "pyiceberg": pyiceberg_snapshots(catalog),
         "runs": sorted(run.run_id for run in runs),
     }
+    stop_spark(spark)
+    return read
 
 
 def open_with_spark(state: Path) -> dict[str, Any]:
@@ -109,6 +121,7 @@ def open_with_spark(state: Path) -> dict[str, Any]:
     with DagsterInstance.get() as instance:
         runs = sorted(run.run_id for run in instance.get_runs())
         home = instance.root_directory
+    stop_spark(spark)
     return {"spark": read, "written": written.snapshot_id, "runs": runs, "dagster_home": home}
 
 
