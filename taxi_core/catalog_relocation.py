@@ -64,9 +64,9 @@ class Relocation:
 
     def describe(self) -> str:
         return (
-            f"The state folder was copied or moved: {len(self.tables)} Iceberg tables now read and write "
-            f"{self.move.new} instead of {self.move.old} ({self.files} metadata files rewritten in "
-            f"{self.seconds:.1f} s: {', '.join(self.tables)})"
+            f"The state folder was copied or moved: its Iceberg tables now read and write {self.move.new} instead "
+            f"of {self.move.old} ({len(self.tables)}: {', '.join(self.tables)}; {self.files} metadata files "
+            f"rewritten in {self.seconds:.1f} s)"
         )
 
 

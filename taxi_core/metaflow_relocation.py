@@ -41,10 +41,11 @@ def relocate_metaflow_records(sysroot: Path) -> int:
     rewritten = sum(_relocate_record(path, moves) for path in _records(datastore)) if moves else 0
     if rewritten:
         log.warning(
-            "The state folder was copied or moved: %d Metaflow records now name %s instead of %s (%.1f s)",
-            rewritten,
+            "The state folder was copied or moved: its Metaflow records now name %s instead of %s "
+            "(%d rewritten in %.1f s)",
             datastore,
             ", ".join(move.old for move in moves),
+            rewritten,
             time.monotonic() - started,
         )
     sysroot.mkdir(parents=True, exist_ok=True)

@@ -43,8 +43,9 @@ def apply_tool_environment(settings: Settings) -> dict[str, str]:
     """
     for key, value in tool_environment(settings).items():
         os.environ.setdefault(key, value)
-    if os.environ["METAFLOW_DEFAULT_DATASTORE"] == "local":
-        relocate_metaflow_records(Path(os.environ["METAFLOW_DATASTORE_SYSROOT_LOCAL"]))
+    local_root = os.environ.get("METAFLOW_DATASTORE_SYSROOT_LOCAL")
+    if os.environ["METAFLOW_DEFAULT_DATASTORE"] == "local" and local_root:
+        relocate_metaflow_records(Path(local_root))
     return {key: os.environ[key] for key in tool_environment(settings)}
 
 

@@ -354,8 +354,9 @@ def test_each_copy_says_it_was_relocated_when_first_opened(moves):
     old = f"{moves.original}/warehouse"
     assert len(moves.relocated_by_pyiceberg) == 1
     for said, copy in ((moves.relocated_by_pyiceberg[0], moves.by_pyiceberg), (moves.spark_said, moves.by_spark)):
-        assert f"Iceberg tables {RELOCATED} {copy}/warehouse instead of {old}" in said
+        assert f"its Iceberg tables {RELOCATED} {copy}/warehouse instead of {old}" in said
         assert all(table in said for table in moves.built["pyiceberg"])
+    print(moves.relocated_by_pyiceberg[0], *(line for line in moves.spark_said.splitlines() if RELOCATED in line))
 
 
 def test_the_copies_read_the_original_s_rows_at_every_snapshot(moves):
