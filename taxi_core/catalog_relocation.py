@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def relocate_catalog(sqlite_path: Path, warehouse: Path) -> list[Relocation]:
     """Point every table whose rows name another warehouse at this one's copy of its files; nothing if none does."""
     if not sqlite_path.is_file():
         return []
-    with _connected(sqlite_path) as connection:
+    with closing(sqlite3.connect(sqlite_path, timeout=LOCK_WAIT_SECONDS, isolation_level=None)) as connection:
         if not moves_needed(_rows(connection), warehouse):
             return []
         # One relocation at a time: another process waits here, then finds the rows already moved.
@@ -86,7 +85,7 @@ def relocate_catalog(sqlite_path: Path, warehouse: Path) -> list[Relocation]:
             connection.execute("ROLLBACK")
             raise
     for relocation in done:
-        log.warning(relocation.describe())
+        log.warning("%s", relocation.describe())
     return done
 
 
@@ -100,12 +99,6 @@ def moves_needed(rows: list[Row], warehouse: Path) -> list[Move]:
         if move is not None and not move.is_alias():
             moves.append(move)
     return moves
-
-
-@contextmanager
-def _connected(sqlite_path: Path) -> Iterator[sqlite3.Connection]:
-    with closing(sqlite3.connect(sqlite_path, timeout=LOCK_WAIT_SECONDS, isolation_level=None)) as connection:
-        yield connection
 
 
 def _has_table(connection: sqlite3.Connection, name: str) -> bool:

@@ -208,7 +208,8 @@ class Settings(BaseSettings):
         """A value that names the state folder as ``$TAXI_STATE_DIR`` (as ``taxi init`` writes them) names it."""
         if not isinstance(data, dict):
             return data
-        state = data.get("state_dir") or data.get(STATE_DIR_ENV) or default_state_dir()  # a .env's gives its name
+        # Read from a .env file, the state folder comes under its variable's name.
+        state = data.get("state_dir") or data.get(STATE_DIR_ENV) or default_state_dir()
         folder = str(Path(state).expanduser().resolve())
         return {key: _with_state_dir(value, folder) for key, value in data.items()}
 
