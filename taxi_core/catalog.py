@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlsplit
 
+from taxi_core.catalog_relocation import relocate_catalog
 from taxi_core.errors import PipelineError
 from taxi_core.names import CATALOG_NAME
 from taxi_core.settings import Settings
@@ -89,16 +90,20 @@ class CatalogConfig:
         return jdbc, unquote(parts.username or ""), unquote(parts.password or "")
 
     def prepare_sqlite(self) -> None:
-        """Put the catalog file in WAL mode (a persistent setting of the file).
+        """Put the catalog file in WAL mode (a persistent setting of the file), and its tables in this warehouse.
 
         Spark keeps JDBC connections open for the life of its session; in SQLite's default
         journal mode an open reader there blocks a pyiceberg commit from the Metaflow flow
         ("database is locked"). In WAL mode readers never block the writer.
+
+        Spark and pyiceberg both open the catalog through here, before either reads a table: a state folder
+        that was copied or moved has its tables relocated into its own warehouse first (``catalog_relocation``).
         """
         path = Path(self.sqlite_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
+        relocate_catalog(path, self.local_warehouse())
 
     def local_warehouse(self) -> Path:
         path = Path(self.warehouse)

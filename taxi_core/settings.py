@@ -41,6 +41,9 @@ DEFAULT_STATE_DIR_NAME = ".state"
 # Installed from a wheel (no checkout around the package), state goes to the user's data folder.
 INSTALLED_STATE_DIR = Path("~/.local/share/taxi-demand-lineage")
 SETTINGS_FILE = "settings.env"
+# How the settings file names its own folder, so that it still names it once the folder is copied or moved (not
+# ${TAXI_STATE_DIR}: dotenv would put in the variable's value, or nothing when it is not exported).
+STATE_DIR_PLACEHOLDER = "$TAXI_STATE_DIR"
 DEFAULT_FIRST_MONTH = "2024-01-01"
 URL = re.compile(r"(https?|file)://.*")
 POSTGRES_URL = re.compile(r"postgres(ql)?://[^/]+/\w+")
@@ -199,6 +202,17 @@ class Settings(BaseSettings):
             raise ValueError(msg) from err  # pydantic's way: reported as a SettingsError
         return path
 
+    @model_validator(mode="before")
+    @classmethod
+    def _state_dir_named(cls, data: Any) -> Any:
+        """A value that names the state folder as ``$TAXI_STATE_DIR`` (as ``taxi init`` writes them) names it."""
+        if not isinstance(data, dict):
+            return data
+        # Read from a .env file, the state folder comes under its variable's name.
+        state = data.get("state_dir") or data.get(STATE_DIR_ENV) or default_state_dir()
+        folder = str(Path(state).expanduser().resolve())
+        return {key: _with_state_dir(value, folder) for key, value in data.items()}
+
     @field_validator("first_month", "last_month")
     @classmethod
     def _month_start(cls, value: str, info: ValidationInfo) -> str:
@@ -351,7 +365,30 @@ def _source_base_urls(files: tuple[Path, ...], environ: dict[str, str]) -> dict[
 
 
 def write_settings_file(settings_file: Path, values: dict[str, str]) -> None:
-    """The ``settings.env`` of ``taxi init``: below the environment and ``.env`` in precedence."""
+    """The ``settings.env`` of ``taxi init``: below the environment and ``.env`` in precedence.
+
+    A path or ``file://`` URL inside the state folder is written from ``$TAXI_STATE_DIR``: it names the folder the
+    file is in, wherever that folder is copied or moved.
+    """
+    folder = str(settings_file.parent.expanduser().resolve())
     lines = ["# Written by `taxi init`. Exported variables and a .env file in the working directory win."]
-    lines += [f"{key}={value}" for key, value in values.items()]
+    lines += [f"{key}={_from_state_dir(value, folder)}" for key, value in values.items()]
     write_atomically(settings_file, "\n".join(lines) + "\n")
+
+
+def _from_state_dir(value: str, folder: str) -> str:
+    """``value`` with the state folder ``folder`` it starts with (a path or a ``file://`` URL) as the placeholder."""
+    for scheme in ("file://", ""):
+        head = scheme + folder
+        if value == head or value.startswith(head + "/"):
+            return scheme + STATE_DIR_PLACEHOLDER + value[len(head) :]
+    return value
+
+
+def _with_state_dir(value: Any, folder: str) -> Any:
+    """``value`` (a setting, or a mapping of them) with the placeholder replaced by the state folder ``folder``."""
+    if isinstance(value, str):
+        return value.replace(STATE_DIR_PLACEHOLDER, folder)
+    if isinstance(value, dict):
+        return {key: _with_state_dir(item, folder) for key, item in value.items()}
+    return value

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
+from taxi_core.metaflow_relocation import relocate_metaflow_records
 from taxi_core.settings import Settings
 
 
@@ -34,9 +36,16 @@ def tool_environment(settings: Settings) -> dict[str, str]:
 
 
 def apply_tool_environment(settings: Settings) -> dict[str, str]:
-    """Put :func:`tool_environment` into this process's environment; values already set win."""
+    """Put :func:`tool_environment` into this process's environment; values already set win.
+
+    Metaflow's local records then name the datastore they are in, should its state folder have been copied or
+    moved: the client reads each artifact from the datastore its record names.
+    """
     for key, value in tool_environment(settings).items():
         os.environ.setdefault(key, value)
+    local_root = os.environ.get("METAFLOW_DATASTORE_SYSROOT_LOCAL")
+    if os.environ["METAFLOW_DEFAULT_DATASTORE"] == "local" and local_root:
+        relocate_metaflow_records(Path(local_root))
     return {key: os.environ[key] for key in tool_environment(settings)}
 
 
