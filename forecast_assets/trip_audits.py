@@ -236,8 +236,8 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
         Audit(
             f"{table}_every_day_has_its_trips",
             f"Every day of the month has at least {DAY_REFUSED_BELOW:.0%} of a typical day's trips (the nearest "
-            f"published months'), and every hour has a pickup; a day under {DAY_WARNED_BELOW:.0%} (a holiday, a "
-            "storm) warns.",
+            f"published months'), and every hour has a pickup; a day under {DAY_WARNED_BELOW:.0%} by more than chance "
+            "(a holiday, a storm) warns.",
             True,
             every_day_has_its_trips,
             query=calendar,

@@ -3,6 +3,7 @@ has its trips and every hour a pickup, against a typical day of the published mo
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,8 +24,13 @@ PICKUP_ZONE, DROPOFF_ZONE = "pulocationid", "dolocationid"
 # A day against the month's typical day: the quietest real days (Christmas, a blizzard's travel ban) keep about
 # a third of it; a day below this share is a file missing that day, not a quiet one...
 DAY_REFUSED_BELOW = 0.2
-# ...and a day below this share, a holiday or a storm, is published with a warning.
+# ...and a day below this share, a holiday or a storm, is published with a warning...
 DAY_WARNED_BELOW = 0.5
+# ...when it is below by more than chance: a day's trips vary like a Poisson count, so a small source's holiday
+# (green taxis: a few dozen trips a day in a test's sample) dips under the share by chance alone. A day warns when
+# its trips fall this many standard deviations of that count below the share; on a real month's tens of thousands
+# of trips a day the allowance is under 1% of the share.
+QUIET_DAY_SIGMAS = 2.0
 # Hours are judged only when the month is busy enough that its quietest hour (4-5 am, a tenth of the average)
 # cannot have no pickup by chance: at this many trips a day it expects over ten.
 HOURS_JUDGED_FROM_TRIPS_A_DAY = 2400
@@ -107,13 +113,23 @@ def _days_in(month: str) -> int:
     return MonthWindow.from_partition_key(month).days
 
 
+def _quiet(trips: int, typical: float) -> bool:
+    """Under the warned share of a typical day by more than chance (:data:`QUIET_DAY_SIGMAS`)."""
+    expected = DAY_WARNED_BELOW * typical
+    return trips < expected - QUIET_DAY_SIGMAS * math.sqrt(expected)
+
+
 def every_day_has_its_trips(measured: Measured, facts: MonthFacts) -> AuditResult:
     window, calendar = facts.month, calendar_of(measured)
     days = _days_of(window.start, window.days)
     typical, typical_from = _typical_day(calendar.by_day, days, facts)
     ratios = {day: calendar.by_day.get(day, 0) / typical if typical else 0.0 for day in days}
     empty_days = [day for day, ratio in ratios.items() if ratio < DAY_REFUSED_BELOW]
-    quiet_days = [day for day, ratio in ratios.items() if DAY_REFUSED_BELOW <= ratio < DAY_WARNED_BELOW]
+    quiet_days = [
+        day
+        for day, ratio in ratios.items()
+        if ratio >= DAY_REFUSED_BELOW and _quiet(calendar.by_day.get(day, 0), typical)
+    ]
     judged_hours = typical >= HOURS_JUDGED_FROM_TRIPS_A_DAY
     skipped = missing_local_hours(window.start, window.end)
     hours = [window.start + timedelta(hours=offset) for offset in range(window.hours)] if judged_hours else []

@@ -234,3 +234,26 @@ def test_the_zone_mix_distance_is_the_share_of_trips_that_would_have_to_move():
     assert zone_mix_distance({1: 50, 2: 50}, {1: 50, 2: 50}) == 0
     assert zone_mix_distance({1: 100}, {2: 7}) == 1
     assert zone_mix_distance({1: 75, 2: 25}, {1: 50, 2: 50}) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("typical", "holiday_share", "warns"),
+    [
+        (34, 0.47, False),  # a few dozen trips a day: a holiday at 0.47 of a typical day is within chance of 0.5
+        (34, 0.15, True),  # far below the share, even at that size (and under the refused share: it fails)
+        (2_000, 0.44, True),  # thousands a day: 0.44 is a quiet day, not chance
+        (2_000, 0.48, False),  # within chance of the share at that size too
+    ],
+)
+def test_a_quiet_day_warns_only_when_it_is_below_the_share_by_more_than_chance(typical, holiday_share, warns):
+    from datetime import timedelta
+
+    from forecast_assets.audits import Measured
+    from forecast_assets.trip_calendar import CALENDAR, TripCalendar, every_day_has_its_trips
+
+    window = MonthWindow.from_partition_key("2024-11-01")
+    days = [(window.start + timedelta(days=offset)).date() for offset in range(window.days)]
+    by_day = {day: typical for day in days} | {days[27]: round(typical * holiday_share)}
+    measured = Measured({"rows": sum(by_day.values()), CALENDAR: TripCalendar({}, by_day, {})})
+    result = every_day_has_its_trips(measured, MonthFacts(window))
+    assert result.passed is not warns, result.description
