@@ -196,7 +196,9 @@ def test_a_forced_rewrite_replaces_the_month_with_identical_counts(pipeline):
     snapshots = _snapshots()
     table_rows = {name: _table(name).scan().to_arrow().num_rows for name in TABLES}
     force = {"config": {"rewrite_unchanged": True}}
-    config = {"ops": {step: force for step in ("nyc_taxi__raw_yellow", "nyc_taxi__raw_weather")}}
+    # Every source's table is forced; the actuals are rewritten because the raw month they count is new.
+    steps = [source.table.identifier.replace(".", "__") for source in MONTHLY_SOURCES]
+    config = {"ops": {step: force for step in steps}}
     result = pipeline.run("2025-01-01", run_config=config)
     assert result.success
     after_snapshots = _snapshots()
