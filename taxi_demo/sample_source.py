@@ -74,10 +74,23 @@ class Service:
     # The random stream its trips are drawn from: each service its own.
     stream: int
     boroughs: frozenset[str] | None = None  # None: everywhere
+    airports: bool = True  # whether it picks up at the airports
+
+    def serves(self, zone: Zone) -> bool:
+        in_borough = self.boroughs is None or zone.borough in self.boroughs
+        return in_borough and (self.airports or zone.location_id not in AIRPORT_ZONES)
 
 
 # The services the sample writes files for, by their layout's ``service``.
-SERVICES = {"yellow": Service(share=1.0, stream=2)}
+SERVICES = {
+    "yellow": Service(share=1.0, stream=2),
+    # Boro taxis: street hails outside Manhattan and the airports, about a fiftieth of yellow's trips (TLC's 2024
+    # files: some 55 thousand green trips a month against 3 million yellow); a twentieth here, so the demo's months
+    # hold enough to audit.
+    "green": Service(
+        share=0.05, stream=5, boroughs=frozenset({"Bronx", "Brooklyn", "Queens", "Staten Island"}), airports=False
+    ),
+}
 
 
 class UnknownService(KeyError, PipelineError):
@@ -175,8 +188,10 @@ class SampleSource:
         self._write_weather(month, weather)
         for layout in layouts:
             service = service_of(layout)
-            served = np.array([service.boroughs is None or zone.borough in service.boroughs for zone in zones])
-            rate = rates.true_rate * service.share * served
+            served = np.array([service.serves(zone) for zone in zones])
+            served_rate = rates.true_rate * served
+            # The service's share of the city's trips, spread over the zones it serves as the city's demand is.
+            rate = served_rate * (service.share * rates.true_rate.sum() / served_rate.sum())
             trips = simulate_trips(month, zones, rates.hours, rate, spec, layout, service.stream)
             _atomic_parquet(trips, self.trip_path(month, layout))
             log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month, layout))
@@ -283,6 +298,9 @@ def simulate_trips(
         "congestion_surcharge": _nullable(congestion, unreported),
         "airport_fee": _nullable(airport_fee, unreported),
         "cbd_congestion_fee": cbd_fee,
+        # Green taxis only: a street hail or a dispatch, and the e-hail fee TLC has not filled since 2019.
+        "trip_type": _nullable(rng.choice([1, 2], size=n, p=[0.95, 0.05]), unreported),
+        "ehail_fee": _nullable(np.zeros(n), np.ones(n, dtype=bool)),
     }
     schema = layout.published_schema(year)
     unknown = [field.name for field in schema if field.name.lower() not in columns and not pa.types.is_null(field.type)]

@@ -10,6 +10,7 @@ from taxi_core.errors import PipelineError
 
 SOURCES = (
     "yellow_trips",
+    "green_trips",
     "noaa_weather",
     "taxi_zones",
 )
