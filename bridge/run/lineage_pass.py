@@ -82,12 +82,13 @@ def sources_for(
     bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]
 ) -> list[Source]:
     """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
+    translator = bridge.translation
     dagster = DagsterSource(
-        instance, graph, bridge.naming, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
+        instance, graph, translator, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
     )
     return [
         dagster,
-        MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job, dagster_step=dagster.step_job),
+        MetaflowSource(bridge.flows, translator, dagster_run=dagster.run_job, dagster_step=dagster.step_job),
     ]
 
 
