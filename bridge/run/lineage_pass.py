@@ -105,7 +105,7 @@ def queue_source(outbox: Outbox, source: Source) -> tuple[int, Counter[str]]:
 
 
 def _event_type(event: RunEvent) -> str:
-    if event.eventType is None:  # the translators give every run event its type
+    if event.eventType is None:  # an internal invariant: the translators give every run event its type
         raise ValueError(f"A run event of {event.job.name} without its type")
     return event.eventType.value
 

@@ -115,7 +115,7 @@ class _JobEdges:
         if not isinstance(mcp.aspect, DataJobInputOutputClass):
             return mcp
         urn = mcp.entityUrn
-        if urn is None:  # a proposal names its entity by URN or key; the translation always by URN
+        if urn is None:  # an internal invariant: a proposal names its entity by URN or key, the translation by URN
             raise ValueError("A job's inputs and outputs without the job's URN")
         edges = self._edges_of(urn, mcp.aspect)
         latest = self.latest.get(urn)
@@ -156,6 +156,7 @@ class RestConfig(SinkConfig):
     @classmethod
     def _a_url(cls, server: str) -> str:
         if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).netloc:
+            # A pydantic validator raises ValueError: the sink's options refuse it as SinkMisconfigured, naming it.
             raise ValueError("DataHub over REST needs the GMS URL (DATAHUB_GMS_URL), e.g. http://localhost:8080")
         return server
 
@@ -201,7 +202,7 @@ class LiteSink(Sink[FileConfig]):
         # Only a sink that is writing asks, and DataHub is loaded by then.
         from datahub.metadata.schema_classes import FineGrainedLineageClass
 
-        if self.lite is None:
+        if self.lite is None:  # an internal invariant: only a sink writing a batch merges a job's edges
             raise RuntimeError("DataHub Lite's job edges are read only while a batch is written")
         row = self.lite.sqlite_client.execute(
             "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = 'dataJobInputOutput' "
@@ -287,7 +288,7 @@ class LiteSink(Sink[FileConfig]):
         if mcp.aspect is not None and mcp.aspect.ASPECT_TYPE == "timeseries":
             return bool((row[0] or 0) >= _timestamp_millis(mcp.aspect))
         observed = mcp.systemMetadata.lastObserved if mcp.systemMetadata is not None else None
-        if observed is None:  # every translated aspect carries its event's time (see _translated)
+        if observed is None:  # an internal invariant: every translated aspect carries its event's time (_translated)
             raise ValueError(f"Aspect {mcp.aspectName} of {mcp.entityUrn} carries no time it was observed")
         return (row[1] or 0) > observed
 

@@ -41,7 +41,7 @@ def _utc(moment: datetime) -> datetime:
 def _artifact(task: Task, name: str, default: Any = None) -> Any:
     try:
         return task[name].data
-    except KeyError:
+    except KeyError:  # Metaflow's own answer for an artifact the task does not have
         return default
 
 
