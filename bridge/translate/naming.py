@@ -7,7 +7,8 @@ location, which names a local store without naming the folder it sits in) or, in
 catalog, by ``arn:aws:glue:{region}:{account}`` + ``table/{db}/{table}``; it carries a ``symlinks``
 facet to its catalog identifier (``db.table``), which is also its DataHub name. Other datasets
 (staged files, models) are named by the location a project gives them. Jobs are ``{parent}.{leaf}``
-with no dot in the leaf (run ids: :mod:`bridge.translate.run_ids`).
+with no dot in the leaf (run ids: :mod:`bridge.translate.run_ids`). The translations ask these through
+:class:`bridge.translate.translator.LineageTranslator`, where a project overrides a name.
 """
 
 from __future__ import annotations
