@@ -6,6 +6,7 @@ records lineage does not pay for Dagster or DataHub):
 - ``bridge.config``: ``LineageBridge``, ``SinkSpec``: what a project hands the bridge;
 - ``bridge.sinks.contract``: ``Sink``, ``SinkConfig``: a sink kind of one's own (``bridge.sinks.registry``);
 - ``bridge.translate.naming``: ``Naming``, ``IcebergTables``, ``GlueTables``: how datasets are named;
+- ``bridge.translate.translator``: ``LineageTranslator``: a subclass renames jobs and datasets, adds facets;
 - ``bridge.run.sensor``: ``lineage_sensor``: the bridge as a Dagster sensor;
 - ``bridge.run.lineage_pass``: ``run_pass``: one pass, from anywhere;
 - ``bridge.sources.metaflow_recorder``: ``record_lineage``, ``record_read``, ``record_write``,

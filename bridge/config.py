@@ -1,4 +1,5 @@
-"""What a project hands the bridge: its naming policy, the flows to follow, where lineage state lives, its sinks.
+"""What a project hands the bridge: its naming policy and translator, the flows to follow, where lineage state lives,
+its sinks.
 
 Plain values: the project reads its own settings and builds a :class:`LineageBridge` once; the
 bridge reads no environment of its own (the OpenLineage client keeps its own configuration).
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.index.model_versions import CANDIDATE_PARAM, TARGETS
-from bridge.translate.naming import Naming, dagster_job_name
+from bridge.translate.naming import Naming
+from bridge.translate.translator import LineageTranslator
 
 if TYPE_CHECKING:
     from dagster import AssetKey
@@ -63,7 +66,8 @@ class LineageBridge:
     ``model_candidate_param`` is the model hyperparameter that names which candidate a model version is, and
     ``model_targets`` the columns of a model's column lineage that are what it learned to predict, not features.
     ``live_accuracy`` gives each model version's scores since it served, which ``model`` and ``diff`` show beside
-    the backtest.
+    the backtest. ``translator`` is how jobs and datasets are named and which facets events carry: a subclass of
+    :class:`~bridge.translate.translator.LineageTranslator` (the default), built over ``naming``.
     """
 
     naming: Naming
@@ -83,6 +87,12 @@ class LineageBridge:
     model_candidate_param: str = CANDIDATE_PARAM
     model_targets: tuple[str, ...] = TARGETS
     live_accuracy: LiveAccuracy | None = None
+    translator: Callable[[Naming], LineageTranslator] = LineageTranslator
+
+    @cached_property
+    def translation(self) -> LineageTranslator:
+        """The translator every translation uses: ``translator`` over ``naming``."""
+        return self.translator(self.naming)
 
     def sink_spec(self, key: str) -> SinkSpec | None:
         """The sink configured under ``key`` (its name, or its kind when it has none)."""
@@ -109,7 +119,7 @@ class LineageBridge:
     @property
     def asset_jobs(self) -> frozenset[str]:
         """What lineage names Dagster's asset jobs (the UI's Materialize) in ``code_location``."""
-        return frozenset({dagster_job_name("__ASSET_JOB", self.code_location)})
+        return frozenset({self.translation.dagster_job("__ASSET_JOB", self.code_location)})
 
     @property
     def events_file(self) -> Path:

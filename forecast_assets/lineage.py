@@ -1,4 +1,4 @@
-"""This project's lineage bridge: its naming policy, its flow and its DataHub target.
+"""This project's lineage bridge: its naming policy and translator, its flow and its DataHub target.
 
 Light to import (no Dagster, no Metaflow): the `taxi-lineage` read commands build it too.
 """
@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 from bridge.config import LineageBridge, SinkSpec
 from bridge.index.picture import picture_file
 from bridge.translate.naming import GlueTables, IcebergTables, Naming
+from bridge.translate.translator import LineageTranslator
 from taxi_core.catalog import CatalogConfig
 from taxi_core.names import (
     FLOW_NAME,
@@ -120,9 +121,10 @@ class AssetLineage:
 
 def asset_lineage(settings: Settings, asset_path: Sequence[str]) -> AssetLineage:
     bridge = taxi_bridge(settings)
-    dataset = bridge.naming.asset(list(asset_path))
+    translator = bridge.translation
+    dataset = translator.asset_dataset(list(asset_path))
     name = dataset.catalog_name or dataset.name
-    urn = bridge.naming.datahub_urn(dataset)
+    urn = translator.datahub_dataset_urn(dataset)
     url = None
     if settings.datahub == "rest" and settings.datahub_gms_url:
         url = f"{settings.datahub_gms_url.rstrip('/')}/entities/{quote(urn, safe='')}"
@@ -212,6 +214,8 @@ def _live_accuracy(settings: Settings) -> Mapping[str, Mapping[str, float]]:
 def taxi_bridge(settings: Settings) -> LineageBridge:
     return LineageBridge(
         naming=naming(settings),
+        # The bridge's own job and dataset names and facets: a subclass here renames or adds (docs/lineage.md).
+        translator=LineageTranslator,
         lineage_dir=settings.path("lineage"),
         flows=(FLOW_NAME,),
         code_location=LOCATION_NAME,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -26,13 +27,22 @@ def _registry() -> tuple[Registry, dict]:
     return Registry().with_resources(resources), {"core": core, **facets}
 
 
-def validation_errors(event: dict) -> list[str]:
-    """Errors against the core schema and against each facet's own schema (by its _schemaURL)."""
+def _schema_name(url: str) -> str:
+    """A facet schema's name from its URL: ``.../OrchestratorRunFacet.json#/$defs/...`` -> ``OrchestratorRunFacet``."""
+    return url.split("#", 1)[0].rsplit("/", 1)[-1].rsplit(":", 1)[-1].split(".json")[0]
+
+
+def validation_errors(event: dict, custom: Sequence[dict] = ()) -> list[str]:
+    """Errors against the core schema and against each facet's own schema (by its _schemaURL); ``custom`` are the
+    schemas of a project's own facets, shipped with it as the spec asks (each with its ``$id``)."""
     registry, schemas = _registry()
+    if custom:
+        registry = registry.with_resources([(schema["$id"], Resource.from_contents(schema)) for schema in custom])
+        schemas = {**schemas, **{_schema_name(schema["$id"]): schema for schema in custom}}
     errors = [e.message for e in Draft202012Validator(schemas["core"], registry=registry).iter_errors(event)]
     for facet in _facets(event):
         url = facet.get("_schemaURL", "")
-        name = url.split("#", 1)[0].rsplit("/", 1)[-1].rsplit(":", 1)[-1].split(".json")[0]
+        name = _schema_name(url)
         if name not in schemas:
             errors.append(f"facet schema {url} is neither in the official spec nor shipped with the bridge")
             continue

@@ -496,7 +496,7 @@ def _picture_node(bridge: LineageBridge, graph: LineageGraph, name: str) -> str:
     if name in graph.labels:
         return name
     try:
-        dataset = bridge.naming.asset(name.split("/"))
+        dataset = bridge.translation.asset_dataset(name.split("/"))
     except NotNamed:
         pass
     else:

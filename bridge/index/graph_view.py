@@ -133,7 +133,7 @@ def _dataset_label(urn: str) -> str:
 def _job_io(lite: DataHubLiteLocal[Any], urn: str) -> dict[str, Any]:
     """A job's ``dataJobInputOutput`` aspect as Lite holds it: JSON, as Lite returns aspects unless asked for types."""
     aspect = (lite.get(urn, aspects=["dataJobInputOutput"]) or {}).get("dataJobInputOutput") or {}
-    if not isinstance(aspect, dict):
+    if not isinstance(aspect, dict):  # an internal invariant: Lite returns JSON unless asked for typed aspects
         raise TypeError(f"DataHub Lite returned {type(aspect).__name__} as the inputs and outputs of {urn}")
     return aspect
 

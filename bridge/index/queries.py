@@ -317,7 +317,7 @@ def run_steps(connection: sqlite3.Connection, run_id: str) -> list[tuple[Run, Ve
         ):
             io[direction].append((dataset, version))
         step = _run(connection, step_id)
-        if step is None:  # the step was read from the runs table a moment ago
+        if step is None:  # an internal invariant: the step was read from the runs table a moment ago
             raise LookupError(f"Run {step_id} is no longer in the lineage index")
         result.append((step, io["input"], io["output"]))
     return result

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.outbox.database import Database
-from bridge.outbox.queue import QueuedEvent
+from bridge.outbox.queue import QueuedEvent, UnreadableEvent, event_document
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS failing (
@@ -153,7 +153,7 @@ class Letters:
         for line in self.discarded_file.read_text(errors="replace").splitlines():
             try:
                 entry = json.loads(line)
-            except ValueError:
+            except json.JSONDecodeError:
                 continue  # a line cut by a crash: the discard did not complete
             if entry.get("sink") == sink:
                 found.add(entry.get("key"))
@@ -181,14 +181,10 @@ class Letters:
 def _described(payload: str) -> tuple[str, str, str]:
     """The job, run and event type of a queued event, for a person reading the dead letters."""
     try:
-        event = json.loads(payload)
-        return (
-            f"{event['job']['namespace']}/{event['job']['name']}",
-            event["run"]["runId"],
-            event.get("eventType", "?"),
-        )
-    except (ValueError, KeyError, TypeError):
+        event = event_document(payload)
+    except UnreadableEvent:
         return ("(unreadable event)", "?", "?")
+    return f"{event['job']['namespace']}/{event['job']['name']}", event["run"]["runId"], event.get("eventType", "?")
 
 
 def describe_event(payload: str) -> str:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.errors import BridgeError
 from bridge.outbox.database import Database
 
 SCHEMA = """
@@ -26,11 +27,27 @@ CREATE TABLE IF NOT EXISTS cursors (source TEXT PRIMARY KEY, value TEXT NOT NULL
 """
 
 
+class UnreadableEvent(BridgeError, ValueError):
+    """A queued payload that is not an OpenLineage run event's JSON (its run id and job)."""
+
+
 @dataclass(frozen=True)
 class QueuedEvent:
     seq: int
     key: str
     payload: str
+
+
+def event_document(payload: str) -> dict[str, Any]:
+    """A queued event's JSON, with its run's id and its job's namespace and name; :class:`UnreadableEvent` when it
+    has not those (the outbox holds only the translators' events: a payload edited or damaged by hand)."""
+    try:
+        document: dict[str, Any] = json.loads(payload)
+        document["run"]["runId"], document["job"]["namespace"], document["job"]["name"]  # noqa: B018
+    except (json.JSONDecodeError, KeyError, TypeError) as err:  # what json and indexing raise for other JSON
+        msg = f"not an OpenLineage run event ({type(err).__name__}: {err})"
+        raise UnreadableEvent(msg) from err
+    return document
 
 
 class EventQueue:

@@ -82,12 +82,13 @@ def sources_for(
     bridge: LineageBridge, instance: DagsterInstance, graph: AssetGraph | Callable[[], AssetGraph]
 ) -> list[Source]:
     """The Dagster event log of ``instance`` and the followed Metaflow flows (their Dagster roots named from it)."""
+    translator = bridge.translation
     dagster = DagsterSource(
-        instance, graph, bridge.naming, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
+        instance, graph, translator, default_location=bridge.code_location, launcher_kinds=bridge.launcher_kinds
     )
     return [
         dagster,
-        MetaflowSource(bridge.flows, bridge.naming, dagster_run=dagster.run_job, dagster_step=dagster.step_job),
+        MetaflowSource(bridge.flows, translator, dagster_run=dagster.run_job, dagster_step=dagster.step_job),
     ]
 
 
@@ -104,7 +105,7 @@ def queue_source(outbox: Outbox, source: Source) -> tuple[int, Counter[str]]:
 
 
 def _event_type(event: RunEvent) -> str:
-    if event.eventType is None:  # the translators give every run event its type
+    if event.eventType is None:  # an internal invariant: the translators give every run event its type
         raise ValueError(f"A run event of {event.job.name} without its type")
     return event.eventType.value
 

@@ -21,6 +21,10 @@ class LineageFailing(BridgeError):
     """Raised by a tick whose pass left events waiting on a failure or parked, so the tick shows as failed."""
 
 
+class SensorWithoutRepository(BridgeError, ValueError):
+    """The sensor was evaluated without its code location's repository, so without the asset graph it reads."""
+
+
 def lineage_sensor(
     bridge: LineageBridge | Callable[[], LineageBridge],
     name: str = "openlineage_bridge",
@@ -64,7 +68,12 @@ def _asset_graph(context: SensorEvaluationContext) -> AssetGraph:
     """The asset graph of the sensor's own code location: Dagster evaluates a sensor with its repository."""
     repository = context.repository_def
     if repository is None:
-        raise ValueError("The lineage sensor was evaluated without its repository, so without an asset graph")
+        msg = (
+            "The lineage sensor was evaluated without its repository, so without an asset graph: put it in the code "
+            "location's Definitions, or in a test build its context with them "
+            "(build_sensor_context(instance=..., definitions=defs))"
+        )
+        raise SensorWithoutRepository(msg)
     return repository.asset_graph
 
 

@@ -160,7 +160,7 @@ def _storage_id(cursor: str | None) -> int | None:
         return 0
     try:
         parsed = json.loads(base64.b64decode(cursor))
-    except ValueError:
+    except ValueError:  # base64's and json's own answer (binascii.Error, JSONDecodeError...) to another cursor
         return None
     if not isinstance(parsed, dict) or parsed.get("type") != "STORAGE_ID" or not isinstance(parsed.get("value"), int):
         return None

@@ -28,7 +28,7 @@ from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
 from bridge.sinks.failures import Unsendable, redact
 from bridge.sinks.file_place import CREATE_PLACE_TABLE, keep_place, place_in_file, set_aside
 from bridge.sinks.job_edges import Edges, EdgeStore
-from bridge.translate.naming import Naming
+from bridge.translate.translator import LineageTranslator
 
 if TYPE_CHECKING:
     from datahub.emitter.mcp import MetadataChangeProposalWrapper
@@ -43,7 +43,7 @@ class LiteDamaged(SinkDamaged):
     """The DataHub Lite file cannot be read as SQLite."""
 
 
-def _translated(event: QueuedEvent, naming: Naming) -> list[MetadataChangeProposalWrapper]:
+def _translated(event: QueuedEvent, translator: LineageTranslator) -> list[MetadataChangeProposalWrapper]:
     # DataHub loads only when there is something to write: an idle pass never imports it.
     from datahub.metadata.schema_classes import SystemMetadataClass
 
@@ -51,7 +51,7 @@ def _translated(event: QueuedEvent, naming: Naming) -> list[MetadataChangePropos
 
     try:
         payload = json.loads(event.payload)
-        mcps = metadata_for(payload, naming)
+        mcps = metadata_for(payload, translator)
         observed = int(datetime.fromisoformat(payload["eventTime"]).timestamp() * 1000)
     except Exception as err:  # any translation failure is this event's, and permanent
         msg = f"event {event.seq} cannot be translated to DataHub aspects ({type(err).__name__}: {err})"
@@ -115,7 +115,7 @@ class _JobEdges:
         if not isinstance(mcp.aspect, DataJobInputOutputClass):
             return mcp
         urn = mcp.entityUrn
-        if urn is None:  # a proposal names its entity by URN or key; the translation always by URN
+        if urn is None:  # an internal invariant: a proposal names its entity by URN or key, the translation by URN
             raise ValueError("A job's inputs and outputs without the job's URN")
         edges = self._edges_of(urn, mcp.aspect)
         latest = self.latest.get(urn)
@@ -156,6 +156,7 @@ class RestConfig(SinkConfig):
     @classmethod
     def _a_url(cls, server: str) -> str:
         if urlsplit(server).scheme not in ("http", "https") or not urlsplit(server).netloc:
+            # A pydantic validator raises ValueError: the sink's options refuse it as SinkMisconfigured, naming it.
             raise ValueError("DataHub over REST needs the GMS URL (DATAHUB_GMS_URL), e.g. http://localhost:8080")
         return server
 
@@ -175,7 +176,7 @@ class LiteSink(Sink[FileConfig]):
 
     def __init__(self, config: FileConfig, context: SinkContext) -> None:
         super().__init__(config, context)
-        self.path, self.naming = config.path, context.bridge.naming
+        self.path, self.translator = config.path, context.bridge.translation
         self.target = f"DataHub Lite {self.path}"
         self.name = f"datahub-lite {_shown_as(self.path, context)}"
         self.outbox.places.adopt("datahub-lite", self.name)
@@ -201,7 +202,7 @@ class LiteSink(Sink[FileConfig]):
         # Only a sink that is writing asks, and DataHub is loaded by then.
         from datahub.metadata.schema_classes import FineGrainedLineageClass
 
-        if self.lite is None:
+        if self.lite is None:  # an internal invariant: only a sink writing a batch merges a job's edges
             raise RuntimeError("DataHub Lite's job edges are read only while a batch is written")
         row = self.lite.sqlite_client.execute(
             "SELECT metadata FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = 'dataJobInputOutput' "
@@ -251,7 +252,7 @@ class LiteSink(Sink[FileConfig]):
         # DataHub loads only when there is something to write (as in _translated).
         from bridge.sinks.lite_write import OnceSerialized
 
-        mcps = _translated(event, self.naming)
+        mcps = _translated(event, self.translator)
         lite = self._open()
         connection = lite.sqlite_client
         connection.execute("SAVEPOINT event")
@@ -287,7 +288,7 @@ class LiteSink(Sink[FileConfig]):
         if mcp.aspect is not None and mcp.aspect.ASPECT_TYPE == "timeseries":
             return bool((row[0] or 0) >= _timestamp_millis(mcp.aspect))
         observed = mcp.systemMetadata.lastObserved if mcp.systemMetadata is not None else None
-        if observed is None:  # every translated aspect carries its event's time (see _translated)
+        if observed is None:  # an internal invariant: every translated aspect carries its event's time (_translated)
             raise ValueError(f"Aspect {mcp.aspectName} of {mcp.entityUrn} carries no time it was observed")
         return (row[1] or 0) > observed
 
@@ -354,7 +355,7 @@ class RestSink(Sink[RestConfig]):
 
     def __init__(self, config: RestConfig, context: SinkContext) -> None:
         super().__init__(config, context)
-        self.server, self.naming = config.server, context.bridge.naming
+        self.server, self.translator = config.server, context.bridge.translation
         self.token = config.token.get_secret_value() if config.token else None
         self.name = f"datahub-rest {redact(self.server)}"
         self.target = f"DataHub GMS {redact(self.server)}"
@@ -363,7 +364,7 @@ class RestSink(Sink[RestConfig]):
         self.aspects = 0
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
-        mcps = [self.edges.merged(mcp) for mcp in _translated(event, self.naming)]
+        mcps = [self.edges.merged(mcp) for mcp in _translated(event, self.translator)]
         if self.emitter is None:
             # DataHub loads only when there is something to write (as in _translated).
             from datahub.emitter.rest_emitter import DatahubRestEmitter
@@ -401,7 +402,7 @@ class FileSink(Sink[FileConfig]):
 
     def __init__(self, config: FileConfig, context: SinkContext) -> None:
         super().__init__(config, context)
-        self.path, self.naming = config.path, context.bridge.naming
+        self.path, self.translator = config.path, context.bridge.translation
         self.target = f"DataHub metadata file {self.path}"
         self.name = f"datahub-file {_shown_as(self.path, context)}"
         self.outbox.places.adopt("datahub-file", self.name)
@@ -414,7 +415,7 @@ class FileSink(Sink[FileConfig]):
         return self._position
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
-        mcps = _translated(event, self.naming)
+        mcps = _translated(event, self.translator)
         if self.records is None:
             self.records = json.loads(self.path.read_text()) if self.path.exists() and self._position else []
         self.records += [self.edges.merged(mcp).to_obj() for mcp in mcps]

@@ -21,7 +21,6 @@ What a failure means is :func:`bridge.sinks.failures.classify`'s judgement:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from typing import Any, Literal
 
 from bridge.outbox.letters import EVENT_ATTEMPTS, Failing
 from bridge.outbox.outbox import Outbox
-from bridge.outbox.queue import QueuedEvent
+from bridge.outbox.queue import QueuedEvent, UnreadableEvent, event_document
 from bridge.sinks.contract import Sink, SinkDamaged
 from bridge.sinks.failures import Failure, classify
 from bridge.wording import plural
@@ -303,7 +302,7 @@ class _Drain:
 
 def _run_of(event: QueuedEvent) -> str:
     try:
-        run_id: str = json.loads(event.payload)["run"]["runId"]
+        run_id: str = event_document(event.payload)["run"]["runId"]
         return run_id
-    except (ValueError, KeyError, TypeError):
+    except UnreadableEvent:
         return f"unreadable event {event.seq}"

@@ -29,7 +29,13 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport.file import FileTransport
 from openlineage.client.transport.http import HttpTransport
 
+from bridge.errors import BridgeError
+
 FACETED = ("run", "job")
+
+
+class RedirectRefused(BridgeError, RuntimeError):
+    """The target answered with a redirect, which a request with a client certificate never follows."""
 
 
 def enriched_sender(client: OpenLineageClient, typed: RunEvent, payload: str) -> Enriched | None:
@@ -141,7 +147,12 @@ class _TransportEmit:
         answer = transport.session.post(self.url, **post)
         answer.close()
         if transport.cert is not None and answer.is_redirect:
-            raise RuntimeError("Refusing to follow a redirect with a client certificate: the transport refuses it too")
+            moved_to = answer.headers.get("location") or "another address"
+            msg = (
+                f"{self.url} redirected to {moved_to}: with a client certificate no redirect is followed (the "
+                "OpenLineage client's transport follows none either); set the transport's url to where it redirects"
+            )
+            raise RedirectRefused(msg)
         answer.raise_for_status()
 
     def close(self) -> None:

@@ -90,7 +90,7 @@ def http_status(err: BaseException | None) -> int | None:
         if status is not None:
             try:
                 return int(status)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError):  # int()'s own answer to a status that is no number
                 return None
         err = err.__cause__
     return None

@@ -27,7 +27,7 @@ def open_lite(path: Path, read_only: bool = False) -> SqliteLite:
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     lite = get_datahub_lite({"type": "sqlite", "config": config}, read_only=read_only)
-    if not isinstance(lite, SqliteLite):
+    if not isinstance(lite, SqliteLite):  # an internal invariant: DataHub opens the type asked for
         raise TypeError(f"DataHub Lite of type sqlite opened as {type(lite).__name__}")
     return lite
 

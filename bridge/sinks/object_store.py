@@ -32,6 +32,10 @@ CREDENTIALS_SETTING = (
 OBJECT_NAME = re.compile(r"(\d{12})-(\d{12})\.jsonl\.gz$")
 
 
+class NotAnArchiveUrl(BridgeError, ValueError):
+    """An archive's URL that names no bucket (a ValueError too, so the sink's options refuse it by name)."""
+
+
 class ObjectStoreError(BridgeError):
     """The store refused or failed a request; ``status`` is its HTTP status, for :mod:`bridge.sinks.failures`."""
 
@@ -50,7 +54,7 @@ class ArchiveLocation:
         parts = urlsplit(url)
         if parts.scheme != "s3" or not parts.netloc:
             msg = f"lineage archive {url!r}: use s3://bucket/prefix (an S3 or S3-compatible bucket)"
-            raise ValueError(msg)
+            raise NotAnArchiveUrl(msg)
         return cls(parts.netloc, parts.path.strip("/"))
 
     def folder(self, outbox_id: str) -> str:

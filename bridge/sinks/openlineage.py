@@ -7,14 +7,13 @@ The module loads neither the client nor ``requests``: the idle check reads this 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import Field
 
-from bridge.outbox.queue import QueuedEvent
+from bridge.outbox.queue import QueuedEvent, UnreadableEvent, event_document
 from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkMisconfigured
 from bridge.sinks.failures import NoAnswer, Unsendable, redact
 
@@ -175,13 +174,12 @@ def _ledger_path(lineage_dir: Path, target: str) -> Path:
 
 def _parsed(event: QueuedEvent) -> dict[str, Any]:
     try:
-        document: dict[str, Any] = json.loads(event.payload)
-        document["run"]["runId"], document["job"]["name"]  # noqa: B018
-        if document["eventType"] not in EVENT_TYPES:
-            raise ValueError(f"no event type {document['eventType']!r}")
-    except (ValueError, KeyError, TypeError) as err:
-        msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
-        raise Unsendable(msg) from err
+        document = event_document(event.payload)
+    except UnreadableEvent as err:
+        raise Unsendable(f"event {event.seq} is {err}") from err
+    if document.get("eventType") not in EVENT_TYPES:
+        msg = f"event {event.seq} is not an OpenLineage run event (no event type {document.get('eventType')!r})"
+        raise Unsendable(msg)
     return document
 
 
@@ -191,7 +189,7 @@ def _typed(event: QueuedEvent) -> RunEvent:
 
     try:
         return run_event_from_json(event.payload)
-    except (ValueError, KeyError, TypeError) as err:
+    except (ValueError, KeyError, TypeError) as err:  # the client's parser raises these for JSON it cannot type
         msg = f"event {event.seq} is not an OpenLineage run event ({type(err).__name__}: {err})"
         raise Unsendable(msg) from err
 

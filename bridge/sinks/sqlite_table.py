@@ -28,6 +28,7 @@ class SqliteTableConfig(SinkConfig):
     @classmethod
     def _a_plain_name(cls, table: str) -> str:
         if not table.isidentifier():
+            # A pydantic validator raises ValueError: the sink's options refuse it as SinkMisconfigured, naming it.
             raise ValueError(f"{table!r} is not a plain table name (letters, digits and underscores)")
         return table
 

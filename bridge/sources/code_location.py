@@ -33,7 +33,7 @@ def load_asset_graph(workspace_file: Path, location_name: str) -> AssetGraph:
         else:
             path = base / entry["relative_path"]
             spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or spec.loader is None:
+            if spec is None or spec.loader is None:  # caught below: CodeLocationNotFound names the location and file
                 raise ImportError(f"{path} is not a Python module")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)

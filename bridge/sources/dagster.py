@@ -37,6 +37,7 @@ from bridge.translate.dagster_records import (
 )
 from bridge.translate.events import JobRef
 from bridge.translate.naming import Naming
+from bridge.translate.translator import LineageTranslator, as_translator
 
 Parents = Callable[[AssetKey], list[AssetKey]]
 
@@ -72,13 +73,15 @@ class DagsterSource:
         self,
         instance: DagsterInstance,
         graph: AssetGraph | Callable[[], AssetGraph],
-        naming: Naming,
+        translator: LineageTranslator | Naming,
         default_location: str = "",
         launcher_kinds: tuple[str, ...] = (),
         batch: int = 200,
         log: Callable[[DagsterInstance], EventLog] = event_log,
     ):
-        """``default_location``: the code location of runs executed in-process, which carry no origin.
+        """``translator`` names jobs and datasets (a naming policy alone: the default translator over it).
+
+        ``default_location``: the code location of runs executed in-process, which carry no origin.
 
         ``launcher_kinds``: Dagster kinds of assets another tool's run makes (``metaflow``): the step that
         materializes them launched that run.
@@ -87,7 +90,8 @@ class DagsterSource:
         nothing new never loads the code location. ``log`` opens the instance's event log (by default
         its SQLite files when it keeps them, else its APIs: :func:`bridge.sources.dagster_log.event_log`).
         """
-        self.instance, self._graph, self.naming, self.batch = instance, graph, naming, batch
+        self.instance, self._graph, self.batch = instance, graph, batch
+        self.translator = as_translator(translator)
         self._log = log
         self.launcher_kinds = launcher_kinds
         self.default_location = default_location
@@ -222,7 +226,7 @@ class DagsterSource:
             new = {r.storage_id for r in records.records if r.storage_id > last_seen}
             if not new:
                 continue
-            events += translate_run(records, self.naming, new, self.untranslated)
+            events += translate_run(records, self.translator, new, self.untranslated)
             if is_finished(records.records):
                 del cursor["open_runs"][dagster_run_id]
             else:
@@ -230,11 +234,18 @@ class DagsterSource:
         return events, cursor
 
     def _starts(self, dagster_run_id: str) -> DagsterRunRecords | None:
-        """Only what names a run and its steps: its origin and its start records (no upstream lookups)."""
+        """Only what names a run and its steps: its origin, its start records and what its steps plan (no upstream
+        lookups)."""
         run = self.instance.get_run_by_id(dagster_run_id)
         if run is None:
             return None
-        kinds = {DagsterEventType.RUN_START, DagsterEventType.STEP_START}
+        # What each step plans too: a translator may name a step's job by the assets it makes or checks.
+        kinds = {
+            DagsterEventType.RUN_START,
+            DagsterEventType.STEP_START,
+            DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+            DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+        }
         records = self.log.records_for_runs([dagster_run_id], kinds)[dagster_run_id]
         if not any(event_type(record) == DagsterEventType.RUN_START for record in records):
             return None
@@ -244,9 +255,9 @@ class DagsterSource:
     def step_job(self, dagster_run_id: str, step: str) -> JobRef | None:
         """The OpenLineage job and run of one step of a Dagster run, as its own events name it (a flow's parent)."""
         records = self._starts(dagster_run_id)
-        return step_job(records, self.naming, step) if records else None
+        return step_job(records, self.translator, step) if records else None
 
     def run_job(self, dagster_run_id: str) -> JobRef | None:
         """The OpenLineage job and run of a Dagster run, as its own events name it (a Metaflow run's root)."""
         records = self._starts(dagster_run_id)
-        return run_ref(records, self.naming) if records else None
+        return run_ref(records, self.translator) if records else None

@@ -99,7 +99,7 @@ def stored_at(event: str) -> float:
         if event.startswith(_LAST_AFTER_TIMESTAMP, end) or event[end:] == "}":  # the entry's own, at the top
             try:
                 return float(event[start:end])
-            except ValueError:
+            except ValueError:  # float()'s own answer to text that is not a number: the entry is parsed whole below
                 pass
     return float(json.loads(event)["timestamp"])
 

@@ -17,9 +17,14 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
+from bridge.errors import BridgeError
 from bridge.translate.partitions import PartitionVersion, in_order
 
 log = logging.getLogger(__name__)
+
+
+class SnapshotNotFound(BridgeError, LookupError):
+    """A table has no snapshot of the id asked for (never had it, or it expired)."""
 
 
 def partitions_read(
@@ -31,8 +36,11 @@ def partitions_read(
         return ()
     snapshot = table.snapshot_by_id(snapshot_id)
     if snapshot is None:
-        msg = f"{'.'.join(table.name())} has no snapshot {snapshot_id}"
-        raise LookupError(msg)
+        msg = (
+            f"{'.'.join(table.name())} has no snapshot {snapshot_id}: pass the snapshot the scan read "
+            "(table.current_snapshot().snapshot_id when it read the current one), before it expires"
+        )
+        raise SnapshotNotFound(msg)
     scan = table.scan(row_filter=AlwaysTrue() if row_filter is None else row_filter, snapshot_id=snapshot_id)
     tasks = list(scan.plan_files())
     read = {task.file.file_path for task in tasks} | {d.file_path for task in tasks for d in task.delete_files}

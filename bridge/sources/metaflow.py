@@ -25,6 +25,7 @@ from bridge.sources.metaflow_recorder import LINEAGE_CODE, LINEAGE_IO, LINEAGE_P
 from bridge.translate.events import JobRef
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
 from bridge.translate.naming import Naming
+from bridge.translate.translator import LineageTranslator, as_translator
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def _utc(moment: datetime) -> datetime:
 def _artifact(task: Task, name: str, default: Any = None) -> Any:
     try:
         return task[name].data
-    except KeyError:
+    except KeyError:  # Metaflow's own answer for an artifact the task does not have
         return default
 
 
@@ -172,11 +173,11 @@ class MetaflowSource:
     def __init__(
         self,
         flows: Iterable[str],
-        naming: Naming,
+        translator: LineageTranslator | Naming,
         dagster_run: DagsterRunJob | None = None,
         dagster_step: DagsterStepJob | None = None,
     ):
-        self.flows, self.naming = tuple(flows), naming
+        self.flows, self.translator = tuple(flows), as_translator(translator)
         self.dagster_run = dagster_run or (lambda run_id: None)
         self.dagster_step = dagster_step
         self.untranslated: list[int] = []
@@ -205,7 +206,7 @@ class MetaflowSource:
             if created < watermark or run.id in finished:
                 continue
             record = run_record(run, self.dagster_run, self.dagster_step)
-            events += translate_flow_run(record, self.naming)
+            events += translate_flow_run(record, self.translator)
             if record.state != RunState.RUNNING.value:
                 finished[run.id] = created
             else:

@@ -57,10 +57,10 @@ from bridge.translate.events import (
     SourceCode,
     ToolRun,
     event_key,
-    run_event,
 )
-from bridge.translate.naming import DatasetName, Naming, dagster_job_name, job_name
+from bridge.translate.naming import DatasetName, Naming
 from bridge.translate.run_ids import run_id
+from bridge.translate.translator import LineageTranslator, as_translator, run_job_named, step_job_named
 
 log = logging.getLogger(__name__)
 
@@ -114,24 +114,19 @@ def _materialization(record: EventLogRecord) -> AssetMaterialization:
 def _step(record: EventLogRecord) -> str:
     """The step of a step event: Dagster records every step event with its step's key."""
     step = step_key(record)
-    if step is None:
+    if step is None:  # an internal invariant: Dagster writes every step event with its step's key
         raise ValueError(f"Step event {record.storage_id} names no step")
     return step
 
 
-def run_ref(records: DagsterRunRecords, naming: Naming) -> JobRef:
+def run_ref(records: DagsterRunRecords, translator: LineageTranslator | Naming) -> JobRef:
     """The OpenLineage job and run of a Dagster run (a launched Metaflow run's root)."""
-    return _Run(records, naming).job
+    return _Run(records, as_translator(translator)).job
 
 
-def step_job(records: DagsterRunRecords, naming: Naming, step: str) -> JobRef:
+def step_job(records: DagsterRunRecords, translator: LineageTranslator | Naming, step: str) -> JobRef:
     """The OpenLineage job and run of one step of a Dagster run (a launched Metaflow run's parent)."""
-    return _Run(records, naming).step_job(step)
-
-
-def run_job(namespace: str, dagster_run_id: str, job: str, location: str, started_at: datetime) -> JobRef:
-    """The OpenLineage job and run of a Dagster run."""
-    return JobRef(namespace, job_name(dagster_job_name(job, location)), run_id(started_at, SOURCE, dagster_run_id))
+    return _Run(records, as_translator(translator)).step_job(step)
 
 
 @dataclass
@@ -139,9 +134,10 @@ class _Run:
     """One run's records with the lookups the translation needs; all of them answered from the records."""
 
     records: DagsterRunRecords
-    naming: Naming
+    translator: LineageTranslator
 
     def __post_init__(self) -> None:
+        self.naming = self.translator.naming
         self.planned = planned_by_step(self.records.records)
         self.planned_checks = planned_checks_by_step(self.records.records)
         # The run's records by step and type, in order: every event of the run looks some of them up.
@@ -183,9 +179,23 @@ class _Run:
         return "\n\n".join(text for text in described if text) or None
 
     @cached_property
-    def job(self) -> JobRef:
+    def job_name(self) -> str:
+        """The run's job in lineage, as the translator names it."""
         r = self.records
-        return run_job(self.naming.job_namespace, r.run_id, r.job_name, r.location, self.started_at)
+        return run_job_named(self.translator.dagster_job(r.job_name, r.location), f"Dagster job {r.job_name}")
+
+    @cached_property
+    def job(self) -> JobRef:
+        started = run_id(self.started_at, SOURCE, self.records.run_id)
+        return JobRef(self.naming.job_namespace, self.job_name, started)
+
+    def step_job_name(self, step: str, leaf: str) -> str:
+        """The job of ``step`` (as the job ``leaf``: the step, or its checks), as the translator names it."""
+        r = self.records
+        assets = self.planned.get(step, []) or self.planned_checks.get(step, [])
+        paths = [tuple(key.path) for key in assets]
+        name = self.translator.dagster_step_job(r.job_name, r.location, leaf, paths)
+        return step_job_named(name, self.job_name, f"step {leaf} of Dagster job {r.job_name}")
 
     def step_job(self, step: str) -> JobRef:
         if step not in self._step_jobs:
@@ -196,19 +206,16 @@ class _Run:
         starts = self.step_records(step, DagsterEventType.STEP_START)
         started = _time(starts[-1]) if starts else self.started_at
         identity = (SOURCE, self.records.run_id, step, str(len(starts)))
-        lineage_job = dagster_job_name(self.records.job_name, self.records.location)
         leaf = f"{step}{CHECKS_SUFFIX}" if self.checks_only(step) else step
-        return JobRef(self.naming.job_namespace, job_name(lineage_job, leaf), run_id(started, *identity))
+        return JobRef(self.naming.job_namespace, self.step_job_name(step, leaf), run_id(started, *identity))
 
     def launched_checks_job(self, step: str) -> JobRef:
         """The job of the checks a launching step reports for the run it launched (``<step>__checks``)."""
         starts = self.step_records(step, DagsterEventType.STEP_START)
         started = _time(starts[-1]) if starts else self.started_at
         identity = (SOURCE, self.records.run_id, step, CHECKS_SUFFIX, str(len(starts)))
-        lineage_job = dagster_job_name(self.records.job_name, self.records.location)
-        return JobRef(
-            self.naming.job_namespace, job_name(lineage_job, f"{step}{CHECKS_SUFFIX}"), run_id(started, *identity)
-        )
+        name = self.step_job_name(step, f"{step}{CHECKS_SUFFIX}")
+        return JobRef(self.naming.job_namespace, name, run_id(started, *identity))
 
     def checks_only(self, step: str) -> bool:
         """True when the step is an asset's own step (its op named for the asset) executing only its checks."""
@@ -253,7 +260,7 @@ class _Run:
         schema = metadata.get("dagster/column_schema")
         columns = tuple((c.name, c.type, c.description) for c in schema.columns) if schema is not None else ()
         return DatasetRef(
-            self.naming.asset(key.path),
+            self.translator.asset_dataset(key.path),
             None if version is None else str(version),
             columns,
             rows=metadata.get("dagster/row_count"),
@@ -275,7 +282,7 @@ class _Run:
             for origin in origins:
                 if origin.input.source not in sources:
                     path = AssetKey.from_user_string(origin.input.source).path
-                    sources[origin.input.source] = self.naming.asset(path)
+                    sources[origin.input.source] = self.translator.asset_dataset(path)
         return tuple(
             (
                 column,
@@ -337,13 +344,17 @@ class _Run:
 
 
 def translate_run(
-    records: DagsterRunRecords, naming: Naming, new: set[int] | None = None, untranslated: list[int] | None = None
+    records: DagsterRunRecords,
+    translator: LineageTranslator | Naming,
+    new: set[int] | None = None,
+    untranslated: list[int] | None = None,
 ) -> list[Keyed]:
-    """OpenLineage events, with their outbox keys, for the records of one run (only those in ``new``, if given).
+    """OpenLineage events, with their outbox keys, for the records of one run (only those in ``new``, if given),
+    named by ``translator`` (a naming policy alone: the default translator over it).
 
     A record that cannot be translated is logged with its storage id and added to ``untranslated``.
     """
-    run = _Run(records, naming)
+    run = _Run(records, as_translator(translator))
     events: list[Keyed] = []
     for record in records.records:
         if new is not None and record.storage_id not in new:
@@ -361,21 +372,21 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
     kind = event_type(record)
     if kind in RUN_STATES:
         spec = _run_spec(run, record, RUN_STATES[kind])
-        return [*_unfinished_steps_ended(run, record, RUN_STATES[kind]), (event_key(spec), run_event(spec))]
+        return [*_unfinished_steps_ended(run, record, RUN_STATES[kind]), (event_key(spec), run.translator.event(spec))]
     if kind in STEP_STATES:
         step = _step(record)
         spec = _step_spec(run, record, step, STEP_STATES[kind])
-        return [(event_key(spec), run_event(spec)), *_launched_checks(run, record, step, STEP_STATES[kind])]
+        return [(event_key(spec), run.translator.event(spec)), *_launched_checks(run, record, step, STEP_STATES[kind])]
     if kind == DagsterEventType.ASSET_OBSERVATION:
         spec = _observation_spec(run, record)
         # A step may observe many times: the storage id tells its events apart.
-        return [(event_key(spec, str(record.storage_id)), run_event(spec))]
+        return [(event_key(spec, str(record.storage_id)), run.translator.event(spec))]
     return []
 
 
 def _run_spec(run: _Run, record: EventLogRecord, state: RunState) -> EventSpec:
     planned = run.all_planned()
-    produced = {run.naming.asset(key.path) for key in planned}
+    produced = {run.translator.asset_dataset(key.path) for key in planned}
     finished = state != RunState.START
     upstream = {ref.name.key: ref for key in planned for ref in run.upstream(key, record.storage_id, finished)}
     nominal_start, nominal_end = run.nominal()
@@ -411,7 +422,7 @@ def _unfinished_steps_ended(run: _Run, record: EventLogRecord, state: RunState) 
         spec = _step_spec(run, record, step, state)
         error = f"The step never finished: its Dagster run {how} while it ran" + (f" ({said})" if said else "")
         spec = replace(spec, error=run.naming.portable_text(error))
-        events.append((event_key(spec), run_event(spec)))
+        events.append((event_key(spec), run.translator.event(spec)))
     return events
 
 
@@ -442,7 +453,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
     launched = run.launches(step)
     assertions = {} if launched else _assertions(run.step_records(step, DagsterEventType.ASSET_CHECK_EVALUATION))
     for key, checked in assertions.items() if state != RunState.START else ():
-        name = run.naming.asset(key.path)
+        name = run.translator.asset_dataset(key.path)
         written = [i for i, ref in enumerate(outputs) if ref.name == name and ref.version is not None]
         if written:
             outputs[written[0]] = replace(outputs[written[0]], assertions=checked)
@@ -536,7 +547,7 @@ def _launched_checks(run: _Run, record: EventLogRecord, step: str, state: RunSta
             tool_run=run.tool_run,
             engine=ENGINE,
         )
-        events.append((event_key(spec), run_event(spec)))
+        events.append((event_key(spec), run.translator.event(spec)))
     return events
 
 

@@ -44,7 +44,7 @@ _EVENT_TYPES = {kind.value: kind for kind in DagsterEventType}
 def dagster_event(record: EventLogRecord) -> DagsterEvent:
     """The Dagster event of a record the bridge read: it reads only Dagster events (:data:`READ_TYPES`)."""
     event = record.event_log_entry.dagster_event
-    if event is None:
+    if event is None:  # an internal invariant: the bridge reads only records of Dagster events (READ_TYPES)
         raise ValueError(f"Event log record {record.storage_id} is not a Dagster event")
     return event
 
@@ -54,6 +54,7 @@ def event_data(record: EventLogRecord, of_type: type[Data]) -> Data:
     data = dagster_event(record).event_specific_data
     if not isinstance(data, of_type):
         kind = type(data).__name__
+        # An internal invariant: the translation asks only of records whose event type says they carry it.
         raise TypeError(f"Event log record {record.storage_id} carries {kind}, not {of_type.__name__}")
     return data
 
@@ -70,7 +71,7 @@ def step_key(record: EventLogRecord) -> str | None:
 def _planned_asset(record: EventLogRecord) -> AssetKey:
     """The asset an ``ASSET_MATERIALIZATION_PLANNED`` record plans."""
     key = dagster_event(record).asset_key
-    if key is None:
+    if key is None:  # an internal invariant: Dagster writes every planned materialization with its asset
         raise ValueError(f"Event log record {record.storage_id} plans no asset")
     return key
 

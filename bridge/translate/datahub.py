@@ -1,9 +1,9 @@
 """Translate OpenLineage run events into native DataHub metadata (acryl-datahub SDK aspects).
 
 Pure: events in, ``MetadataChangeProposalWrapper``s out. Flows and jobs come from OpenLineage job
-names (``{parent}.{leaf}``), datasets from the naming policy (so replays update, never duplicate),
-each OpenLineage run becomes a DataProcessInstance of its job, and a ``modelTraining`` run facet an
-MLModel version in its MLModelGroup. Everything comes from the event: nothing is looked up.
+names (``{parent}.{leaf}``), datasets' URNs from the translator (:mod:`bridge.translate.translator`; so replays
+update, never duplicate), each OpenLineage run becomes a DataProcessInstance of its job, and a ``modelTraining``
+run facet an MLModel version in its MLModelGroup. Everything comes from the event: nothing is looked up.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from datahub.metadata.urns import MlModelUrn, VersionSetUrn
 
 from bridge.translate.naming import DatasetName, Naming, dataset_urn_name, dataset_urn_platform
 from bridge.translate.partitions import partitions_in
+from bridge.translate.translator import LineageTranslator, as_translator
 
 ACTOR = "urn:li:corpuser:taxi-demand-bridge"
 RUN_RESULTS = {
@@ -28,11 +29,11 @@ RUN_RESULTS = {
 }
 
 
-def dataset_urn(dataset: dict[str, Any], naming: Naming) -> str:
+def dataset_urn(dataset: dict[str, Any], translator: LineageTranslator) -> str:
     symlinks = dataset.get("facets", {}).get("symlinks", {}).get("identifiers", [])
     catalog = symlinks[0] if symlinks else {}
     name = DatasetName(dataset["namespace"], dataset["name"], catalog.get("name"), catalog.get("namespace"))
-    return naming.datahub_urn(name)
+    return translator.datahub_dataset_urn(name)
 
 
 def flow_and_job(event: dict[str, Any]) -> tuple[str, str | None]:
@@ -51,12 +52,14 @@ def _millis(iso: str) -> int:
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def metadata_for(event: dict[str, Any], naming: Naming) -> list[MetadataChangeProposalWrapper]:
-    """DataHub aspects for one OpenLineage event (as JSON)."""
+def metadata_for(event: dict[str, Any], names: LineageTranslator | Naming) -> list[MetadataChangeProposalWrapper]:
+    """DataHub aspects for one OpenLineage event (as JSON), its datasets named by the translator (a naming policy
+    alone: the default translator over it); its flow and job are the event's job name, ``{flow}.{step}``."""
+    translator = as_translator(names)
     flow, job = flow_and_job(event)
     integration = event["job"]["facets"]["jobType"]["integration"].lower()
-    inputs = [dataset_urn(d, naming) for d in event.get("inputs", [])]
-    outputs = [dataset_urn(d, naming) for d in event.get("outputs", [])]
+    inputs = [dataset_urn(d, translator) for d in event.get("inputs", [])]
+    outputs = [dataset_urn(d, translator) for d in event.get("outputs", [])]
     flow_info = models.DataFlowInfoClass(
         name=event["job"]["name"].partition(".")[0], customProperties={"orchestrator": integration}
     )
@@ -75,7 +78,7 @@ def metadata_for(event: dict[str, Any], naming: Naming) -> list[MetadataChangePr
             columns = [
                 lineage
                 for dataset, urn in zip(event.get("outputs", []), outputs, strict=True)
-                for lineage in fine_grained_lineage(dataset, urn, naming)
+                for lineage in fine_grained_lineage(dataset, urn, translator)
             ]
             aspects.append(
                 (job, models.DataJobInputOutputClass(
@@ -86,23 +89,25 @@ def metadata_for(event: dict[str, Any], naming: Naming) -> list[MetadataChangePr
             )  # fmt: skip
     partition = event["run"]["facets"].get("nominalTime", {}).get("nominalStartTime", "")[:10] or None
     for dataset in event.get("outputs", []):
-        aspects += _dataset_aspects(dataset, inputs, partition, naming)
-    aspects += _run_aspects(event, entity, inputs, outputs, naming)
+        aspects += _dataset_aspects(dataset, inputs, partition, translator)
+    aspects += _run_aspects(event, entity, inputs, outputs, translator)
     if event["eventType"] in ("COMPLETE", "FAIL"):  # a failed audit is the result people most need to see
         checked = [*event.get("inputs", []), *event.get("outputs", [])]
-        aspects += [a for d in checked for a in _assertion_aspects(event, d, naming)]
+        aspects += [a for d in checked for a in _assertion_aspects(event, d, translator)]
     if event["eventType"] == "COMPLETE" and "modelTraining" in event["run"]["facets"]:
-        aspects += _model_aspects(event, inputs, naming)
+        aspects += _model_aspects(event, inputs, translator)
     return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in aspects]
 
 
-def fine_grained_lineage(dataset: dict[str, Any], urn: str, naming: Naming) -> list[models.FineGrainedLineageClass]:
+def fine_grained_lineage(
+    dataset: dict[str, Any], urn: str, translator: LineageTranslator
+) -> list[models.FineGrainedLineageClass]:
     """An output's ``columnLineage`` facet as DataHub column lineage: per column, direct then indirect inputs."""
     lineages = []
     for column, spec in sorted(dataset.get("facets", {}).get("columnLineage", {}).get("fields", {}).items()):
         by_type: dict[str, tuple[set[str], set[str]]] = {}
         for source in spec.get("inputFields", []):
-            upstream = naming.datahub_urn(naming.named(source["namespace"], source["name"]))
+            upstream = translator.datahub_dataset_urn(translator.dataset_at(source["namespace"], source["name"]))
             field = builder.make_schema_field_urn(upstream, source["field"])
             for transformation in source.get("transformations") or [{"type": "DIRECT", "subtype": ""}]:
                 fields, subtypes = by_type.setdefault(transformation["type"], (set(), set()))
@@ -122,10 +127,10 @@ def fine_grained_lineage(dataset: dict[str, Any], urn: str, naming: Naming) -> l
 
 
 def _dataset_aspects(
-    dataset: dict[str, Any], upstream: list[str], partition: str | None, naming: Naming
+    dataset: dict[str, Any], upstream: list[str], partition: str | None, translator: LineageTranslator
 ) -> list[tuple[str, _Aspect]]:
     """Properties of the dataset's latest version (version, rows written, partition) and lineage."""
-    urn = dataset_urn(dataset, naming)
+    urn = dataset_urn(dataset, translator)
     facets = dataset.get("facets", {})
     properties = {"openlineage_namespace": dataset["namespace"], "openlineage_name": dataset["name"]}
     if "version" in facets:
@@ -141,7 +146,7 @@ def _dataset_aspects(
     if "version" in facets:
         aspects.append((urn, models.DatasetPropertiesClass(name=dataset_urn_name(urn), customProperties=properties)))
     if upstream:
-        columns = fine_grained_lineage(dataset, urn, naming)
+        columns = fine_grained_lineage(dataset, urn, translator)
         aspects.append(
             (urn, models.UpstreamLineageClass(
                 upstreams=[models.UpstreamClass(dataset=u, type=models.DatasetLineageTypeClass.TRANSFORMED)
@@ -166,7 +171,7 @@ def _dataset_aspects(
 
 
 def _run_aspects(
-    event: dict[str, Any], template: str, inputs: list[str], outputs: list[str], naming: Naming
+    event: dict[str, Any], template: str, inputs: list[str], outputs: list[str], translator: LineageTranslator
 ) -> list[tuple[str, _Aspect]]:
     """The run as a DataProcessInstance, with what this run (this version) read and wrote."""
     urn = f"urn:li:dataProcessInstance:{event['run']['runId']}"
@@ -190,7 +195,7 @@ def _run_aspects(
     elif event["eventType"] in RUN_RESULTS:
         # The run's properties again, now with the dataset versions it read and wrote.
         versions = {
-            f"{direction}:{dataset_urn_name(dataset_urn(d, naming))}": d["facets"]["version"]["datasetVersion"]
+            f"{direction}:{dataset_urn_name(dataset_urn(d, translator))}": d["facets"]["version"]["datasetVersion"]
             for direction in ("input", "output")
             for d in event.get(f"{direction}s", [])
             if "version" in d.get("facets", {})
@@ -198,7 +203,7 @@ def _run_aspects(
         properties = models.DataProcessInstancePropertiesClass(
             name=f"{event['job']['name']} {event['run']['runId']}",
             created=models.AuditStampClass(time=when, actor=ACTOR),
-            customProperties={**tool_run, **versions, **partitions_read(event, naming)},
+            customProperties={**tool_run, **versions, **partitions_read(event, translator)},
         )
         aspects.append((urn, properties))
         result = models.DataProcessInstanceRunResultClass(
@@ -210,13 +215,13 @@ def _run_aspects(
     return aspects
 
 
-def partitions_read(event: dict[str, Any], naming: Naming) -> dict[str, str]:
+def partitions_read(event: dict[str, Any], translator: LineageTranslator) -> dict[str, str]:
     """Each partition a run read of a table read whole, at the version that wrote it:
     ``input:nyc_taxi.yellow_rides_hourly_actuals [pickup_hour_month=2024-12]`` = the snapshot that wrote it
     (a partition written by two snapshots names both, comma-separated)."""
     found: dict[str, list[str]] = {}
     for dataset in event.get("inputs", []):
-        name = dataset_urn_name(dataset_urn(dataset, naming))
+        name = dataset_urn_name(dataset_urn(dataset, translator))
         for part in partitions_in(dataset):
             found.setdefault(f"input:{name} [{part.partition}]", []).append(part.version)
     return {key: ",".join(sorted(versions)) for key, versions in found.items()}
@@ -240,7 +245,9 @@ def _tool_run_properties(event: dict[str, Any]) -> dict[str, str]:
     return {f"{facet['orchestrator']}_{names[key]}": facet[key] for key in names if facet.get(key)}
 
 
-def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> list[tuple[str, _Aspect]]:
+def _model_aspects(
+    event: dict[str, Any], inputs: list[str], translator: LineageTranslator
+) -> list[tuple[str, _Aspect]]:
     """A run that trained a model: the model group and one MLModel for this version, with what it learned."""
     facet = event["run"]["facets"]["modelTraining"]
     name, version = facet["model"], facet["version"]
@@ -250,9 +257,9 @@ def _model_aspects(event: dict[str, Any], inputs: list[str], naming: Naming) -> 
     written = [
         d for d in event.get("outputs", []) if d.get("facets", {}).get("version", {}).get("datasetVersion") == version
     ]
-    custom = {"input_datasets": ", ".join(sorted(set(inputs))), **partitions_read(event, naming)}
+    custom = {"input_datasets": ", ".join(sorted(set(inputs))), **partitions_read(event, translator)}
     if written:
-        custom["model_dataset"] = dataset_urn(written[0], naming)
+        custom["model_dataset"] = dataset_urn(written[0], translator)
     promotion = event["run"]["facets"].get("modelPromotion")
     if promotion:
         custom |= {"serving": str(promotion["nowServing"] == version).lower(), "promotion": promotion["reason"]}
@@ -315,10 +322,12 @@ def _sort_id(version: str) -> str:
     return run.zfill(20) if run.isdigit() else run
 
 
-def _assertion_aspects(event: dict[str, Any], dataset: dict[str, Any], naming: Naming) -> list[tuple[str, _Aspect]]:
+def _assertion_aspects(
+    event: dict[str, Any], dataset: dict[str, Any], translator: LineageTranslator
+) -> list[tuple[str, _Aspect]]:
     """Each asset check on a dataset as a DataHub assertion, with this run's result."""
     facet = dataset.get("facets", {}).get("dataQualityAssertions", {})
-    target = dataset_urn(dataset, naming)
+    target = dataset_urn(dataset, translator)
     aspects: list[tuple[str, _Aspect]] = []
     for check in facet.get("assertions", []):
         urn = builder.make_assertion_urn(builder.datahub_guid({"dataset": target, "check": check["assertion"]}))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import attr
@@ -241,6 +242,29 @@ class EventSpec:
     source_code: SourceCode | None = None
 
 
+D = TypeVar("D", InputDataset, OutputDataset)
+
+
+@dataclass(frozen=True)
+class AddedFacets:
+    """Facets a translator adds to one event (:class:`bridge.translate.translator.LineageTranslator`'s hooks), each
+    replacing the bridge's own of the same name: the run's, the job's, and each input's and output's, in order."""
+
+    run: Mapping[str, RunFacet] = field(default_factory=dict)
+    job: Mapping[str, JobFacet] = field(default_factory=dict)
+    inputs: tuple[Mapping[str, DatasetFacet], ...] = ()
+    outputs: tuple[Mapping[str, DatasetFacet], ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.run or self.job or any(self.inputs) or any(self.outputs))
+
+    def dataset(self, dataset: D, index: int, output: bool) -> D:
+        """``dataset`` (the ``index``-th input or output) with its added facets: a copy, since events share datasets."""
+        added = (self.outputs if output else self.inputs)[index]
+        return attr.evolve(dataset, facets={**(dataset.facets or {}), **added}) if added else dataset
+
+
 def _iso(moment: datetime) -> str:
     aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return aware.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -418,7 +442,8 @@ def event_key(spec: EventSpec, discriminator: str = "") -> str:
     return f"{spec.job.namespace}/{spec.job.name}/{spec.job.run_id}/{spec.state.value}/{discriminator}"
 
 
-def run_event(spec: EventSpec) -> RunEvent:
+def run_event(spec: EventSpec, added: AddedFacets | None = None) -> RunEvent:
+    """The typed event ``spec`` describes, with the facets ``added`` (a translator's) over the bridge's own."""
     run_facets: dict[str, RunFacet] = {}
     if spec.parent:
         run_facets["parent"] = _parent_facet(spec.parent, spec.root)
@@ -468,12 +493,19 @@ def run_event(spec: EventSpec) -> RunEvent:
         job_facets["documentation"] = _documentation_facet(spec.documentation)
     if spec.source_code:
         job_facets["sourceCodeLocation"] = _source_code_facet(spec.source_code)
+    if added is None:
+        inputs, outputs = [_input(d) for d in spec.inputs], [_output(d) for d in spec.outputs]
+    else:
+        run_facets |= added.run
+        job_facets |= added.job
+        inputs = [added.dataset(_input(d), i, output=False) for i, d in enumerate(spec.inputs)]
+        outputs = [added.dataset(_output(d), i, output=True) for i, d in enumerate(spec.outputs)]
     return RunEvent(
         eventType=spec.state,
         eventTime=_iso(spec.time),
         run=Run(runId=str(spec.job.run_id), facets=run_facets),
         job=Job(namespace=spec.job.namespace, name=spec.job.name, facets=job_facets),
-        inputs=[_input(d) for d in spec.inputs],
-        outputs=[_output(d) for d in spec.outputs],
+        inputs=inputs,
+        outputs=outputs,
         producer=PRODUCER,
     )

@@ -28,11 +28,11 @@ from bridge.translate.events import (
     SourceCode,
     ToolRun,
     event_key,
-    run_event,
 )
-from bridge.translate.naming import Naming, job_name
+from bridge.translate.naming import Naming
 from bridge.translate.partitions import PartitionVersion
 from bridge.translate.run_ids import run_id
+from bridge.translate.translator import LineageTranslator, as_translator, run_job_named, step_job_named
 
 INTEGRATION = "METAFLOW"
 SOURCE = "metaflow"
@@ -111,19 +111,28 @@ def _nominal(tasks: list[TaskRecord]) -> tuple[datetime | None, datetime | None]
     return None, None
 
 
-def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str, RunEvent]]:
+def translate_flow_run(record: FlowRunRecord, translator: LineageTranslator | Naming) -> list[tuple[str, RunEvent]]:
+    """OpenLineage events, with their outbox keys, for one Metaflow run, named by ``translator`` (a naming policy
+    alone: the default translator over it)."""
+    translator = as_translator(translator)
+    naming = translator.naming
     namespace = naming.job_namespace
     docs = record.code.get("docs") or {}
     engine = Engine("Metaflow", record.code["engine_version"]) if record.code.get("engine_version") else None
     source_code = _source_code(record.code, naming)
     nominal_start, nominal_end = _nominal(record.tasks)
-    flow_job = JobRef(namespace, job_name(record.flow), run_id(record.created_at, SOURCE, record.pathspec))
+    flow_name = run_job_named(translator.metaflow_flow_job(record.flow), f"Metaflow flow {record.flow}")
+    flow_job = JobRef(namespace, flow_name, run_id(record.created_at, SOURCE, record.pathspec))
     root = record.root
     steps: dict[str, list[TaskRecord]] = {}
     for task in record.tasks:
         steps.setdefault(task.step, []).append(task)
+    step_names = {
+        step: step_job_named(translator.metaflow_step_job(record.flow, step), flow_name, f"{record.flow}.{step}")
+        for step in steps
+    }
     step_runs = {
-        step: [JobRef(namespace, job_name(record.flow, step), run_id(t.created_at, SOURCE, t.pathspec)) for t in tasks]
+        step: [JobRef(namespace, step_names[step], run_id(t.created_at, SOURCE, t.pathspec)) for t in tasks]
         for step, tasks in steps.items()
     }
     flow_inputs: dict[str, DatasetRef] = {}
@@ -134,8 +143,8 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
         upstream = [job for before, nexts in record.step_graph.items() if step in nexts for job in step_runs[before]]
         for task, job in zip(tasks, step_runs[step], strict=True):
             io = task.io if task.state == RunState.COMPLETE.value else {}
-            inputs = [_ref(use, naming) for use in io.get("reads", [])]
-            outputs = [_ref(use, naming) for use in io.get("writes", [])]
+            inputs = [_ref(use, translator) for use in io.get("reads", [])]
+            outputs = [_ref(use, translator) for use in io.get("writes", [])]
             models += [_model(use) for use in io.get("writes", []) if use.get("kind") == "model"]
             flow_inputs |= {ref.name.key: ref for ref in inputs}
             flow_outputs |= {ref.name.key: ref for ref in outputs}
@@ -165,18 +174,23 @@ def translate_flow_run(record: FlowRunRecord, naming: Naming) -> list[tuple[str,
         error = None if complete else f"Metaflow run {record.pathspec} failed"
         model = models[-1] if complete and models else None
         specs.append(replace(flow_start, state=RunState(record.state), time=ended_at, error=error, model=model))
-    return [(event_key(spec), run_event(spec)) for spec in specs]
+    return [(event_key(spec), translator.event(spec)) for spec in specs]
 
 
-def _ref(use: dict[str, Any], naming: Naming) -> DatasetRef:
+def _ref(use: dict[str, Any], translator: LineageTranslator) -> DatasetRef:
     columns_from = tuple(
-        (column, tuple(InputField(naming.table(o.input.source), o.input.column, o.transformations) for o in origins))
+        (
+            column,
+            tuple(
+                InputField(translator.table_dataset(o.input.source), o.input.column, o.transformations) for o in origins
+            ),
+        )
         for column, origins in lineage_from_json(use.get("columns_from") or {}).items()
         if origins
     )
     schema = tuple((name, kind, about) for name, kind, about in use.get("schema") or ())
     return DatasetRef(
-        naming.recorded(use["name"], use["kind"]),
+        translator.recorded_dataset(use["name"], use["kind"]),
         use["version"],
         schema,
         rows=use.get("rows"),

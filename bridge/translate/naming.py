@@ -7,7 +7,8 @@ location, which names a local store without naming the folder it sits in) or, in
 catalog, by ``arn:aws:glue:{region}:{account}`` + ``table/{db}/{table}``; it carries a ``symlinks``
 facet to its catalog identifier (``db.table``), which is also its DataHub name. Other datasets
 (staged files, models) are named by the location a project gives them. Jobs are ``{parent}.{leaf}``
-with no dot in the leaf (run ids: :mod:`bridge.translate.run_ids`).
+with no dot in the leaf (run ids: :mod:`bridge.translate.run_ids`). The translations ask these through
+:class:`bridge.translate.translator.LineageTranslator`, where a project overrides a name.
 """
 
 from __future__ import annotations
@@ -125,19 +126,35 @@ class Naming:
 
     def asset(self, asset_path: Sequence[str]) -> DatasetName:
         """A Dagster asset key (its path) as a dataset."""
+        identifier = self.asset_table(asset_path)
+        return self.table(identifier) if identifier else self.location(self.asset_location(asset_path))
+
+    def asset_table(self, asset_path: Sequence[str]) -> str | None:
+        """The table identifier an asset is (``nyc_taxi/raw_yellow`` -> ``nyc_taxi.raw_yellow``), or None."""
         if len(asset_path) == 2 and asset_path[0] in self.table_namespaces:
-            return self.table(".".join(asset_path))
+            return ".".join(asset_path)
+        return None
+
+    def asset_location(self, asset_path: Sequence[str]) -> str:
+        """Where an asset that is no table is kept, as ``locations`` says."""
         joined = "/".join(asset_path)
         if joined in self.locations:
-            namespace, name = location_dataset(self.locations[joined])
-            return DatasetName(namespace, name)
+            return self.locations[joined]
         msg = f"No lineage name for asset {joined}: add it to the naming policy's locations"
         raise NotNamed(msg)
 
+    def location(self, uri: str) -> DatasetName:
+        """A dataset known by where it is kept (a folder, a file, a model's place in a datastore)."""
+        return DatasetName(*location_dataset(uri))
+
     def named(self, namespace: str, name: str) -> DatasetName:
         """A dataset known only by its OpenLineage namespace and name, with its table identifier if it is a table."""
-        identifier = self.tables.identifier_at(namespace, name) if self.tables is not None else None
+        identifier = self.identifier_at(namespace, name)
         return self.table(identifier) if identifier else DatasetName(namespace, name)
+
+    def identifier_at(self, namespace: str, name: str) -> str | None:
+        """The table of the catalog a dataset name is (by its location, or as Glue names it), or None."""
+        return self.tables.identifier_at(namespace, name) if self.tables is not None else None
 
     def recorded(self, name: str, kind: str) -> DatasetName:
         """What a Metaflow step recorded (a table by identifier, anything else by its location's key)."""
