@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from bridge.config import LineageBridge, SinkSpec
@@ -31,6 +32,12 @@ from taxi_core.names import (
 )
 from taxi_core.settings import PROJECT_ROOT, Settings
 
+if TYPE_CHECKING:  # the read commands load no Dagster
+    from dagster import AssetKey
+    from dagster._core.definitions.metadata import RawMetadataValue
+
+    from forecast_assets.assets.training import FlowCheck
+
 WORKSPACE_FILE = PROJECT_ROOT / "workspace.yaml"
 TITLE = "NYC taxi demand: lineage across Dagster and Metaflow"
 
@@ -42,6 +49,7 @@ def naming(settings: Settings) -> Naming:
     in any name, and the same names after the folder moves.
     """
     catalog = CatalogConfig.from_settings(settings)
+    tables: IcebergTables | GlueTables
     if catalog.kind == "glue":
         tables = GlueTables(region=settings.aws_region, account=settings.aws_account_id)
     else:
@@ -186,7 +194,7 @@ def datahub_sink(settings: Settings) -> SinkSpec | None:
     return SinkSpec("datahub-lite", {"path": lite_path(settings)}, "datahub")
 
 
-def _report_metadata(pathspec: str) -> Mapping:
+def _report_metadata(pathspec: str) -> Mapping[AssetKey, Mapping[str, RawMetadataValue]]:
     """The training asset's own metadata for a flow run made outside Dagster (the pass reports it)."""
     # Dagster and Metaflow load only when a pass reports a run, never for the read commands.
     from forecast_assets.assets.training import FORECAST_MODEL, FORECAST_TABLE, training_run_metadata
@@ -195,7 +203,7 @@ def _report_metadata(pathspec: str) -> Mapping:
     return {FORECAST_MODEL: model, FORECAST_TABLE: table}
 
 
-def _report_checks(pathspec: str) -> Mapping:
+def _report_checks(pathspec: str) -> Mapping[AssetKey, Sequence[FlowCheck]]:
     """The forecast table's checks as the flow run evaluated them on the rows it wrote (none for older runs)."""
     # Dagster and Metaflow load only when a pass reports a run, never for the read commands.
     from forecast_assets.assets.training import FORECAST_TABLE, training_run_checks
