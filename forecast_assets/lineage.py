@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from bridge.config import LineageBridge, SinkSpec
@@ -253,5 +253,15 @@ def sinks(settings: Settings) -> tuple[SinkSpec, ...]:
             "region": settings.aws_region,
         }
         configured.append(SinkSpec("object-store", options, name="archive"))
-    configured += [SinkSpec(sink.kind, sink.options, sink.name) for sink in settings.lineage_sinks]
+    configured += [
+        SinkSpec(sink.kind, _in_state_folder(settings, sink.options), sink.name) for sink in settings.lineage_sinks
+    ]
     return tuple(configured)
+
+
+def _in_state_folder(settings: Settings, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A sink's relative ``path`` is inside the state folder, as all local state is, wherever the command runs."""
+    path = options.get("path")
+    if isinstance(path, str) and path and not Path(path).expanduser().is_absolute() and "://" not in path:
+        return {**options, "path": str(settings.state_dir / path)}
+    return dict(options)

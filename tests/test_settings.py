@@ -133,3 +133,17 @@ def test_a_bad_setting_is_one_line_where_dagster_loads_the_code(tmp_path):
         "taxi_core.settings.SettingsError: Invalid setting: TAXI_CATALOG='foo': Input should be 'sql', 'postgres' or "
         "'glue'"
     ]
+
+
+def test_added_lineage_sinks_come_from_json_and_a_relative_path_is_in_the_state_folder(tmp_path):
+    from forecast_assets.lineage import sinks
+
+    configured = (
+        '[{"kind": "sqlite-table", "name": "rel", "options": {"path": "lineage/events.sqlite"}},'
+        ' {"kind": "sqlite-table", "name": "abs", "options": {"path": "/srv/lineage.sqlite"}}]'
+    )
+    settings = _settings(tmp_path, TAXI_LINEAGE_SINKS=configured)
+    added = {spec.key: spec.options["path"] for spec in sinks(settings) if spec.kind == "sqlite-table"}
+    assert added == {"rel": str(settings.state_dir / "lineage" / "events.sqlite"), "abs": "/srv/lineage.sqlite"}
+    with pytest.raises(SettingsError, match=r"TAXI_LINEAGE_SINKS.*not JSON"):
+        _settings(tmp_path, TAXI_LINEAGE_SINKS="[{kind: sqlite-table}]")
