@@ -20,8 +20,9 @@ def test_the_import_contracts_hold():
     assert "Contracts: 5 kept, 0 broken." in result.stdout
 
 
-def test_the_bridge_and_shared_core_type_check_strictly():
-    """mypy --strict over ``bridge`` and ``taxi_core`` (configured in pyproject.toml): no error, no silenced module."""
+def test_the_bridge_shared_core_and_flow_type_check_strictly():
+    """mypy --strict over ``bridge``, ``taxi_core`` and ``flows`` (configured in pyproject.toml): no error, no
+    silenced module."""
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:]
     assert result.stdout.startswith("Success: no issues found")
