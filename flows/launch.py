@@ -8,13 +8,15 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 from metaflow import Run, Runner
+from metaflow.runner.metaflow_runner import ExecutingRun
 
 from bridge.sources.metaflow_recorder import DAGSTER_JOB_ENV, DAGSTER_RUN_ID_ENV, DAGSTER_STEP_ENV
 from taxi_core.errors import PipelineError
@@ -139,7 +141,7 @@ def _timestamp(text: str | None) -> datetime | None:
 
 
 def run_training(
-    parameters: dict | None = None,
+    parameters: Mapping[str, str | int | bool] | None = None,
     dagster_run_id: str | None = None,
     dagster_job: str | None = None,
     dagster_step: str | None = None,
@@ -166,7 +168,12 @@ def _ignore(event: FlowEvent) -> None:
     pass
 
 
-async def _run_flow(parameters: dict, env: dict, on_event: Callable[[FlowEvent], None], show_output: bool) -> Run:
+async def _run_flow(
+    parameters: Mapping[str, str | int | bool],
+    env: dict[str, str],
+    on_event: Callable[[FlowEvent], None],
+    show_output: bool,
+) -> Run:
     log = FlowLog()
 
     def stdout_line(line: str) -> None:
@@ -203,7 +210,7 @@ async def _run_flow(parameters: dict, env: dict, on_event: Callable[[FlowEvent],
         return running.run
 
 
-async def _follow(running, stream: str, handle: Callable[[str], None]) -> None:
+async def _follow(running: ExecutingRun, stream: str, handle: Callable[[str], None]) -> None:
     """Every whole line of one output stream as it is written, until the process has ended and the stream is read.
 
     Metaflow's own ``stream_log`` hands on whatever ``readline`` returns, so a line the runtime is still writing
@@ -242,7 +249,7 @@ class WholeLines:
         return [tail.rstrip("\r")] if tail else []
 
 
-def _run_to_end(coroutine):
+def _run_to_end(coroutine: Coroutine[Any, Any, Run]) -> Run:
     try:
         asyncio.get_running_loop()
     except RuntimeError:

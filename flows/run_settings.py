@@ -8,6 +8,7 @@ import pandas as pd
 
 from flows.forecasting.backtest import BASELINE, WEEK
 from flows.forecasting.models import CANDIDATES, needs_weather
+from taxi_core.errors import PipelineError
 
 # The first backtest week is fitted on at least this much history.
 LEAST_TRAINING = pd.Timedelta(days=14)
@@ -18,6 +19,10 @@ LOOKBACK_DAYS = 84
 # The candidates are backtested, and the champion chosen, on the busiest zones (84.7% of the rides on 50 of 263 in
 # 2024-12/2025-01); the version then serves every zone with rides.
 BACKTEST_ZONES = 50
+
+
+class RunSettingInvalid(ValueError, PipelineError):
+    """A run parameter the flow cannot work with; the message names the parameter and what it takes."""
 
 
 @dataclass(frozen=True)
@@ -72,37 +77,37 @@ def resolve_settings(
     candidates: str,
     backtest_zones: int = BACKTEST_ZONES,
 ) -> RunSettings:
-    try:
-        origin = pd.Timestamp(as_of).tz_localize(None).floor("h")
-    except ValueError as err:
+    parsed = pd.to_datetime(as_of, errors="coerce")  # NaT for what is not a time
+    if not isinstance(parsed, pd.Timestamp):
         msg = f"--as_of {as_of!r} is not a time; use YYYY-MM-DD or YYYY-MM-DDTHH"
-        raise ValueError(msg) from err
+        raise RunSettingInvalid(msg)
+    origin = parsed.tz_localize(None).floor("h")
     if not 1 <= horizon_hours <= 168:
         msg = f"--horizon_hours {horizon_hours} must be between 1 and 168"
-        raise ValueError(msg)
+        raise RunSettingInvalid(msg)
     if zones < 0 or backtest_zones < 1:
         msg = f"--zones {zones} must be 0 (every zone with rides) or more, --backtest_zones {backtest_zones} at least 1"
-        raise ValueError(msg)
+        raise RunSettingInvalid(msg)
     if evaluation_weeks < 1 or selection_weeks < 1:
         msg = f"--evaluation_weeks {evaluation_weeks} and --selection_weeks {selection_weeks} must be at least 1"
-        raise ValueError(msg)
+        raise RunSettingInvalid(msg)
     needed_days = (selection_weeks + evaluation_weeks) * 7 + LEAST_TRAINING.days
     if lookback_days < needed_days:
         msg = (
             f"--lookback_days {lookback_days} is too short: {selection_weeks} selection and {evaluation_weeks} "
             f"held-out weeks after {LEAST_TRAINING.days} days of training need at least {needed_days}"
         )
-        raise ValueError(msg)
+        raise RunSettingInvalid(msg)
     # None named: every candidate this run can train.
     names = [name.strip() for name in candidates.split(",") if name.strip()] or list(CANDIDATES)
     unknown = [name for name in names if name not in CANDIDATES]
     if unknown:
         msg = f"--candidates names unknown models {', '.join(unknown)}; choose from {', '.join(CANDIDATES)}"
-        raise ValueError(msg)
+        raise RunSettingInvalid(msg)
     if not use_weather:
         names = [name for name in names if not needs_weather([name])]
     if not names:
-        raise ValueError("--candidates leaves no model to train (weather models need --use_weather true)")
+        raise RunSettingInvalid("--candidates leaves no model to train (weather models need --use_weather true)")
     # Every champion is measured against the baseline, so the baseline is always trained.
     names = names if BASELINE in names else [BASELINE, *names]
     return RunSettings(

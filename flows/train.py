@@ -21,14 +21,16 @@ Steps:
 Once the run has ended, finished or failed, its lineage is delivered (flows/lineage_delivery.py).
 """
 
+from __future__ import annotations
+
 import sys
 
 from taxi_core.errors import PipelineError
-from taxi_core.settings import SettingsError, load_settings
+from taxi_core.settings import Settings, SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
 
-def _settings_or_exit():
+def _settings_or_exit() -> Settings:
     """The project's settings; a bad one ends the command with its one-line message, not a traceback."""
     try:
         return load_settings()
@@ -45,8 +47,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from metaflow import FlowSpec, Parameter, card, current, exit_hook, step
-from metaflow.cards import Image, Markdown, Table
+from metaflow import FlowSpec, current, step
+from metaflow.cards import Image, Markdown
+from metaflow.datastore.inputs import Inputs as Branches
 from metaflow.exception import MetaflowException
 
 from bridge.sources.metaflow_recorder import Promotion, record_lineage, record_model, record_nominal_time
@@ -64,14 +67,18 @@ from flows.forecasting import (
     serving,
     tables,
 )
-from flows.forecasting.models import CANDIDATES, WEATHER_USE, is_scenario, make_candidate, needs_weather
+from flows.forecasting.checks import CheckMetadata
+from flows.forecasting.intervals import IntervalModel
+from flows.forecasting.models import CANDIDATES, WEATHER_USE, Forecaster, is_scenario, make_candidate, needs_weather
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
+from flows.forecasting.serving import ServedModel
 from flows.forecasting.threads import numeric_threads, share_of_cores
 from flows.lineage_delivery import HOOK as DELIVER_LINEAGE
-from flows.run_settings import BACKTEST_ZONES, LOOKBACK_DAYS, RunSettings, resolve_settings
+from flows.metaflow_parts import card, current_card, current_run_id, exit_hook, parameter, table
+from flows.run_settings import BACKTEST_ZONES, LOOKBACK_DAYS, RunSettingInvalid, RunSettings, resolve_settings
 from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
-from taxi_core.names import MODEL_CANDIDATE_PARAM, MODEL_NAME
+from taxi_core.names import FORECAST, MODEL_CANDIDATE_PARAM, MODEL_NAME, ZONES
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
@@ -92,57 +99,98 @@ class BadRunSetting(MetaflowException, PipelineError):
 class TrainForecastModelFlow(FlowSpec):
     """Train the hourly taxi-demand model per pickup zone, backtest it, and write its forecasts to Iceberg."""
 
-    as_of = Parameter(
-        "as_of",
-        default="",
-        help="Forecast origin, YYYY-MM-DD or YYYY-MM-DDTHH (default: the hour after the newest actuals)",
+    as_of: str = parameter(
+        "as_of", "", "Forecast origin, YYYY-MM-DD or YYYY-MM-DDTHH (default: the hour after the newest actuals)"
     )
-    lookback_days = Parameter(
-        "lookback_days", default=LOOKBACK_DAYS, type=int, help="Days of actuals to read before the origin"
+    lookback_days: int = parameter("lookback_days", LOOKBACK_DAYS, "Days of actuals to read before the origin")
+    evaluation_weeks: int = parameter(
+        "evaluation_weeks", 4, "Held-out weeks, each scored on a champion chosen before it"
     )
-    evaluation_weeks = Parameter(
-        "evaluation_weeks", default=4, type=int, help="Held-out weeks, each scored on a champion chosen before it"
+    selection_weeks: int = parameter("selection_weeks", 2, "Weeks before each held-out week that choose its champion")
+    horizon_hours: int = parameter("horizon_hours", 24, "Hours ahead to forecast")
+    zones: int = parameter("zones", 0, "How many of the busiest zones to serve (default 0: every zone with rides)")
+    backtest_zones: int = parameter(
+        "backtest_zones", BACKTEST_ZONES, "How many of the busiest zones the backtest scores"
     )
-    selection_weeks = Parameter(
-        "selection_weeks", default=2, type=int, help="Weeks before each held-out week that choose its champion"
-    )
-    horizon_hours = Parameter("horizon_hours", default=24, type=int, help="Hours ahead to forecast")
-    zones = Parameter(
-        "zones", default=0, type=int, help="How many of the busiest zones to serve (default 0: every zone with rides)"
-    )
-    backtest_zones = Parameter(
-        "backtest_zones", default=BACKTEST_ZONES, type=int, help="How many of the busiest zones the backtest scores"
-    )
-    use_weather = Parameter("use_weather", default=False, type=bool, help="Read raw_weather and train weather models")
-    weather_delay_days = Parameter(
+    use_weather: bool = parameter("use_weather", False, "Read raw_weather and train weather models")
+    weather_delay_days: int = parameter(
         "weather_delay_days",
-        default=NOAA_PUBLICATION_DELAY_DAYS,
-        type=int,
-        help="Days after a day ends before NOAA publishes its weather (NOAA updates nClimGrid-Daily every 3 days)",
+        NOAA_PUBLICATION_DELAY_DAYS,
+        "Days after a day ends before NOAA publishes its weather (NOAA updates nClimGrid-Daily every 3 days)",
     )
-    true_rates = Parameter(
+    true_rates: str = parameter(
         "true_rates",
-        default="",
-        help="Folder of the true hourly rates the data was generated from, for the noise floor (default: the "
+        "",
+        "Folder of the true hourly rates the data was generated from, for the noise floor (default: the "
         "TAXI_TRUE_RATES setting, which ./run demo sets to its sample source's; none for real TLC data)",
     )
-    candidates = Parameter(
+    candidates: str = parameter(
         "candidates",
-        default="",
-        help=(
-            f"Comma-separated candidate models from: {', '.join(CANDIDATES)} (default: all of them that the "
-            f"run can train: {', '.join(name for name in CANDIDATES if not needs_weather([name]))}, and with "
-            "--use_weather true the weather models too)"
-        ),
+        "",
+        f"Comma-separated candidate models from: {', '.join(CANDIDATES)} (default: all of them that the "
+        f"run can train: {', '.join(name for name in CANDIDATES if not needs_weather([name]))}, and with "
+        "--use_weather true the weather models too)",
     )
 
+    # The artifacts: each step's results, which Metaflow stores and hands to the steps after it.
+    # start
+    catalog_config: CatalogConfig
+    settings: RunSettings
+    model_version: str
+    weather_lag: int
+    # load
+    actuals: pd.DataFrame
+    actuals_snapshot_id: int
+    zone_lookup: pd.DataFrame
+    zone_lookup_snapshot_id: int
+    backtest_zone_ids: list[int]
+    zone_ids: list[int]
+    weather: pd.DataFrame | None
+    weather_snapshot_id: int | None
+    candidate_names: list[str]
+    serving: registry.Serving | None
+    registry_snapshot_id: int | None
+    compared_only: list[str]
+    # train (one branch per candidate), then evaluate
+    backtest: pd.DataFrame
+    backtest_seconds: float
+    training_seconds: dict[str, float]
+    metrics: pd.DataFrame
+    scenarios: tuple[str, ...]
+    noise_floor: dict[str, float] | None
+    champion: str
+    intervals: IntervalModel
+    champion_reason: str
+    decision: promotion.Decision
+    selection_weeks_used: list[str]
+    held_out: pd.DataFrame
+    held_out_summary: dict[str, float]
+    held_out_forecasts: pd.DataFrame
+    held_out_png: bytes
+    backtest_png: bytes
+    backtest_plot_path: str
+    # predict
+    model: Forecaster
+    features: list[str]
+    forecast: pd.DataFrame
+    served: ServedModel
+    model_parameters: dict[str, str | int | float]
+    training_window: dict[str, str]
+    used_features: list[str]
+    # write
+    forecast_snapshot_id: int
+    promotion_snapshot_id: int
+    forecast_checks: list[dict[str, str | bool | CheckMetadata]]
+    forecast_png: bytes
+    plot_path: str
+
     @step
-    def start(self):
+    def start(self) -> None:
         """Resolve the forecast origin (the hour after the newest actuals unless --as_of) and the candidates."""
         self.catalog_config = CatalogConfig.from_settings(load_settings())
         as_of = self.as_of or tables.actuals_end(open_catalog(self.catalog_config)).isoformat()
         try:
-            self.settings: RunSettings = resolve_settings(
+            self.settings = resolve_settings(
                 as_of=as_of,
                 lookback_days=self.lookback_days,
                 evaluation_weeks=self.evaluation_weeks,
@@ -153,7 +201,7 @@ class TrainForecastModelFlow(FlowSpec):
                 candidates=self.candidates,
                 backtest_zones=self.backtest_zones,
             )
-        except ValueError as err:
+        except RunSettingInvalid as err:
             raise BadRunSetting(str(err)) from None
         self.model_version = f"{current.flow_name}/{current.run_id}"
         # Weather is what the origin knows: the newest published day before every target's day.
@@ -165,7 +213,7 @@ class TrainForecastModelFlow(FlowSpec):
 
     @card(type="blank", id="inputs")
     @step
-    def load(self):
+    def load(self) -> None:
         """Read the actuals, the zone lookup (and, with --use_weather, raw_weather) through pyiceberg; keep the
         busiest zones."""
         catalog = open_catalog(self.catalog_config)
@@ -202,48 +250,51 @@ class TrainForecastModelFlow(FlowSpec):
             f"its first week, {self.settings.backtest_start:%Y-%m-%d} ({changed} served zones not among them): "
             f"{len(self.actuals):,} rows."
         )
-        current.card.append(Markdown(f"# Inputs of {self.model_version}"))
+        shown = current_card()
+        shown.append(Markdown(f"# Inputs of {self.model_version}"))
         read = [actuals_read.row(), weather_read.row(), zones_read.row()]
-        current.card.append(Table(data=read, headers=report.INPUT_HEADERS))
-        current.card.append(Markdown(f"{kept}  \nCandidates: {', '.join(self.candidate_names)}."))
+        shown.append(table(read, report.INPUT_HEADERS))
+        shown.append(Markdown(f"{kept}  \nCandidates: {', '.join(self.candidate_names)}."))
         print(f"Read {actuals_read.sentence()}. {kept}")
         print(f"Weather: {weather_read.sentence()}.")
         print(f"Zone names: {zones_read.sentence()}.")
         self.next(self.train, foreach="candidate_names")
 
     @step
-    def train(self):
+    def train(self) -> None:
         """One branch per candidate, on its share of the cores: refit each week, score the week's hours."""
+        candidate = self._candidate()
         weeks = backtest.backtest_weeks(self.settings.as_of, self.settings.backtest_weeks)
         threads = share_of_cores(len(self.candidate_names))
         print(
-            f"{self.input}: backtest over {len(weeks)} weeks from {weeks[0]:%Y-%m-%d}, refitted weekly and "
+            f"{candidate}: backtest over {len(weeks)} weeks from {weeks[0]:%Y-%m-%d}, refitted weekly and "
             f"forecasting day by day, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
         )
         began = time.perf_counter()
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
         with numeric_threads(threads):
             self.backtest = backtest.rolling_origin_backtest(
-                self._inputs(self.backtest_zone_ids), lambda: make_candidate(self.input), weeks, on_origin=print
+                self._inputs(self.backtest_zone_ids), lambda: make_candidate(candidate), weeks, on_origin=print
             )
         self.backtest_seconds = time.perf_counter() - began
-        print(f"{self.input}: backtest done in {self.backtest_seconds:.1f} s")
+        print(f"{candidate}: backtest done in {self.backtest_seconds:.1f} s")
         self.next(self.evaluate)
 
     @card(type="blank", id="backtest")
     @step
-    def evaluate(self, inputs):
+    def evaluate(self, inputs: Branches) -> None:
         """Hold out each of the last weeks, its champion chosen on the weeks before; choose the final champion."""
         self.merge_artifacts(inputs, include=SHARED_ARTIFACTS)
-        self.backtest = pd.concat([branch.backtest for branch in inputs], ignore_index=True)
-        self.training_seconds = {branch.input: round(branch.backtest_seconds, 2) for branch in inputs}
+        branches: list[TrainForecastModelFlow] = list(inputs)
+        self.backtest = pd.concat([branch.backtest for branch in branches], ignore_index=True)
+        self.training_seconds = {branch._candidate(): round(branch.backtest_seconds, 2) for branch in branches}
         self.metrics = backtest.error_metrics(self.backtest, ["candidate"])
         self.scenarios = tuple(name for name in self.metrics.candidate if is_scenario(name))
         folder = self.true_rates or load_settings().true_rates
         truth = Path(folder) if folder else None  # real data has no truth: no noise floor
         self.noise_floor = noise_floor.noise_floor(self.backtest, truth)
 
-        def floor_of(rows):
+        def floor_of(rows: pd.DataFrame) -> float | None:
             floor = noise_floor.noise_floor(rows, truth)
             return floor["mae"] if floor else None
 
@@ -271,40 +322,39 @@ class TrainForecastModelFlow(FlowSpec):
             f"median week ({summary['held_out_mae_vs_naive_worst']:.2f}x in the worst); 80% intervals held "
             f"{summary['held_out_coverage_80']:.1%} of actuals, 95% intervals {summary['held_out_coverage_95']:.1%}."
         )
-        current.card.append(Markdown(f"# Backtest of {self.model_version}\n{headline}"))
-        current.card.append(Markdown("## Held-out weeks"))
-        current.card.append(Table(data=self.held_out.values.tolist(), headers=list(self.held_out.columns)))
+        shown = current_card()
+        shown.append(Markdown(f"# Backtest of {self.model_version}\n{headline}"))
+        shown.append(Markdown("## Held-out weeks"))
+        shown.append(table(self.held_out.values.tolist(), [str(column) for column in self.held_out.columns]))
         print(headline.replace("**", ""))
         print(self.held_out.to_string(index=False))
         self.held_out_png = plots.png_bytes(plots.held_out_figure(self.held_out))
-        current.card.append(Image(self.held_out_png, label="Held-out weeks: champion MAE / seasonal naive MAE"))
+        shown.append(Image(self.held_out_png, label="Held-out weeks: champion MAE / seasonal naive MAE"))
         headers, rows = report.metrics_table(self.metrics, self.noise_floor, self.scenarios)
-        current.card.append(Markdown("## Every candidate over every backtest week"))
-        current.card.append(Table(data=rows, headers=headers))
+        shown.append(Markdown("## Every candidate over every backtest week"))
+        shown.append(table(rows, headers))
         if self.scenarios:
             scenario_note = (
                 f"Scenario {', '.join(self.scenarios)} uses the target day's observed weather, which no forecast "
                 "has at its origin: it shows what knowing the weather would be worth and is never the champion."
             )
-            current.card.append(Markdown(scenario_note))
+            shown.append(Markdown(scenario_note))
             print(scenario_note)
         if self.noise_floor:
             floor = f"Noise floor (forecasting with the sample source's true rate): MAE {self.noise_floor['mae']:.3f}"
-            current.card.append(Markdown(floor))
+            shown.append(Markdown(floor))
             print(floor)
-        current.card.append(Markdown("## Per zone over the held-out weeks, worst against naive first"))
+        shown.append(Markdown("## Per zone over the held-out weeks, worst against naive first"))
         floor_by_zone = noise_floor.noise_floor_by_zone(chosen.forecasts, truth)
-        current.card.append(
-            Table(data=report.zone_table(by_zone, floor_by_zone, self.zone_lookup), headers=report.ZONE_HEADERS)
-        )
+        shown.append(table(report.zone_table(by_zone, floor_by_zone, self.zone_lookup), report.ZONE_HEADERS))
         self.backtest_png = plots.png_bytes(plots.backtest_figure(self.metrics, self.noise_floor))
-        path = load_settings().path("plots") / f"backtest_{current.run_id}.png"
+        path = load_settings().path("plots") / f"backtest_{current_run_id()}.png"
         self.backtest_plot_path = str(plots.save_png(self.backtest_png, path))
-        current.card.append(Image(self.backtest_png, label="MAE and RMSE per candidate over every week, best first"))
+        shown.append(Image(self.backtest_png, label="MAE and RMSE per candidate over every week, best first"))
         self.next(self.predict)
 
     @step
-    def predict(self):
+    def predict(self) -> None:
         """Refit the champion on all the data and forecast the next --horizon_hours for every zone."""
         inputs = self._inputs(self.zone_ids)
         model, self.features = backtest.fit_at(inputs, self.settings.as_of, lambda: make_candidate(self.champion))
@@ -320,7 +370,7 @@ class TrainForecastModelFlow(FlowSpec):
             forecasted_total_rides=predicted,
             model_name=self.champion,
             model_version=self.model_version,
-            metaflow_run_id=current.run_id,
+            metaflow_run_id=current_run_id(),
         )
         self.forecast = tables.with_zone_names(forecast, self.zone_lookup)
         # What every day's forecast is made with while this version serves (forecast_assets' daily_forecast).
@@ -331,7 +381,7 @@ class TrainForecastModelFlow(FlowSpec):
         )  # fmt: skip
         unnamed = sorted(set(self.forecast.pulocationid[self.forecast.zone.isna()]))
         if unnamed:
-            print(f"Zones {unnamed} are not in {tables.ZONES}: their forecasts carry no zone name or borough.")
+            print(f"Zones {unnamed} are not in {ZONES}: their forecasts carry no zone name or borough.")
         weather = WEATHER_USE[model.weather]
         if model.weather in ("known", "expected"):
             weather += f" ({plural(self.weather_lag, 'day')} before the target day)"
@@ -345,7 +395,7 @@ class TrainForecastModelFlow(FlowSpec):
         }  # fmt: skip
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
         self.used_features = model.used_features(self.features)
-        champion = self.metrics.set_index("candidate").loc[self.champion]
+        champion = self.metrics[self.metrics.candidate == self.champion].iloc[0]
         backtest_figures = {f"backtest_{name}": round(float(champion[name]), 4) for name in ("mae", "rmse", "wape")}
         record_model(
             MODEL_NAME,
@@ -365,41 +415,42 @@ class TrainForecastModelFlow(FlowSpec):
 
     @card(type="blank", id="forecast")
     @step
-    def write(self):
+    def write(self) -> None:
         """Replace this run's rows in the forecast table and check what was written (the table's checks)."""
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
-        catalog = open_catalog(self.catalog_config)
+        catalog, run_id = open_catalog(self.catalog_config), current_run_id()
         self.forecast_snapshot_id = tables.write_forecasts(
-            catalog, self.forecast, current.run_id, column_lineage.forecast_lineage(self.used_features)
+            catalog, self.forecast, run_id, column_lineage.forecast_lineage(self.used_features)
         )
         # Recorded once the version's forecasts are written: a run that fails before serves nothing.
         self.promotion_snapshot_id = registry.record_decision(catalog, MODEL_NAME, self.decision, self.champion)
         written = (
             f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
-            f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {tables.FORECAST} at snapshot {self.forecast_snapshot_id}."
+            f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {FORECAST} at snapshot {self.forecast_snapshot_id}."
         )
         print(written)
         # The table's checks, on the rows as the table holds them; a shell run reports them to Dagster.
         version = checks.ForecastVersion(
-            current.run_id, pd.Timestamp(self.settings.as_of), self.settings.horizon_hours,
+            run_id, pd.Timestamp(self.settings.as_of), self.settings.horizon_hours,
             len(self.zone_ids),
         )  # fmt: skip
-        outcomes = checks.forecast_checks(tables.read_forecasts(catalog, current.run_id), version)
+        outcomes = checks.forecast_checks(tables.read_forecasts(catalog, run_id), version)
         self.forecast_checks = [outcome.to_dict() for outcome in outcomes]
         for outcome in outcomes:
             print(f"check {outcome.name}: {'passed' if outcome.passed else 'FAILED'}")
         figure = plots.forecast_figure(self.actuals, self.held_out_forecasts, self.forecast)
         self.forecast_png = plots.png_bytes(figure)
         self.plot_path = str(
-            plots.save_png(self.forecast_png, load_settings().path("plots") / f"forecast_{current.run_id}.png")
+            plots.save_png(self.forecast_png, load_settings().path("plots") / f"forecast_{run_id}.png")
         )
-        current.card.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})\n{written}"))
-        current.card.append(Image(self.forecast_png, label="Busiest zones: last week, backtest and forecast"))
+        shown = current_card()
+        shown.append(Markdown(f"# Forecast of {self.model_version} ({self.champion})\n{written}"))
+        shown.append(Image(self.forecast_png, label="Busiest zones: last week, backtest and forecast"))
         self.next(self.end)
 
     @step
-    def end(self):
+    def end(self) -> None:
         """Print the model version, its champion and where its forecasts are."""
         summary = self.held_out_summary
         print(
@@ -418,7 +469,14 @@ class TrainForecastModelFlow(FlowSpec):
         ]
         return promotion.decide(self.model_version, held_out, self.serving.version, serving)
 
-    def _inputs(self, zones) -> Inputs:
+    def _candidate(self) -> str:
+        """The candidate a train branch backtests: its item of the foreach over ``candidate_names``."""
+        candidate = self.input
+        if not isinstance(candidate, str):
+            raise TypeError(f"a train branch over {candidate!r}")  # an internal invariant: the foreach is over names
+        return candidate
+
+    def _inputs(self, zones: list[int]) -> Inputs:
         """What the run read, for ``zones``: each fit and forecast sees only what was published at its origin."""
         return Inputs(
             self.actuals, self.weather, zones, self.settings.horizon_hours, self.settings.window_start,

@@ -3,6 +3,7 @@
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from taxi_core.settings import PROJECT_ROOT
@@ -20,9 +21,16 @@ def test_the_import_contracts_hold():
     assert "Contracts: 5 kept, 0 broken." in result.stdout
 
 
-def test_the_bridge_and_shared_core_type_check_strictly():
-    """mypy --strict over ``bridge``, ``taxi_core`` and ``taxi_demo`` (configured in pyproject.toml): no error, no
+def test_every_product_package_type_checks_strictly():
+    """mypy --strict over every package of the product (configured in pyproject.toml): no error, no
     silenced module."""
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert sorted(config["packages"]) == sorted(PACKAGES) and config["strict"] is True
+    ours = tuple(f"{package}." for package in PACKAGES)
+    for override in config.get("overrides", []):
+        modules = [override["module"]] if isinstance(override["module"], str) else override["module"]
+        if any(module in PACKAGES or module.startswith(ours) for module in modules):
+            assert not {"ignore_errors", "follow_imports", "disallow_untyped_defs"} & set(override), override
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=PROJECT_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:]
     assert result.stdout.startswith("Success: no issues found")

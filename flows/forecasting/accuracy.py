@@ -25,7 +25,7 @@ SCORE_COLUMNS = [
 
 def published_naive(hours: pd.Series, data_end: pd.Timestamp) -> pd.Series:
     """For each of ``hours``, the newest hour of the same weekday and time before ``data_end``: naive's source."""
-    weeks_back = np.ceil((hours - data_end + pd.Timedelta(hours=1)) / WEEK).clip(lower=1)
+    weeks_back = ((hours - data_end + pd.Timedelta(hours=1)) / WEEK).transform(np.ceil).clip(lower=1)
     return hours - weeks_back * WEEK
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.models import sees_hindsight
+from flows.forecasting.models import Forecaster, sees_hindsight
 from flows.forecasting.publication import Inputs
 
 WEEK = pd.Timedelta(days=7)
@@ -43,7 +43,7 @@ def backtest_weeks(as_of: pd.Timestamp, weeks: int) -> list[pd.Timestamp]:
 
 def rolling_origin_backtest(
     inputs: Inputs,
-    make_model,
+    make_model: Callable[[], Forecaster],
     origins: list[pd.Timestamp],
     span: pd.Timedelta = WEEK,
     on_origin: Callable[[OriginScore], None] | None = None,
@@ -69,13 +69,13 @@ def rolling_origin_backtest(
     return pd.concat(results, ignore_index=True)
 
 
-def fit_at(inputs: Inputs, origin: pd.Timestamp, make_model):
+def fit_at(inputs: Inputs, origin: pd.Timestamp, make_model: Callable[[], Forecaster]) -> tuple[Forecaster, list[str]]:
     """A new model fitted on every hour before ``origin``, as published at ``origin``; and the feature names."""
     history, names = inputs.training_frame(origin)
     return make_model().fit(history, names), names
 
 
-def forecast_day(model, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
+def forecast_day(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
     """A fitted model's forecast of the day from ``origin``, from what was published then, with its actuals."""
     rows, _ = inputs.forecast_frame(origin, hours=DAY_HOURS, hindsight=sees_hindsight(model))
     forecast = rows[["pickup_hour", "pulocationid"]].assign(
@@ -121,5 +121,5 @@ def busiest_zones(actuals: pd.DataFrame, count: int | None) -> list[int]:
     """
     hours = actuals.pickup_hour.nunique()
     per_zone = actuals.groupby("pulocationid").agg(hours=("pickup_hour", "nunique"), rides=("total_rides", "sum"))
-    steady = per_zone[per_zone.hours == hours].rides
-    return sorted(steady.sort_values(ascending=False, kind="stable").head(count).index.tolist())
+    steady = per_zone[per_zone.hours == hours].rides.sort_values(ascending=False, kind="stable")
+    return sorted((steady if count is None else steady.head(count)).index.tolist())

@@ -34,13 +34,17 @@ class ForecastVersion:
         return pd.date_range(self.start, periods=self.horizon_hours, freq="h")
 
 
+# A check's figures, as Dagster's check results and the flow's artifact carry them.
+CheckMetadata = dict[str, str | int | float]
+
+
 @dataclass(frozen=True)
 class CheckOutcome:
     name: str
     passed: bool
-    metadata: dict = field(default_factory=dict)
+    metadata: CheckMetadata = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str | bool | CheckMetadata]:
         return {"name": self.name, "passed": self.passed, "metadata": self.metadata}
 
 

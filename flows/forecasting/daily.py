@@ -16,13 +16,14 @@ from dataclasses import replace
 import pandas as pd
 
 from flows.forecasting.backtest import DAY_HOURS, forecast_day
+from flows.forecasting.models import Forecaster
 from flows.forecasting.publication import Inputs
 
 DAY = pd.Timedelta(days=1)
 
 
 def forecast_days(
-    model, inputs: Inputs, days: Sequence[pd.Timestamp], names: list[str], known: pd.DataFrame | None = None
+    model: Forecaster, inputs: Inputs, days: Sequence[pd.Timestamp], names: list[str], known: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """Each of ``days`` forecast by ``model`` from ``inputs`` as published at the day's start (under
     ``inputs.rule``), with ``forecast_origin`` (the day) and ``data_end`` (where the actuals it read end).

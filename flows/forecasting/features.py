@@ -112,7 +112,8 @@ def _holidays(hours: pd.Series, names: tuple[str, ...] | None = None) -> pd.Seri
     holidays = USFederalHolidayCalendar().holidays(days.min(), days.max(), return_name=True)
     if names is not None:
         holidays = holidays[holidays.isin(names)]
-    return days.isin(holidays.index).astype(int)
+    flags: pd.Series = days.isin(holidays.index).astype(int)
+    return flags
 
 
 def in_holiday_period(hours: pd.Series) -> pd.Series:
@@ -143,6 +144,8 @@ def _join_weather(frame: pd.DataFrame, weather: pd.DataFrame, lag_days: int) -> 
     frame["date"] = frame.pickup_hour.dt.normalize()
     days = pd.date_range(weather.date.min(), frame.date.max(), freq="D")
     observed = weather.set_index(["county_fips", "date"])[OBSERVED_WEATHER].unstack("county_fips").reindex(days)
+    if not isinstance(observed, pd.DataFrame):
+        raise TypeError("the weather did not unstack to a frame")  # an internal invariant: several columns do
     filled = _long(observed.ffill())
     known = filled.assign(date=filled.date + pd.Timedelta(days=lag_days))
     known = known.rename(columns=dict(zip(OBSERVED_WEATHER, WEATHER_FEATURES, strict=True)))

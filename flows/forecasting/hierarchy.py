@@ -104,7 +104,7 @@ def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarch
     with warnings.catch_warnings():
         # The solver converts the dense problem to sparse and says so on every call: a hint, not a fault.
         warnings.filterwarnings("ignore", message="Converted matrix", module="qpsolvers")
-        reconciled = reconciler.reconcile(
+        reconciled: pd.DataFrame = reconciler.reconcile(
             Y_hat_df=forecasts[[SERIES, HOUR, "forecast"]],
             Y_df=errors[[SERIES, HOUR, VALUE, "forecast"]],
             S_df=hierarchy.summing,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from flows.forecasting.features import in_holiday_period
@@ -67,7 +68,9 @@ class IntervalModel:
     def pooled(self) -> Calibration:
         return self.by_group[POOLED]
 
-    def bounds(self, predicted, groups=None, holiday_period=None) -> pd.DataFrame:
+    def bounds(
+        self, predicted: npt.ArrayLike, groups: pd.Series | None = None, holiday_period: npt.ArrayLike | None = None
+    ) -> pd.DataFrame:
         """``lower_80, upper_80, lower_95, upper_95`` around each forecast, never below zero; rows flagged in
         ``holiday_period`` take the next level's width."""
         mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
@@ -104,7 +107,7 @@ class IntervalModel:
         }
 
 
-def _labels(groups, length: int) -> np.ndarray:
+def _labels(groups: pd.Series | None, length: int) -> np.ndarray:
     if groups is None:
         return np.full(length, POOLED, dtype=object)
     return np.asarray(pd.Series(groups).fillna(POOLED).astype(str), dtype=object)
@@ -112,7 +115,8 @@ def _labels(groups, length: int) -> np.ndarray:
 
 def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
     # A forecast of zero rides still has a spread of about one ride.
-    return np.sqrt(np.maximum(mu, 1.0) + dispersion * mu**2)
+    scale: np.ndarray = np.sqrt(np.maximum(mu, 1.0) + dispersion * mu**2)
+    return scale
 
 
 def _weighted_quantile(values: np.ndarray, weights: np.ndarray, share: float) -> float:
@@ -132,11 +136,14 @@ def _calibrate(mu: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Calibratio
     spread = (weights * ((y - mu) ** 2 - mu)).sum() / max((weights * mu**2).sum(), 1e-9)
     dispersion = max(float(spread), 0.0)
     scaled = (y - mu) / _scale(mu, dispersion)
-    quantiles = {
-        level: tuple(_weighted_quantile(scaled, weights, tail) for tail in _tails(level)) for level in CALIBRATED_LEVELS
-    }
+    quantiles = {level: _quantiles(scaled, weights, _tails(level)) for level in CALIBRATED_LEVELS}
     effective = float(weights.sum() ** 2 / (weights**2).sum())
-    return Calibration(dispersion, quantiles, effective)  # type: ignore[arg-type]
+    return Calibration(dispersion, quantiles, effective)
+
+
+def _quantiles(values: np.ndarray, weights: np.ndarray, tails: tuple[float, float]) -> tuple[float, float]:
+    low, high = tails
+    return _weighted_quantile(values, weights, low), _weighted_quantile(values, weights, high)
 
 
 def _with_pooled_tails(own: Calibration, pooled: Calibration) -> Calibration:
@@ -148,7 +155,12 @@ def _with_pooled_tails(own: Calibration, pooled: Calibration) -> Calibration:
     return Calibration(own.dispersion, quantiles, own.errors)
 
 
-def fit_intervals(predicted, actual, groups=None, weights=None) -> IntervalModel:
+def fit_intervals(
+    predicted: npt.ArrayLike,
+    actual: npt.ArrayLike,
+    groups: pd.Series | None = None,
+    weights: npt.ArrayLike | None = None,
+) -> IntervalModel:
     """Intervals from backtest forecasts and their actuals (one candidate's), per group, each error ``weights``-
     weighted (equal by default)."""
     mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
@@ -178,11 +190,12 @@ def intervals_at(errors: pd.DataFrame, day: pd.Timestamp) -> IntervalModel:
     ordinary = known[~in_holiday_period(known.pickup_hour).to_numpy()]
     if ordinary.empty:  # a backtest inside one holiday period: its own days are all there is
         ordinary = known
-    age = (day - ordinary.pickup_hour) / RECENCY_HALF_LIFE
+    elapsed: pd.Series[pd.Timedelta] = day - ordinary.pickup_hour
+    age = elapsed / RECENCY_HALF_LIFE
     return fit_intervals(ordinary.predicted, ordinary.total_rides, ordinary.group, 0.5 ** age.to_numpy(dtype=float))
 
 
-def coverage(actual, bounds: pd.DataFrame) -> dict[int, float]:
+def coverage(actual: npt.ArrayLike, bounds: pd.DataFrame) -> dict[int, float]:
     """The share of actuals inside each interval."""
     y = np.asarray(actual, dtype=float)
     shares = {}

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.expressions import And, EqualTo, In
+from pyiceberg.expressions import And
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
@@ -25,7 +25,8 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from flows.forecasting.tables import MissingInput
+from flows.forecasting.row_filters import equal_to, one_of
+from flows.forecasting.tables import MissingInput, written_snapshot_id
 from taxi_core.names import DAILY_FORECAST, FORECAST_ACCURACY
 from taxi_core.wall_clock import wall_clock_doc
 
@@ -91,8 +92,8 @@ def _replace_days(catalog: Catalog, identifier: str, schema: Schema, column: str
     with warnings.catch_warnings():
         # A day written for the first time has no rows to replace, which pyiceberg warns of; nothing is wrong.
         warnings.filterwarnings("ignore", message="Delete operation did not match any records")
-        table.overwrite(arrow.cast(schema.as_arrow()), overwrite_filter=In(column, days))
-    return table.current_snapshot().snapshot_id
+        table.overwrite(arrow.cast(schema.as_arrow()), overwrite_filter=one_of(column, days))
+    return written_snapshot_id(table)
 
 
 def write_daily_forecasts(catalog: Catalog, rows: pd.DataFrame, model_version: str, actuals_snapshot_id: int) -> int:
@@ -123,7 +124,7 @@ def _read_days(
     if snapshot is None:
         raise MissingInput(f"Table {identifier} holds no rows: materialize the Dagster asset {asset} first.")
     wanted = [day.isoformat() for day in days]
-    found = table.scan(row_filter=In(column, wanted) if len(wanted) > 1 else EqualTo(column, wanted[0]),
+    found = table.scan(row_filter=one_of(column, wanted) if len(wanted) > 1 else equal_to(column, wanted[0]),
                        snapshot_id=snapshot.snapshot_id).to_pandas()  # fmt: skip
     return found, snapshot.snapshot_id
 
@@ -167,9 +168,9 @@ def read_earlier_days(
     days = [day.date().isoformat() for day in pd.date_range(first, last, freq="D")]
     rows = table.scan(
         row_filter=And(
-            In("forecast_day", days),
-            EqualTo("model_version", model_version),
-            EqualTo("actuals_snapshot_id", actuals_snapshot_id),
+            one_of("forecast_day", days),
+            equal_to("model_version", model_version),
+            equal_to("actuals_snapshot_id", actuals_snapshot_id),
         )
     ).to_pandas()
     return rows if len(rows) else None

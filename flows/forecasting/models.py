@@ -8,13 +8,15 @@ knowing the weather would be worth), reported apart and never chosen as champion
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, Self
 
 import numpy as np
 import pandas as pd
 
 from flows.forecasting.features import PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
+from taxi_core.errors import PipelineError
 
 BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.12, "max_iter": 120, "max_leaf_nodes": 31, "random_state": 0}
 # Newton-Cholesky: a few hundred one-hot columns and tens of thousands of rows, the case it is made for.
@@ -33,6 +35,24 @@ WEATHER_USE = {
 RAIN_DAYS = 90
 
 
+class UnknownCandidate(ValueError, PipelineError):
+    """A candidate model named that this version of the flow does not have."""
+
+
+class Forecaster(Protocol):
+    """What every candidate is: named, told which weather it uses, fitted on rows and forecasting rows."""
+
+    name: str
+    weather: str | None
+    params: dict[str, Any]
+
+    def used_features(self, features: list[str] | None = None) -> list[str]: ...
+
+    def fit(self, rows: pd.DataFrame, features: list[str]) -> Self: ...
+
+    def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray: ...
+
+
 def _weather_columns(weather: str | None) -> list[str]:
     return {None: [], "known": WEATHER_FEATURES, "perfect": PERFECT_WEATHER_FEATURES}[weather]
 
@@ -45,7 +65,7 @@ class SeasonalNaive:
     weather: str | None = None
     params: dict[str, Any] = field(default_factory=lambda: {"lag_hours": 168})
 
-    def used_features(self, features: list[str]) -> list[str]:
+    def used_features(self, features: list[str] | None = None) -> list[str]:
         return ["lag_168"]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> SeasonalNaive:
@@ -93,7 +113,8 @@ class PoissonGlm:
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return self.model.predict(rows[self.used_features()].fillna(self.fill))
+        forecast: np.ndarray = self.model.predict(rows[self.used_features()].fillna(self.fill))
+        return forecast
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
         return ["pulocationid", "hour_of_week", "is_holiday", *_weather_columns(self.weather)]
@@ -155,7 +176,8 @@ class ExpectedWeatherGlm:
         known = rows[["pulocationid", "hour_of_week", "is_holiday"]].assign(
             prcp_same_day=0.0, tavg_same_day=rows.tavg_known.fillna(self.fill["tavg_same_day"])
         )
-        return self.model.predict(known[_FITTED]) * self.rain_lift
+        forecast: np.ndarray = self.model.predict(known[_FITTED]) * self.rain_lift
+        return forecast
 
 
 # HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
@@ -205,7 +227,8 @@ class GradientBoosting:
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return self.model.predict(self._frame(rows)) * rows.recent_level.fillna(0.0).to_numpy()
+        forecast: np.ndarray = self.model.predict(self._frame(rows)) * rows.recent_level.fillna(0.0).to_numpy()
+        return forecast
 
 
 @dataclass
@@ -220,8 +243,8 @@ class WeeklyProfile:
     name: str = "profile"
     weather: str | None = None
     params: dict[str, Any] = field(default_factory=lambda: {"level_days": 14, "prior_rides": 50.0})
-    shape: Any = None
-    level: Any = None
+    shape: pd.Series | None = None
+    level: pd.Series | None = None
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
         return ["pulocationid", "day_type", "hour", "is_city_holiday"]
@@ -236,6 +259,8 @@ class WeeklyProfile:
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
+        if self.shape is None or self.level is None:
+            raise RuntimeError("WeeklyProfile.predict before fit")  # an internal invariant: candidates forecast fitted
         found = rows.join(self.shape, on=["pulocationid", "day_type", "hour"]).join(self.level, on="pulocationid")
         return (found["typical"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
 
@@ -248,10 +273,10 @@ class Blend:
     name: str = "blend"
     weather: str | None = None
     params: dict[str, Any] = field(default_factory=lambda: {"members": "profile, gbm"})
-    members: list[Any] = field(default_factory=list)
+    members: list[Forecaster] = field(default_factory=list)
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        members = [WeeklyProfile(), GradientBoosting()]
+        members: list[Forecaster] = [WeeklyProfile(), GradientBoosting()]
         return list(dict.fromkeys(name for member in members for name in member.used_features(features)))
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> Blend:
@@ -259,10 +284,11 @@ class Blend:
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        return np.mean([member.predict(rows, features) for member in self.members], axis=0)
+        forecast: np.ndarray = np.mean([member.predict(rows, features) for member in self.members], axis=0)
+        return forecast
 
 
-CANDIDATES = {
+CANDIDATES: dict[str, Callable[[], Forecaster]] = {
     "seasonal_naive": lambda: SeasonalNaive(),
     "glm": lambda: PoissonGlm(),
     "gbm": lambda: GradientBoosting(),
@@ -274,12 +300,11 @@ CANDIDATES = {
 }
 
 
-def make_candidate(name: str):
-    try:
-        return CANDIDATES[name]()
-    except KeyError as err:
+def make_candidate(name: str) -> Forecaster:
+    if name not in CANDIDATES:
         msg = f"Unknown candidate model {name!r}; choose from {', '.join(CANDIDATES)}"
-        raise ValueError(msg) from err
+        raise UnknownCandidate(msg)
+    return CANDIDATES[name]()
 
 
 def uses_weather(name: str) -> bool:
@@ -291,7 +316,7 @@ def is_scenario(name: str) -> bool:
     return make_candidate(name).weather == "perfect"
 
 
-def sees_hindsight(model) -> bool:
+def sees_hindsight(model: Forecaster) -> bool:
     """A fitted candidate told the target days' observed weather: a scenario, scored but never a forecast."""
     return model.weather == "perfect"
 

@@ -18,12 +18,13 @@ def true_rates(truth_dir: Path | None, months: list[str]) -> pd.DataFrame | None
     return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
 
 
-def noise_floor(backtest: pd.DataFrame, truth_dir: Path | None) -> dict | None:
+def noise_floor(backtest: pd.DataFrame, truth_dir: Path | None) -> dict[str, float] | None:
     """Metrics of the true rate over the backtest's (hour, zone) cells; ``None`` without truth files."""
     forecasts = _true_rate_forecasts(backtest, truth_dir)
     if forecasts is None:
         return None
-    return error_metrics(forecasts, ["candidate"]).iloc[0][["mae", "rmse", "wape"]].to_dict()
+    metrics = error_metrics(forecasts, ["candidate"]).iloc[0]
+    return {name: metrics[name] for name in ("mae", "rmse", "wape")}
 
 
 def noise_floor_by_zone(backtest: pd.DataFrame, truth_dir: Path | None) -> pd.DataFrame | None:

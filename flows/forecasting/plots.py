@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
 from flows.forecasting.backtest import ranked  # noqa: E402
@@ -31,7 +33,7 @@ PNG_COLOURS = 64
 LEGEND_HEADROOM = 1.3
 
 
-def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.DataFrame, zones: int = 4):
+def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.DataFrame, zones: int = 4) -> Figure:
     """One panel per busy zone, two panels a row: the last week's actuals, the held-out forecasts and the
     forecast, each with its 80% and 95% intervals."""
     names = forecast.drop_duplicates("pulocationid").set_index("pulocationid")
@@ -67,7 +69,7 @@ def forecast_figure(actuals: pd.DataFrame, held_out: pd.DataFrame, forecast: pd.
     return figure
 
 
-def held_out_figure(weeks: pd.DataFrame):
+def held_out_figure(weeks: pd.DataFrame) -> Figure:
     """Each held-out week's champion MAE as a share of seasonal naive's, with its bootstrap range."""
     figure, axis = plt.subplots(figsize=WIDE_FIGURE)
     ratios = weeks["MAE / naive"].astype(float)
@@ -88,7 +90,7 @@ def held_out_figure(weeks: pd.DataFrame):
     return figure
 
 
-def backtest_figure(metrics: pd.DataFrame, floor: dict | None):
+def backtest_figure(metrics: pd.DataFrame, floor: Mapping[str, float] | None) -> Figure:
     """MAE and RMSE per candidate, best first, with the noise floor when the sample's true rates are known."""
     ordered = ranked(metrics)
     figure, axis = plt.subplots(figsize=WIDE_FIGURE)
@@ -107,7 +109,7 @@ def backtest_figure(metrics: pd.DataFrame, floor: dict | None):
     return figure
 
 
-def png_bytes(figure) -> bytes:
+def png_bytes(figure: Figure) -> bytes:
     """The figure as a PNG, and the figure closed (a flow draws several; pyplot keeps every open one)."""
     drawn = io.BytesIO()
     figure.savefig(drawn, format="png", dpi=PNG_DPI)
@@ -125,7 +127,7 @@ def save_png(png: bytes, path: Path) -> Path:
     return path
 
 
-def accuracy_figure(days: pd.DataFrame):
+def accuracy_figure(days: pd.DataFrame) -> Figure:
     """Each scored day: the zones' MAE against seasonal naive's, the city's bias, the zones' 80% coverage.
 
     ``days``: ``day, zone_ratio_to_naive, city_bias_pct, zone_coverage_80_pct``, one row per day."""

@@ -69,11 +69,11 @@ def decide(
     ratio = float(errors.sum() / max(serving_errors.sum(), 1e-9))
     low, high = bootstrap_ratio(paired, np.random.default_rng(seed))
     days = int(paired.pickup_hour.dt.normalize().nunique())
-    figures = dict(
-        challenger_mae=float(errors.mean()), serving_mae=float(serving_errors.mean()), ratio=ratio,
-        ratio_range=(low, high), days=days,
-    )  # fmt: skip
     measured = f"{ratio:.3f}x {serving}'s MAE on the same {days} days (days resampled: {low:.2f}-{high:.2f})"
-    if high < 1.0:
-        return Decision(challenger, serving, True, f"{challenger} promoted: {measured}", **figures)
-    return Decision(challenger, serving, False, f"{serving} keeps serving: {challenger} at {measured}", **figures)
+    promoted = high < 1.0
+    kept = f"{serving} keeps serving: {challenger} at {measured}"
+    reason = f"{challenger} promoted: {measured}" if promoted else kept
+    return Decision(
+        challenger, serving, promoted, reason, challenger_mae=float(errors.mean()),
+        serving_mae=float(serving_errors.mean()), ratio=ratio, ratio_range=(low, high), days=days,
+    )  # fmt: skip

@@ -19,6 +19,7 @@ from pyiceberg.types import BooleanType, DoubleType, IntegerType, NestedField, S
 
 from bridge.sources.metaflow_recorder import record_read, record_write
 from flows.forecasting.promotion import Decision
+from flows.forecasting.tables import written_snapshot_id
 from taxi_core.names import MODEL_PROMOTIONS
 
 PROMOTIONS_SCHEMA = Schema(
@@ -79,7 +80,7 @@ def record_decision(catalog: Catalog, model: str, decision: Decision, champion: 
         "ratio": decision.ratio, "ratio_low": low, "ratio_high": high, "days": decision.days, "champion": champion,
     }  # fmt: skip
     table.append(pa.Table.from_pylist([row], schema=PROMOTIONS_SCHEMA.as_arrow()))
-    snapshot_id = table.current_snapshot().snapshot_id
+    snapshot_id = written_snapshot_id(table)
     columns = [(field.name, str(field.field_type), field.doc) for field in PROMOTIONS_SCHEMA.fields]
     record_write(MODEL_PROMOTIONS, snapshot_id, rows=1, schema=columns)
     return snapshot_id

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from flows.forecasting.backtest import BASELINE, ranked
-from flows.forecasting.tables import ACTUALS, WEATHER, ZONES
+from taxi_core.names import ACTUALS, ZONES
+from taxi_core.names import RAW_WEATHER as WEATHER
 
 METRIC_COLUMNS = ["candidate", "mae", "rmse", "wape", "hours"]
 RATIO_COLUMNS = ["MAE / naive", "MAE / noise floor", "kind"]
+# A table's cell in a card: a name or a figure ("" where there is none).
+Cell = str | float
 ZONE_HEADERS = [
     "zone",
     "name",
@@ -26,32 +30,33 @@ ZONE_HEADERS = [
 
 
 def metrics_table(
-    metrics: pd.DataFrame, floor: dict | None = None, scenarios: tuple[str, ...] = ()
-) -> tuple[list[str], list[list]]:
+    metrics: pd.DataFrame, floor: Mapping[str, float] | None = None, scenarios: tuple[str, ...] = ()
+) -> tuple[list[str], list[list[Cell]]]:
     """Headers and rows of the metrics, best MAE first, each against seasonal naive and the noise floor."""
     ordered = ranked(metrics)[METRIC_COLUMNS]
     naive = _mae_of(metrics, BASELINE)
-    rows = [
-        [row.candidate, round(float(row.mae), 3), round(float(row.rmse), 3), round(float(row.wape), 3), int(row.hours),
-         _ratio(row.mae, naive), _ratio(row.mae, floor["mae"] if floor else None),
-         "scenario (not a forecast)" if row.candidate in scenarios else "forecast"]
-        for row in ordered.itertuples(index=False)
+    rows: list[list[Cell]] = [
+        [row["candidate"], round(float(row["mae"]), 3), round(float(row["rmse"]), 3), round(float(row["wape"]), 3),
+         int(row["hours"]), _ratio(row["mae"], naive), _ratio(row["mae"], floor["mae"] if floor else None),
+         "scenario (not a forecast)" if row["candidate"] in scenarios else "forecast"]
+        for row in ordered.to_dict("records")
     ]  # fmt: skip
     return METRIC_COLUMNS + RATIO_COLUMNS, rows
 
 
-def zone_table(by_zone: pd.DataFrame, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame) -> list[list]:
+def zone_table(by_zone: pd.DataFrame, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame) -> list[list[Cell]]:
     """Per zone over the held-out weeks, worst against naive first, named from the zone lookup: the chosen
     champions against seasonal naive and the noise floor, and the share of actuals inside each interval."""
     names = zones.set_index("location_id")
     floors = floor_by_zone.set_index("pulocationid").mae if floor_by_zone is not None else None
-    rows = []
-    for row in by_zone.sort_values("ratio", ascending=False).itertuples(index=False):
-        zone = int(row.pulocationid)
+    rows: list[list[Cell]] = []
+    for row in by_zone.sort_values("ratio", ascending=False).to_dict("records"):
+        zone = int(row["pulocationid"])
         floor = floors.get(zone) if floors is not None else None
-        rows.append([zone, names.zone.get(zone, ""), names.borough.get(zone, ""), round(float(row.mae), 2),
-                     _round(row.naive_mae), _round(floor), _ratio(row.mae, row.naive_mae), _ratio(row.mae, floor),
-                     round(float(row.coverage_80), 3), round(float(row.coverage_95), 3)])  # fmt: skip
+        rows.append([zone, names.zone.get(zone, ""), names.borough.get(zone, ""), round(float(row["mae"]), 2),
+                     _round(row["naive_mae"]), _round(floor), _ratio(row["mae"], row["naive_mae"]),
+                     _ratio(row["mae"], floor), round(float(row["coverage_80"]), 3),
+                     round(float(row["coverage_95"]), 3)])  # fmt: skip
     return rows
 
 
@@ -60,11 +65,11 @@ def _mae_of(metrics: pd.DataFrame, candidate: str) -> float | None:
     return float(found.iloc[0]) if len(found) else None
 
 
-def _round(value) -> float | str:
+def _round(value: float | None) -> float | str:
     return "" if value is None or pd.isna(value) else round(float(value), 2)
 
 
-def _ratio(value, reference) -> float | str:
+def _ratio(value: float, reference: float | None) -> float | str:
     return "" if reference is None or pd.isna(reference) or not reference else round(float(value) / reference, 2)
 
 
@@ -78,7 +83,7 @@ class TableRead:
     window: str
     unit: str = "rows"
 
-    def row(self) -> list:
+    def row(self) -> list[str]:
         if self.snapshot_id is None:
             return [self.identifier, "not read", "", self.window]
         return [self.identifier, str(self.snapshot_id), f"{self.rows:,} {self.unit}", self.window]

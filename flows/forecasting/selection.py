@@ -11,7 +11,7 @@ from flipping the choice week by week.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,7 @@ class HeldOutWeek:
     def ratio(self) -> float:
         return self.mae / self.naive_mae
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, str | float]:
         low, high = self.ratio_range
         return {
             "held-out week": f"{self.week:%Y-%m-%d}",
@@ -127,7 +127,7 @@ def select(
     backtest: pd.DataFrame,
     selection_weeks: int,
     scenarios: Collection[str] = (),
-    floor_of=None,
+    floor_of: Callable[[pd.DataFrame], float | None] | None = None,
     seed: int = 0,
     groups: Mapping[int, str] | None = None,
 ) -> Selection:
@@ -224,7 +224,7 @@ def _ratio(rows: pd.DataFrame) -> float:
     return float((rows.predicted - rows.total_rides).abs().sum() / max(naive, 1e-9))
 
 
-def _week_forecasts(backtest: pd.DataFrame, week, choice: Choice) -> pd.DataFrame:
+def _week_forecasts(backtest: pd.DataFrame, week: pd.Timestamp, choice: Choice) -> pd.DataFrame:
     """The champion's forecasts of ``week`` with naive's, and intervals as a daily forecast would have had them:
     each day's (``forecast_origin``) calibrated on the champion's errors of every hour before it."""
     rows = backtest[backtest.origin == week]
@@ -233,7 +233,9 @@ def _week_forecasts(backtest: pd.DataFrame, week, choice: Choice) -> pd.DataFram
     errors = backtest[backtest.candidate == choice.champion]
     bounds = []
     for day, forecast in chosen.groupby("forecast_origin"):
-        intervals = intervals_at(errors, pd.Timestamp(day))
+        if not isinstance(day, pd.Timestamp):
+            raise TypeError(f"forecast_origin {day!r} is not a time")  # an internal invariant: the backtest's are
+        intervals = intervals_at(errors, day)
         widths = intervals.bounds(forecast.predicted, forecast.group, in_holiday_period(forecast.pickup_hour))
         bounds.append(widths.set_axis(forecast.index))
     return pd.concat([chosen, pd.concat(bounds).sort_index()], axis=1)

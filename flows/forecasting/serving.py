@@ -19,6 +19,7 @@ import pandas as pd
 from flows.forecasting import backtest, daily, features, hierarchy
 from flows.forecasting.hierarchy import HOUR, SERIES, VALUE, Hierarchy
 from flows.forecasting.intervals import INTERVAL_COLUMNS, LEVELS, IntervalModel, bound_columns
+from flows.forecasting.models import Forecaster
 from flows.forecasting.publication import FEATURE_HISTORY, Inputs, PublicationRule
 from taxi_core.errors import PipelineError
 from taxi_core.zones import BOROUGH_SERIES_IDS, CITY_SERIES_ID
@@ -47,9 +48,9 @@ class ServedModel:
     champion: str
     zones: list[int]
     boroughs: dict[int, str]
-    zone_model: object
+    zone_model: Forecaster
     zone_features: list[str]
-    total_model: object
+    total_model: Forecaster
     total_features: list[str]
     zone_intervals: IntervalModel
     total_spread: dict[str, dict[int, tuple[float, float]]]  # series -> level -> (low, high), shares of the forecast
@@ -102,7 +103,7 @@ def totals_actuals(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[
     return rows, names
 
 
-def _in_sample(model, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
+def _in_sample(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
     """The model's fit of the last days before ``origin``: ``pulocationid, ds, y, forecast``."""
     rows, _ = inputs.training_frame(origin)
     rows = rows[rows.pickup_hour >= origin - DAY * RECONCILIATION_DAYS]
@@ -128,11 +129,11 @@ def _spread(backtested: pd.DataFrame, names: Mapping[int, str]) -> dict[str, dic
 def fit_served(
     version: str,
     champion: str,
-    make_model: Callable[[], object],
+    make_model: Callable[[], Forecaster],
     zones: Inputs,
     origin: pd.Timestamp,
     boroughs: Mapping[int, str],
-    zone_model_and_features: tuple[object, list[str]],
+    zone_model_and_features: tuple[Forecaster, list[str]],
     zone_intervals: IntervalModel,
     held_out_weeks: Sequence[pd.Timestamp],
 ) -> ServedModel:
@@ -222,7 +223,7 @@ def _with_intervals(served: ServedModel, rows: pd.DataFrame) -> pd.DataFrame:
         zone_rows.forecast, zone_rows.borough, features.in_holiday_period(zone_rows[HOUR])
     ).to_numpy()
     for series, series_rows in rows[~zones].groupby(SERIES):
-        for level, (low, high) in served.total_spread.get(series, {}).items():
+        for level, (low, high) in served.total_spread.get(str(series), {}).items():
             lower, upper = bound_columns(level)
             bounds.loc[series_rows.index, lower] = (series_rows.forecast * (1 + low)).clip(lower=0.0)
             bounds.loc[series_rows.index, upper] = series_rows.forecast * (1 + high)

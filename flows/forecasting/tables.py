@@ -8,7 +8,6 @@ import pandas as pd
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
-from pyiceberg.expressions import EqualTo
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -18,6 +17,7 @@ from pyiceberg.types import DoubleType, IntegerType, NestedField, StringType, Ti
 from bridge.sources.iceberg_contents import partitions_for_lineage
 from bridge.sources.metaflow_recorder import record_read, record_write
 from bridge.translate.column_lineage import ColumnLineage
+from flows.forecasting.row_filters import equal_to
 from taxi_core.errors import PipelineError
 from taxi_core.names import ACTUALS, FORECAST, ZONES
 from taxi_core.names import RAW_WEATHER as WEATHER
@@ -65,6 +65,14 @@ class MissingInput(RuntimeError, PipelineError):
     """A table the flow reads does not exist or has no rows in the window asked for."""
 
 
+def written_snapshot_id(table: Table) -> int:
+    """The snapshot a write to ``table`` has just made."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        raise RuntimeError(f"{table.name()} has no snapshot after a write")  # an internal invariant: writes make one
+    return snapshot.snapshot_id
+
+
 def _wall_clock(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -95,7 +103,7 @@ def actuals_end(catalog: Catalog) -> datetime:
     if len(hours) == 0:
         msg = f"Table {ACTUALS} is empty: materialize {ACTUALS_ASSET} for at least one month first."
         raise MissingInput(msg)
-    newest = pa.compute.max(hours).as_py()
+    newest: datetime = pa.compute.max(hours).as_py()
     return newest + timedelta(hours=1)
 
 
@@ -105,7 +113,10 @@ def _read_window(
     """Rows matching ``row_filter`` at the current snapshot, recorded as this step's read with every partition read
     at the snapshot that wrote it (from the table's manifests)."""
     table = _load(catalog, identifier, asset)
-    snapshot_id = table.current_snapshot().snapshot_id
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        raise MissingInput(f"Table {identifier} holds no rows: materialize {asset} for the months between {window}.")
+    snapshot_id = snapshot.snapshot_id
     frame = table.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_pandas()
     if frame.empty:
         msg = f"Table {identifier} has no rows between {window}: materialize {asset} for those months, {otherwise}."
@@ -182,12 +193,12 @@ def write_forecasts(
     )
     arrow = pa.Table.from_pandas(frame[[f.name for f in FORECAST_SCHEMA.fields]], preserve_index=False)
     arrow = arrow.cast(FORECAST_SCHEMA.as_arrow())
-    table.overwrite(arrow, overwrite_filter=EqualTo("metaflow_run_id", run_id))
-    snapshot_id = table.current_snapshot().snapshot_id
+    table.overwrite(arrow, overwrite_filter=equal_to("metaflow_run_id", run_id))
+    snapshot_id = written_snapshot_id(table)
     record_write(FORECAST, snapshot_id, rows=len(frame), columns_from=columns_from, schema=FORECAST_COLUMNS)
     return snapshot_id
 
 
 def read_forecasts(catalog: Catalog, run_id: str) -> pd.DataFrame:
     table = catalog.load_table(FORECAST)
-    return table.scan(row_filter=EqualTo("metaflow_run_id", run_id)).to_pandas()
+    return table.scan(row_filter=equal_to("metaflow_run_id", run_id)).to_pandas()
