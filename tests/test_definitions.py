@@ -300,3 +300,14 @@ def test_the_registry_refuses_two_sources_of_one_name_and_names_the_sources_it_h
     finally:
         monkeypatch.undo()
         registry.registered_sources.cache_clear()
+
+
+def test_the_forecast_table_s_asset_checks_are_the_flow_s_checks(definitions):
+    """One list: the flow's write step runs each check, and the code location has an asset check for each."""
+    from flows.forecasting.checks import FORECAST_CHECKS
+
+    graph = definitions.resolve_asset_graph()
+    forecast = AssetKey(["nyc_taxi", "yellow_rides_hourly_forecast"])
+    on_forecast = {key.name for key in graph.asset_check_keys if key.asset_key == forecast}
+    assert on_forecast == {check.name for check in FORECAST_CHECKS}
+    assert all(graph.get_check_spec(key).blocking for key in graph.asset_check_keys if key.asset_key == forecast)

@@ -6,6 +6,7 @@ check evaluations); Dagster's asset checks evaluate the same functions on the ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -126,11 +127,40 @@ def sane_intervals(rows: pd.DataFrame) -> CheckOutcome:
     )
 
 
+@dataclass(frozen=True)
+class ForecastCheck:
+    """One check of the forecast table: its name, what it holds the rows to, and the pure judge of one version's
+    rows. The flow's ``write`` step runs the judges; Dagster's asset checks are built from the same list."""
+
+    name: str
+    description: str
+    judge: Callable[[pd.DataFrame, ForecastVersion], CheckOutcome]
+
+
+FORECAST_CHECKS = (
+    ForecastCheck(
+        EVERY_ZONE_EVERY_HOUR,
+        "The version's rows hold every forecast zone for every hour of the horizon, and no other hour.",
+        horizon_coverage,
+    ),
+    ForecastCheck(
+        NO_NEGATIVE_RIDES,
+        "Every forecast of the version is a number of rides, zero or more.",
+        lambda rows, version: non_negative_forecasts(rows),
+    ),
+    ForecastCheck(
+        NO_DUPLICATE_KEYS,
+        "At most one row of the version per pickup_hour and pulocationid.",
+        lambda rows, version: unique_forecast_keys(rows),
+    ),
+    ForecastCheck(
+        INTERVALS_HOLD_THE_FORECAST,
+        "Every row's bounds are there, none below zero, the 80% interval inside the 95% one and holding the forecast.",
+        lambda rows, version: sane_intervals(rows),
+    ),
+)
+
+
 def forecast_checks(rows: pd.DataFrame, version: ForecastVersion) -> list[CheckOutcome]:
     """Every check of the forecast table, on one version's rows."""
-    return [
-        horizon_coverage(rows, version),
-        non_negative_forecasts(rows),
-        unique_forecast_keys(rows),
-        sane_intervals(rows),
-    ]
+    return [check.judge(rows, version) for check in FORECAST_CHECKS]

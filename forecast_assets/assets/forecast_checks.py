@@ -5,17 +5,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from dagster import AssetCheckExecutionContext, AssetCheckResult, asset_check
+from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetChecksDefinition, asset_check
 from pyiceberg.catalog import Catalog
 
-from flows.forecasting.checks import (
-    CheckOutcome,
-    ForecastVersion,
-    horizon_coverage,
-    non_negative_forecasts,
-    sane_intervals,
-    unique_forecast_keys,
-)
+from flows.forecasting.checks import FORECAST_CHECKS as FLOW_CHECKS
+from flows.forecasting.checks import CheckOutcome, ForecastCheck, ForecastVersion
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID, snapshot_text
 from forecast_assets.assets.training import FORECAST_START, FORECAST_TABLE, HORIZON_HOURS, METAFLOW_RUN_ID, ZONES
 from forecast_assets.resources import IcebergCatalogResource
@@ -73,45 +67,15 @@ NOT_MATERIALIZED = AssetCheckResult(
 )
 
 
-@asset_check(asset=FORECAST_TABLE, blocking=True)
-def forecast_every_zone_has_every_horizon_hour(
-    context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
-) -> AssetCheckResult:
-    """The version's rows hold every forecast zone for every hour of the horizon, and no other hour."""
-    checked = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if checked is None else checked.result(horizon_coverage(checked.rows, checked.version))
+def _asset_check(check: ForecastCheck) -> AssetChecksDefinition:
+    """``check`` as a blocking Dagster asset check on the rows of the model version last written."""
+
+    @asset_check(asset=FORECAST_TABLE, blocking=True, name=check.name, description=check.description)
+    def evaluate(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource) -> AssetCheckResult:
+        checked = _latest_rows(context, catalog)
+        return NOT_MATERIALIZED if checked is None else checked.result(check.judge(checked.rows, checked.version))
+
+    return evaluate
 
 
-@asset_check(asset=FORECAST_TABLE, blocking=True)
-def forecast_no_negative_rides(
-    context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
-) -> AssetCheckResult:
-    """Every forecast of the version is a number of rides, zero or more."""
-    checked = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if checked is None else checked.result(non_negative_forecasts(checked.rows))
-
-
-@asset_check(asset=FORECAST_TABLE, blocking=True)
-def forecast_no_duplicate_keys(
-    context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
-) -> AssetCheckResult:
-    """At most one row of the version per pickup_hour and pulocationid."""
-    checked = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if checked is None else checked.result(unique_forecast_keys(checked.rows))
-
-
-@asset_check(asset=FORECAST_TABLE, blocking=True)
-def forecast_intervals_hold_the_forecast(
-    context: AssetCheckExecutionContext, catalog: IcebergCatalogResource
-) -> AssetCheckResult:
-    """Every row's bounds are there, none below zero, the 80% interval inside the 95% one and holding the forecast."""
-    checked = _latest_rows(context, catalog)
-    return NOT_MATERIALIZED if checked is None else checked.result(sane_intervals(checked.rows))
-
-
-FORECAST_CHECKS = [
-    forecast_every_zone_has_every_horizon_hour,
-    forecast_no_negative_rides,
-    forecast_no_duplicate_keys,
-    forecast_intervals_hold_the_forecast,
-]
+FORECAST_CHECKS = [_asset_check(check) for check in FLOW_CHECKS]
