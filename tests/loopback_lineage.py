@@ -140,6 +140,10 @@ class LineageServer(BackgroundServer):
         counts = Counter(identity(event) for event in self.received)
         return sum(count - 1 for count in counts.values())
 
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
+        """End every hold at once, and hold nothing from now on."""
         self.released.set()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
         super().__exit__(*exc)

@@ -81,10 +81,13 @@ def test_concurrent_passes_deliver_each_event_once_and_keep_lite_consistent(fold
 
 def test_a_second_pass_that_will_not_wait_says_another_is_running(folder):
     fill(folder, first=10)
-    with LineageServer(hold=0.2) as server:  # the first pass takes 2 s: the second starts well within it
+    # Each event is held 4 s (under the client's 5 s timeout): the first pass runs for half a minute unless released,
+    # so the second starts within it however busy the machine; then the holds end and the first pass finishes.
+    with LineageServer(hold=4) as server:
         first = start_pass(folder, server.url)
         assert server.wait_for(1)
         second = one_pass_skipped(folder, server.url)
+        server.release()
         first.communicate(timeout=180)
     assert "another lineage pass is running (test, process" in second
 
