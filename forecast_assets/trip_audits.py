@@ -188,7 +188,8 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
         Audit(
             f"{table}_zones_like_recent_months",
             f"The month has pickups in at least {ZONE_COVERAGE_MIN:.0%} of the zones that carry "
-            f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months.",
+            f"{USUAL_ZONES_TRIP_SHARE:.0%} of the trips of the nearest published months (of those its trips would "
+            "show pickups in by chance).",
             True,
             zones_like_recent_months,
             zones_with_pickups,
@@ -228,7 +229,7 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
             f"{table}_boroughs_like_recent_months",
             f"Every borough, small ones included, has {BOROUGH_TRIPS_AGAINST_RECENT[0]:.2f}x-"
             f"{BOROUGH_TRIPS_AGAINST_RECENT[1]:.0f}x the pickups its share of the nearest published months predicts, "
-            f"in at least {BOROUGH_ZONES_MIN:.0%} of its usual zones.",
+            f"in at least {BOROUGH_ZONES_MIN:.0%} of the zones that share would show pickups in by chance.",
             True,
             boroughs_like_recent_months,
             query=calendar,

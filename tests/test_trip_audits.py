@@ -257,3 +257,36 @@ def test_a_quiet_day_warns_only_when_it_is_below_the_share_by_more_than_chance(t
     measured = Measured({"rows": sum(by_day.values()), CALENDAR: TripCalendar({}, by_day, {})})
     result = every_day_has_its_trips(measured, MonthFacts(window))
     assert result.passed is not warns, result.description
+
+
+def _neighbours(trips_by_zone: dict[int, int]) -> tuple[NeighbourMonth, ...]:
+    return (NeighbourMonth("2024-12", sum(trips_by_zone.values()), trips_by_zone),)
+
+
+@pytest.mark.parametrize(
+    ("scale", "shown_share", "zones_pass", "borough_passes"),
+    [
+        (1, 0.6, True, True),  # a trip a month in each quiet zone: chance leaves a third of them without one
+        (1, 0.2, False, False),  # even at that size, most zones gone is damage
+        (100, 0.6, False, True),  # a hundred trips a zone: every usual zone shows, so 40% gone is damage...
+        (100, 0.4, False, False),  # ...and under half of the borough's zones, the borough's too
+        (100, 1.0, True, True),
+    ],
+)
+def test_the_zone_audits_expect_the_zones_chance_would_show(scale, shown_share, zones_pass, borough_passes):
+    from forecast_assets.audits import Measured
+    from forecast_assets.trip_calendar import CALENDAR, TripCalendar
+    from forecast_assets.trip_zones import ZONES_WITH_PICKUPS, boroughs_like_recent_months, zones_like_recent_months
+
+    zones = list(range(1, 21))  # one borough's twenty zones: a busy one and nineteen quiet ones
+    neighbour = {1: 60 * scale} | {zone: scale for zone in zones[1:]}
+    shown = zones[: round(shown_share * len(zones))]
+    month = {zone: neighbour[zone] for zone in shown}
+    facts = MonthFacts(
+        MonthWindow.from_partition_key("2025-01-01"),
+        neighbours=_neighbours(neighbour),
+        zones=ZoneReference({zone: "Queens" for zone in zones}, "a test's lookup"),
+    )
+    measured = Measured({"rows": sum(month.values()), ZONES_WITH_PICKUPS: shown, CALENDAR: TripCalendar(month, {}, {})})
+    assert zones_like_recent_months(measured, facts).passed is zones_pass
+    assert boroughs_like_recent_months(measured, facts).passed is borough_passes
