@@ -233,11 +233,12 @@ class BoroughFigures:
         return found
 
 
-def borough_figures(month: Mapping[int, int], facts: MonthFacts) -> list[BoroughFigures]:
-    """Each borough of the lookup: the month's pickups and zones with pickups, against the neighbours'."""
+def borough_figures(month: Mapping[int, int], month_total: int, facts: MonthFacts) -> list[BoroughFigures]:
+    """Each borough of the lookup: the month's pickups and zones with pickups, against what the month's trips
+    (``month_total``, every trip: one with no zone is missing from its borough) at the neighbours' shares predict."""
     boroughs = facts.zones.boroughs if facts.zones else {}
     pooled = _pooled(facts.neighbours)
-    month_total, pooled_total = sum(month.values()), sum(pooled.values())
+    pooled_total = sum(pooled.values())
     figures = []
     for borough in sorted(set(boroughs.values())):
         zones = {zone for zone, name in boroughs.items() if name == borough}
@@ -259,7 +260,7 @@ def borough_figures(month: Mapping[int, int], facts: MonthFacts) -> list[Borough
 def boroughs_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResult:
     if not facts.neighbours or facts.zones is None:
         return AuditResult(passed=True, metadata={"compared_with": facts.compared_with()})
-    figures = borough_figures(calendar_of(measured).by_zone, facts)
+    figures = borough_figures(calendar_of(measured).by_zone, measured.rows, facts)
     faults = [fault for figure in figures for fault in figure.faults()]
     table = "; ".join(
         f"{f.borough}: {f.trips:,} trips ({f.ratio:.2f}x expected), {f.zones} zones ({f.expected_zones:.0f} expected)"
