@@ -383,13 +383,13 @@ def summarize(rounds: list[Round], repeat: int) -> None:
     print("fingerprints and writes nothing, as the job's does. Steps: ours from Dagster's step stats (the first step")
     print("that needs Spark pays its start), DuckDB's timed inside their process. Outside any step: the process's")
     print("start, imports, definitions, the gaps between steps and its exit.\n")
-    print(f"{'':27s}{'Dagster run':>23s}{'DuckDB parallel':>23s}{'ratio':>19s}{'DuckDB+pyiceberg':>23s}{'ratio':>19s}")
+    print(f"{'':27s}{'Dagster run':>23s}{'DuckDB parallel':>23s}{'ratio':>23s}{'DuckDB+pyiceberg':>23s}{'ratio':>23s}")
     for label, values, unit in figures:
         ours, floor, anchor = ([v[i] for v in values] for i in range(3))
         to_floor = [o / f for o, f in zip(ours, floor, strict=True)]
         to_anchor = [o / a for o, a in zip(ours, anchor, strict=True)]
-        print(f"{label:27s}{spread(ours, unit):>23s}{spread(floor, unit):>23s}{spread(to_floor, 'x', 1):>19s}"
-              f"{spread(anchor, unit):>23s}{spread(to_anchor, 'x', 1):>19s}")  # fmt: skip
+        print(f"{label:27s}{spread(ours, unit):>23s}{spread(floor, unit):>23s}{spread(to_floor, 'x', 1):>23s}"
+              f"{spread(anchor, unit):>23s}{spread(to_anchor, 'x', 1):>23s}")  # fmt: skip
     starts = [r.ours.spark_start for r in rewrites if r.ours.spark_start is not None]
     if starts:
         print(f"{'Spark start (in its step)':27s}{spread(starts):>23s}")
