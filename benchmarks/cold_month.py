@@ -262,7 +262,7 @@ class JvmWatcher(threading.Thread):
         for task in Path(f"/proc/{self.pid}/task").iterdir():
             try:
                 stat = (task / "stat").read_text()
-            except FileNotFoundError:
+            except OSError:  # the thread ended (ESRCH) since the folder was listed
                 continue
             name = stat[stat.index("(") + 1 : stat.rindex(")")]
             fields = stat[stat.rindex(")") + 2 :].split()

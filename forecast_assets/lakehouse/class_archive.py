@@ -8,7 +8,10 @@ moves the recording into place once that process has exited, and only after a th
 started from it. A JVM handed an archive that was cut short (its writer killed) crashes at start, so
 no archive is used unchecked; should one be damaged later, the run starts Spark without it
 (``SparkResource``) and the archive is recorded again. Archives are kept in one folder of the state
-folder, one per Java and Spark.
+folder, one per Java, Spark and driver class path. Classes of a jar Spark loads itself (``spark.jars``) are
+archived too, but are still read from the jar and used from the archive only in part (951 of 1,452 of Iceberg's in
+a start and a query); a local driver has Iceberg's runtime on its class path instead
+(``spark_jars.JarPlan.local_spark_conf``), where 4,259 of the 4,292 a month run loads come from the archive.
 """
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ class JarPlan:
     def local_spark_conf(self) -> dict[str, str]:
         """For a local master: the jars on the driver JVM's own class path rather than ``spark.jars``.
 
-        The local executor is the driver, so the classes are found there all the same; loaded by the JVM's
-        class loader, Iceberg's 4,000-odd classes join the class archive (``class_archive.py``: Java archives no
-        class of Spark's own jar loader), and the executor does not copy the 40 MB runtime jar on each start.
+        The local executor is the driver, so the classes are found there all the same; loaded by the JVM's own
+        class loader, Iceberg's classes start from the class archive (``class_archive.py``) as Spark's do, and the
+        executor does not fetch a copy of the 47 MB runtime jar into its folder on each start.
         """
         conf = {"spark.driver.extraClassPath": os.pathsep.join(self.jars)} if self.jars else {}
         if self.packages:

@@ -32,8 +32,9 @@ BASE_SPARK_CONF = {
 
 # A local driver lives one run and is its own executor. HotSpot's defaults are for a long-lived server: a cold month
 # run spent 17.5 s of CPU (of 55 s in the JVM) in the C2 compiler, optimising methods that ran a few thousand times
-# and never again. Promoting a method to C2 only once it is 8x hotter than the default cut that to 10.5 s with task
-# time unchanged; C1 alone (TieredStopAtLevel=1) cut it to nothing but nearly doubled the tasks' CPU (21.7 -> 39.4 s).
+# and never again. Promoting a method to C2 only once it is 4-10x hotter than the defaults cut that to 10.5 s with task
+# time unchanged (a run's CPU 6-14 s less; its wall time on a quiet machine no shorter: see docs/benchmarks.md). C1
+# alone (TieredStopAtLevel=1) cut it to nothing but nearly doubled the tasks' CPU (21.7 -> 39.4 s).
 SHORT_LIVED_DRIVER_JAVA_OPTIONS = (
     "-XX:Tier4InvocationThreshold=40000 -XX:Tier4MinInvocationThreshold=20000 "
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
