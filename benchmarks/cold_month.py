@@ -1,7 +1,7 @@
 """A month as a Dagster run in a new process, the run launcher's way, timed from outside: where a cold run's time goes.
 
     ./run python benchmarks/cold_month.py --state /tmp/cold [--trips 3000000] [--plan first,rewrite]
-        [--java-options "-XX:TieredStopAtLevel=1"] [--conf spark.sql.shuffle.partitions=4] [--event-log]
+        [--java-options=-XX:TieredStopAtLevel=1] [--conf spark.sql.shuffle.partitions=4] [--event-log]
 
 Each run is ``dagster job execute -m forecast_assets.definitions -j monthly_ingestion`` in a child process
 (imports, definitions, Spark's start, every step), with the sample month served from 127.0.0.1. ``first``
@@ -12,9 +12,12 @@ recorded once (a user's is on by default), by a run that is not reported.
 
 For each run: wall time, the CPU of the child and every process under it (the JVM included), each step's
 duration from the Dagster instance, and the driver JVM's CPU by thread (JIT compilers, GC, task threads,
-the rest) with its class-loading, compilation and GC times from its performance counters. ``--event-log``
+the rest) with its class-loading and GC times from its performance counters (the compilers' own counter stays
+at zero without ``-XX:+CITime``: their threads' CPU says it). ``--event-log``
 also counts each step's Spark jobs, stages and tasks (Spark's event log: left off when timing).
-``--java-options`` and ``--conf`` are added to the driver's Spark settings, for trying flags.
+``--java-options`` and ``--conf`` are added to the driver's Spark settings, for trying flags; ``--code`` runs
+another checkout's code (a ``git worktree`` of the commit before a change), in a state folder of its own.
+With ``TAXI_SPARK_CLASS_ARCHIVE=false`` no archive is recorded or used.
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ EXTRA_ENV = "COLD_MONTH_EXTRA_SPARK_CONF"  # JSON: read by this script's child, 
 # Long-lived counters of HotSpot's performance data (hsperfdata), in ticks of sun.os.hrt.frequency.
 COUNTERS = {
     "class_load_s": "sun.cls.time",
-    "jit_s": "sun.ci.totalTime",
     "gc_young_s": "sun.gc.collector.0.time",
     "gc_old_s": "sun.gc.collector.1.time",
 }
