@@ -109,7 +109,9 @@ class SparkResource(ConfigurableResource[Any]):
 
     def _started(self, config: dict[str, str], log: Any) -> SparkSession:
         """The session, its driver JVM started from the class archive when there is one (``class_archive.py``)."""
-        archive = ClassArchive.for_spark(Path(self.state_dir) / "tmp" / "spark-classes") if self.class_archive else None
+        folder = Path(self.state_dir) / "tmp" / "spark-classes"
+        class_path = config.get("spark.driver.extraClassPath", "")
+        archive = ClassArchive.for_spark(folder, class_path) if self.class_archive else None
         options = archive.java_options() if archive else ""
         if archive is None or not options:
             return _session_from(config)

@@ -104,8 +104,15 @@ print(resources_for(load_settings())["spark"].session.range(3).count())
 
 
 def test_a_damaged_archive_costs_a_run_nothing_but_the_archive(tmp_path):
+    from forecast_assets.definitions import resources_for
+    from taxi_core.settings import load_settings
+
     state = tmp_path / "state"
-    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes")
+    state.mkdir()
+    # The archive a run's Spark starts from: of its Java, its PySpark and the jars on its driver's class path.
+    spark = resources_for(load_settings({"TAXI_STATE_DIR": str(state)}))["spark"]
+    class_path = spark.spark_config().get("spark.driver.extraClassPath", "")
+    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes", class_path)
     assert archive is not None
     archive.folder.mkdir(parents=True)
     recorded = archive.folder / "small.jsa"

@@ -8,7 +8,10 @@ moves the recording into place once that process has exited, and only after a th
 started from it. A JVM handed an archive that was cut short (its writer killed) crashes at start, so
 no archive is used unchecked; should one be damaged later, the run starts Spark without it
 (``SparkResource``) and the archive is recorded again. Archives are kept in one folder of the state
-folder, one per Java and Spark.
+folder, one per Java, Spark and driver class path. Classes of a jar Spark loads itself (``spark.jars``) are
+archived too, but are still read from the jar and used from the archive only in part (951 of 1,452 of Iceberg's in
+a start and a query); a local driver has Iceberg's runtime on its class path instead
+(``spark_jars.JarPlan.local_spark_conf``), where 4,259 of the 4,292 a month run loads come from the archive.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ def java_executable() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
+def _jar_version(jar: Path) -> str:
+    try:
+        stat = jar.stat()
+    except OSError:
+        return str(jar)
+    return f"{jar}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -57,13 +68,20 @@ class ClassArchive:
     key: str
 
     @classmethod
-    def for_spark(cls, folder: Path) -> ClassArchive | None:
-        """The archive of the Java that will run Spark and of this PySpark; None without a ``java`` to run."""
+    def for_spark(cls, folder: Path, class_path: str = "") -> ClassArchive | None:
+        """The archive of the Java that will run Spark, of this PySpark and of the jars the driver adds to its class
+        path (``spark.driver.extraClassPath``); None without a ``java`` to run.
+
+        The JVM skips, without a word, an archive recorded with another class path or after a jar on it changed:
+        each class path and version of its jars has an archive of its own, recorded on its first run.
+        """
         java = java_executable()
         if java is None:
             return None
         stat = java.stat()
-        key = hashlib.sha256(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark.__version__}".encode()).hexdigest()
+        jars = "|".join(_jar_version(Path(jar)) for jar in class_path.split(os.pathsep) if jar)
+        identity = f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark.__version__}|{jars}"
+        key = hashlib.sha256(identity.encode()).hexdigest()
         return cls(folder, java, f"spark-{pyspark.__version__}-{key[:12]}")
 
     @property
