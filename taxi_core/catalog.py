@@ -159,8 +159,6 @@ class CatalogConfig:
                 f"{prefix}.jdbc.user": user,
                 f"{prefix}.jdbc.password": password,
                 f"{prefix}.jdbc.schema-version": "V1",
-                # prepare_sqlite created the tables: Spark's own check for them would leave its connection stale.
-                f"{prefix}.jdbc.init-catalog-tables": "false",
                 f"{prefix}.warehouse": self._warehouse_uri(),
             }
         else:
