@@ -32,11 +32,12 @@ from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
-from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
+from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
 from forecast_assets.lakehouse.spark_progress import reporting_progress
 from forecast_assets.lakehouse.table_state import table_state
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
+from forecast_assets.month_summary import summarised_by
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
 from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
@@ -106,6 +107,17 @@ def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExec
     return record
 
 
+def _neighbours(
+    spark: SparkResource, spec: TableSpec, window: MonthWindow, zone_column: str
+) -> tuple[NeighbourMonth, ...]:
+    """The published months around ``window``, from the summaries they recorded (read from the table's metadata);
+    a month published before summaries were kept is counted from its rows."""
+    state = table_state(spark.session, spec.identifier)
+    if state is None:  # write-audit-publish opened it first; the checks alone may run before any write
+        return ()
+    return neighbour_months(state, window, counted_from_table(spark.session, spec, zone_column))
+
+
 def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The Iceberg table ``source`` feeds, written with write-audit-publish from its staged files."""
 
@@ -134,7 +146,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             what = f"Reading what {source.table.identifier} {month} is audited against"
             with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
                 if source.neighbours_by and window is not None:
-                    neighbours = neighbour_months(spark.session, source.table, window, source.neighbours_by)
+                    neighbours = _neighbours(spark, source.table, window, source.neighbours_by)
                 zones = source.zone_reference(spark.session) if source.zone_reference else None
             return MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones)
 
@@ -146,6 +158,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
             files=staged.described,
+            summarise=summarised_by(source.neighbours_by) if source.neighbours_by and window is not None else None,
             metadata={
                 "source_file": staged.file_names,
                 "source_fingerprint": staged.fingerprints,

@@ -39,13 +39,14 @@ from forecast_assets.assets.table_metadata import (
     table_metadata,
     table_schema,
 )
-from forecast_assets.audit_run import AggregatePass, audit_month
-from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, MonthFacts
+from forecast_assets.audit_run import AggregatePass, judge_measured, measure
+from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, Measured, MonthFacts
 from forecast_assets.config import TableWriteConfig
 from forecast_assets.lakehouse.publication import Publication
 from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth
 from forecast_assets.lakehouse.spark_progress import reporting_progress
 from forecast_assets.lakehouse.tables import TableSpec, month_rows
+from forecast_assets.month_summary import Summarise
 from forecast_assets.resources import SparkResource
 from taxi_core.months import MonthWindow
 
@@ -73,6 +74,8 @@ class MonthWrite:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The source files as a user finds them again (name, address, sha256), for a held-back month's message.
     files: str = ""
+    # What the published month keeps of itself for its neighbours' audits (None: nothing).
+    summarise: Summarise | None = None
 
     @cached_property
     def facts(self) -> MonthFacts:
@@ -173,13 +176,15 @@ def _run_audits(
     month: MonthWrite,
     audited: str,
     extra: dict[str, Any] | None = None,
-    observed: Mapping[str, Any] | None = None,
+    measured: Measured | None = None,
 ) -> list[tuple[Audit, AuditResult]]:
-    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, the
-    values of their aggregate pass as observed while the rows were written."""
+    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``measured``, what
+    was measured of the rows already (measured here if None)."""
+    audits = _selected_audits(context, month)
+    found = measure(rows, audits, month.facts) if measured is None else measured
     return [
         (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
-        for audit, result in audit_month(rows, _selected_audits(context, month), month.facts, observed)
+        for audit, result in judge_measured(found, audits, month.facts)
     ]
 
 
@@ -263,13 +268,16 @@ def write_audit_publish(
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
         staged = publication.stage(built.rows, context.run.run_id, properties, observe=aggregate_pass.column())
+    staged_rows = staged.rows(session)
+    observed = aggregate_pass.values(staged.observed)
+    measured = measure(staged_rows, _selected_audits(context, month), month.facts, observed)
     judged = _run_audits(
         context,
-        staged.rows(session),
+        staged_rows,
         month,
         f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
-        observed=aggregate_pass.values(staged.observed),
+        measured,
     )
     judged = _accepted(judged, accepted, config.reason, context.run.run_id)
     for audit, result in judged:
@@ -282,7 +290,10 @@ def write_audit_publish(
         yield held_back
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
-    outcome = publication.publish(staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)))
+    summary = month.summarise(staged_rows, measured) if month.summarise is not None else None
+    outcome = publication.publish(
+        staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)), summary
+    )
     write = outcome.write
     judged = _as_published(judged, staged, write.snapshot_id)
     for left in outcome.dropped:
