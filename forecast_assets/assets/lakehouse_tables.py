@@ -35,7 +35,7 @@ from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
 from forecast_assets.lakehouse.spark_progress import reporting_progress
-from forecast_assets.lakehouse.table_state import table_state
+from forecast_assets.lakehouse.table_state import TableState, table_state
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
 from forecast_assets.month_summary import summarised_by
 from forecast_assets.resources import SparkResource, StagingResource
@@ -107,17 +107,6 @@ def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExec
     return record
 
 
-def _neighbours(
-    spark: SparkResource, spec: TableSpec, window: MonthWindow, zone_column: str
-) -> tuple[NeighbourMonth, ...]:
-    """The published months around ``window``, from the summaries they recorded (read from the table's metadata);
-    a month published before summaries were kept is counted from its rows."""
-    state = table_state(spark.session, spec.identifier)
-    if state is None:  # write-audit-publish opened it first; the checks alone may run before any write
-        return ()
-    return neighbour_months(state, window, counted_from_table(spark.session, spec, zone_column))
-
-
 def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The Iceberg table ``source`` feeds, written with write-audit-publish from its staged files."""
 
@@ -140,13 +129,16 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             read = source.read(spark.session, staged)
             return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
-        def read_facts() -> MonthFacts:
+        def read_facts(state: TableState | None) -> MonthFacts:
             neighbours: tuple[NeighbourMonth, ...] = ()
             month = window.month if window else "(whole table)"
             what = f"Reading what {source.table.identifier} {month} is audited against"
             with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
-                if source.neighbours_by and window is not None:
-                    neighbours = _neighbours(spark, source.table, window, source.neighbours_by)
+                if source.neighbours_by and window is not None and state is not None:
+                    # From the summaries the months kept, in the table's state already loaded; a month published
+                    # before summaries were kept is counted from its rows.
+                    count = counted_from_table(spark.session, source.table, source.neighbours_by)
+                    neighbours = neighbour_months(state, window, count)
                 zones = source.zone_reference(spark.session) if source.zone_reference else None
             return MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones)
 
@@ -207,7 +199,7 @@ def yellow_rides_hourly_actuals(
         spec=HOURLY_ACTUALS,
         audits=ACTUALS_AUDITS,
         window=window,
-        read_facts=lambda: MonthFacts(window),
+        read_facts=lambda state: MonthFacts(window),
         identity={
             # The raw month it counts, not raw_yellow's head: publishing another month is no change.
             f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),

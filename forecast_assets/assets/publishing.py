@@ -45,6 +45,7 @@ from forecast_assets.config import TableWriteConfig
 from forecast_assets.lakehouse.publication import Publication
 from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth
 from forecast_assets.lakehouse.spark_progress import reporting_progress
+from forecast_assets.lakehouse.table_state import TableState
 from forecast_assets.lakehouse.tables import TableSpec, month_rows
 from forecast_assets.month_summary import Summarise
 from forecast_assets.resources import SparkResource
@@ -64,9 +65,9 @@ class MonthWrite:
     spec: TableSpec
     audits: list[Audit]
     window: MonthWindow | None
-    # What the audits hold the month to (its published neighbours, the zone lookup): read once the table is open,
-    # and only when the month is audited.
-    read_facts: Callable[[], MonthFacts]
+    # What the audits hold the month to (its published neighbours, the zone lookup): read from the table's state once
+    # it is open (see ``opened``), and only when the month is audited.
+    read_facts: Callable[[TableState | None], MonthFacts]
     # What the month is built from (source fingerprints, inputs, settings, code version), recorded
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
@@ -76,10 +77,16 @@ class MonthWrite:
     files: str = ""
     # What the published month keeps of itself for its neighbours' audits (None: nothing).
     summarise: Summarise | None = None
+    # The table's state as write-audit-publish loaded it (None until the table is open).
+    state: TableState | None = None
+
+    def opened(self, state: TableState) -> MonthWrite:
+        """The month with the table's state loaded, which its facts are read from: no second load."""
+        return replace(self, state=state)
 
     @cached_property
     def facts(self) -> MonthFacts:
-        return self.read_facts()
+        return self.read_facts(self.state)
 
 
 @dataclass(frozen=True)
@@ -234,6 +241,7 @@ def _recorded(
 def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator[TableEvent]:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
     publication = Publication.open(spark.session, month.spec, month.window, _partition(context))
+    month = month.opened(publication.state)
     # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
     written = publication.published if month.window else None
     version = written.snapshot_id if written is not None else publication.main
@@ -255,6 +263,7 @@ def write_audit_publish(
     reading = f"Reading how {spec.identifier} {_label(month)} is published"
     with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
         publication = Publication.open(session, spec, month.window, _partition(context))
+    month = month.opened(publication.state)
     published = publication.published
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
         yield _unchanged(context, spark, month, published, publication.published_audits)

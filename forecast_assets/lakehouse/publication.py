@@ -79,12 +79,13 @@ class Publication:
     """One partition of one table through write-audit-publish, over the table's state loaded once.
 
     ``published`` is the ``main`` snapshot that last wrote the partition (None before the first), ``main`` the
-    snapshot ``main`` points at, ``published_audits`` the audit results ``published`` was published with.
+    snapshot ``main`` points at, ``published_audits`` the audit results ``published`` was published with, ``state``
+    the table's state as the last operation left it (for readings no attribute holds).
     """
 
     def __init__(self, spark: SparkSession, spec: TableSpec, window: MonthWindow | None, partition_key: str) -> None:
         self.spark, self.spec, self.window, self.partition_key = spark, spec, window, partition_key
-        self._state = ensure_table(spark, spec)
+        self.state: TableState = ensure_table(spark, spec)
         self.published: PublishedMonth | None = None
         self.main: int | None = None
         self.published_audits: Any | None = None
@@ -96,7 +97,7 @@ class Publication:
         return cls(spark, spec, window, partition_key)
 
     def _read(self) -> None:
-        state = self._state
+        state = self.state
         self.main = state.ref("main")
         self.published = published_month(state, self.partition_key)
         snapshot = self.published.snapshot_id if self.published is not None else None
@@ -129,7 +130,7 @@ class Publication:
             return observation
 
         observation = committed(spec.identifier, f"while writing {branch}", write_rows)
-        state = self._state.refresh()
+        state = self.state.refresh()
         self._read()
         head = state.snapshot(state.ref(branch) or 0)
         if head is None:  # an invariant: the write just committed the branch's head
@@ -147,14 +148,14 @@ class Publication:
         table = self.spec.identifier
         snapshot_id = committed(table, f"while publishing {staged.branch}", lambda: self._make_current(staged))
         self._record_audits(snapshot_id, audits(snapshot_id), summary)
-        left = self._state.branches(prefix=staging_branch(self.window, ""))
+        left = self.state.branches(prefix=staging_branch(self.window, ""))
         dropped = tuple(
-            LeftBranch(branch, None if branch == staged.branch else staged_by(self._state, branch)) for branch in left
+            LeftBranch(branch, None if branch == staged.branch else staged_by(self.state, branch)) for branch in left
         )
         for branch in left:
             drop = f"ALTER TABLE {table} DROP BRANCH IF EXISTS {branch}"
             committed_sql(self.spark, table, f"while dropping {branch}", drop)
-        state = self._state.refresh()
+        state = self.state.refresh()
         self._read()
         head = state.snapshot(snapshot_id)
         total = int(head.summary.get("total-records", 0)) if head is not None else 0
@@ -165,7 +166,7 @@ class Publication:
     def _make_current(self, staged: StagedMonth) -> int:
         table, snapshot_id = self.spec.identifier, staged.write.snapshot_id
         # A retry after a lost race may find the month already published: it is not applied twice.
-        already = published_as(self._state.refresh(), snapshot_id)
+        already = published_as(self.state.refresh(), snapshot_id)
         if already is not None:
             return already
         try:
@@ -176,7 +177,7 @@ class Publication:
             # Another month was published since the branch was cut: apply just this month's change.
             log.info("%s: %s; cherry-picking snapshot %s", table, MAIN_MOVED_ON, snapshot_id)
             self.spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {snapshot_id})").collect()
-        published = published_as(self._state.refresh(), snapshot_id)
+        published = published_as(self.state.refresh(), snapshot_id)
         if published is None:  # an invariant: the procedure above just published it
             raise RuntimeError(f"{table}: snapshot {snapshot_id} of {staged.branch} was published but is not on main")
         return published
@@ -203,10 +204,5 @@ class Publication:
         """Drop a staged month's branch without publishing it; ``main`` stays as it was."""
         drop = f"ALTER TABLE {self.spec.identifier} DROP BRANCH IF EXISTS {staged.branch}"
         committed_sql(self.spark, self.spec.identifier, f"while dropping {staged.branch}", drop)
-        self._state.refresh()
+        self.state.refresh()
         self._read()
-
-    @property
-    def state(self) -> TableState:
-        """The table's state as the last operation left it (for readings no attribute holds)."""
-        return self._state
