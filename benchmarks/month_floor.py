@@ -1,14 +1,21 @@
 """The floor under the monthly ingestion: the job's work for one month, without Spark, Iceberg or Dagster.
 
-``duckdb_month`` verifies the staged files; normalises, audits and writes raw_yellow and raw_weather;
+``duckdb_month`` verifies the staged files; normalises, audits and writes raw_yellow, raw_green and raw_weather;
 then counts, audits and writes the hourly actuals. Each month is written as zstd Parquet to a staged
 path, audited there and moved into place only when no blocking audit fails (write-audit-publish).
 ``pyarrow_actuals`` counts the actuals again with pyarrow alone; ``same_actuals`` compares two tables.
+The queries and audits are shared with the Iceberg anchor (``month_anchor``).
+
+Run as a script, one month in this new process (as ``month_ingestion`` times it), printing its seconds as JSON:
+
+    python benchmarks/month_floor.py --month 2025-01 --trips FILE --green FILE --weather FILE ... --out DIR
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -22,13 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from forecast_assets.assets.lakehouse_tables import eligible_zones
 from forecast_assets.audits import MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
-from forecast_assets.source_specs import noaa_weather, yellow_trips
-from forecast_assets.source_specs.yellow_trips import COLUMNS as RAW_COLUMN_TYPES
+from forecast_assets.source_specs import green_trips, noaa_weather, yellow_trips
+from forecast_assets.source_specs.green_trips import GREEN
 from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import COLUMNS, DAY_COLUMNS, MISSING_VALUE, NYC_COUNTY_FIPS
+from forecast_assets.sources.tlc_format import TripLayout
 from forecast_assets.sources.verify import verify_trip_file, verify_weather_file
 from forecast_assets.trip_audits import DUPLICATE_LIMIT, OUTSIDE_MONTH_LIMIT, ROWS_AGAINST_RECENT, trip_record
 from forecast_assets.trip_zones import ZONE_COVERAGE_MIN, usual_zones
@@ -37,7 +44,7 @@ from taxi_core.months import MonthWindow
 from taxi_core.names import ACTUALS
 from taxi_core.settings import Settings
 
-# Spark's types of RAW_COLUMN_TYPES; the trip times are New York wall-clock times, timestamps without zone.
+# Spark's types of a trip layout's columns; the trip times are New York wall-clock times, timestamps without zone.
 DUCKDB_TYPES = {
     "int": "INTEGER",
     "bigint": "BIGINT",
@@ -61,11 +68,12 @@ class MonthFiles:
 
     trips: Path
     weather: list[Path]
+    green: Path
 
 
 @dataclass(frozen=True)
 class FloorRun:
-    seconds: dict[str, float]  # verify, raw_yellow, raw_weather, hourly_actuals, total
+    seconds: dict[str, float]  # verify, raw_yellow, raw_green, raw_weather, hourly_actuals, total
     actuals: pa.Table  # pickup_hour, pulocationid, total_rides, in key order
     raw_trips: Path  # the month's raw_yellow Parquet, for pyarrow_actuals
 
@@ -73,10 +81,11 @@ class FloorRun:
 def staged_files(settings: Settings, month: str) -> MonthFiles:
     """Where a run of the job staged ``month`` (``YYYY-MM``), in a local staging folder."""
     window, root = MonthWindow.from_partition_key(month), Path(settings.staging_location)
-    trips, weather = (
-        [root / s.staged_name(f) for f in s.files_for(window)] for s in (yellow_trips.SOURCE, noaa_weather.SOURCE)
+    trips, weather, green = (
+        [root / s.staged_name(f) for f in s.files_for(window)]
+        for s in (yellow_trips.SOURCE, noaa_weather.SOURCE, green_trips.SOURCE)
     )
-    return MonthFiles(trips=trips[0], weather=weather)
+    return MonthFiles(trips=trips[0], weather=weather, green=green[0])
 
 
 def published_actuals(settings: Settings, month: str) -> pa.Table:
@@ -101,19 +110,29 @@ def duckdb_month(
     are written in parallel (a table's rows have no order).
     """
     window = MonthWindow.from_partition_key(month)
-    con = duckdb.connect(config={"threads": threads} if threads else {})
-    con.execute("SET TimeZone = 'UTC'")  # the Spark session's zone, in which ingested_at's TIMESTAMPTZ literal is read
-    con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
+    con = connect(threads, ordered)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    rows, fingerprint = _timed(seconds, "verify", lambda: _verify(files, month))
+    (rows, trips_fingerprint), (green_rows, green_fingerprint) = _timed(seconds, "verify", lambda: verify(files, month))
     facts = MonthFacts(window, expected_rows=rows, neighbours=tuple(neighbours))
-    trips = _timed(seconds, "raw_yellow", lambda: _raw_yellow(con, files.trips, fingerprint, facts, out_dir))
+    trips = _timed(
+        seconds, "raw_yellow", lambda: _raw_trips(con, YELLOW, files.trips, trips_fingerprint, facts, out_dir)
+    )
+    green = MonthFacts(window, expected_rows=green_rows)
+    _timed(seconds, "raw_green", lambda: _raw_trips(con, GREEN, files.green, green_fingerprint, green, out_dir))
     _timed(seconds, "raw_weather", lambda: _raw_weather(con, files.weather, window, out_dir))
     actuals = _timed(seconds, "hourly_actuals", lambda: _hourly_actuals(con, trips, window, zones, out_dir))
     seconds["total"] = time.perf_counter() - started
     con.close()
     return FloorRun(seconds, pq.read_table(actuals).sort_by([(key, "ascending") for key in ACTUALS_KEYS]), trips)
+
+
+def connect(threads: int | None = None, ordered: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection set as the floor runs: UTC, and ``ordered`` or parallel writes."""
+    con = duckdb.connect(config={"threads": threads} if threads else {})
+    con.execute("SET TimeZone = 'UTC'")  # the Spark session's zone, in which ingested_at's TIMESTAMPTZ literal is read
+    con.execute(f"SET preserve_insertion_order = {str(ordered).lower()}")
+    return con
 
 
 def _timed(seconds: dict[str, float], step: str, action: Callable):
@@ -123,16 +142,18 @@ def _timed(seconds: dict[str, float], step: str, action: Callable):
     return result
 
 
-def _verify(files: MonthFiles, month: str) -> tuple[int, str]:
-    """The file assets' checks and fingerprints: the trip file's rows, and its fingerprint for the raw rows."""
-    facts = verify_trip_file(files.trips, files.trips.as_uri(), YELLOW, "TAXI_TRIP_BASE_URL")
+def verify(files: MonthFiles, month: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The file assets' checks and fingerprints: each trip file's rows (yellow, green), and its fingerprint for
+    the raw rows."""
+    yellow = verify_trip_file(files.trips, files.trips.as_uri(), YELLOW, "TAXI_TRIP_BASE_URL")
+    green = verify_trip_file(files.green, files.green.as_uri(), GREEN, "TAXI_GREEN_TRIP_BASE_URL")
     for path in files.weather:
         verify_weather_file(path, path.as_uri(), path.name.split("-", 1)[0], month)
-        _fingerprint(path)
-    return facts.rows, _fingerprint(files.trips)
+        fingerprint(path)
+    return (yellow.rows, fingerprint(files.trips)), (green.rows, fingerprint(files.green))
 
 
-def _fingerprint(path: Path) -> str:
+def fingerprint(path: Path) -> str:
     """The sha256 of the file's bytes, as the download computes it while the file arrives."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -145,15 +166,16 @@ def _publish(con, query: str, target: Path, blocked_by: Callable[[str], list[str
     staged = target.with_name(f"_staged_{target.name}")
     staged.parent.mkdir(parents=True, exist_ok=True)
     con.execute(f"COPY ({query}) TO '{staged}' {PARQUET}")
-    blocked = blocked_by(_parquet(staged))
+    blocked = blocked_by(parquet_relation(staged))
     if blocked:
         msg = f"{target.parent} not published: {', '.join(blocked)} failed; the staged month is {staged}"
         raise HeldBack(msg)
     return staged.replace(target)
 
 
-def _parquet(path: Path) -> str:
-    return f"read_parquet('{path}', hive_partitioning = false)"  # the table's own columns, not the folders' names
+def parquet_relation(path: Path | Sequence[Path]) -> str:
+    paths = [str(p) for p in path] if isinstance(path, Sequence) else str(path)
+    return f"read_parquet({paths!r}, hive_partitioning = false)"  # the table's own columns, not the folders' names
 
 
 def _one_row(con, query: str) -> tuple:
@@ -172,49 +194,64 @@ def _raw_column(name: str, spark_type: str, published: dict[str, tuple[str, str]
     return f"{column}::{DUCKDB_TYPES[spark_type]} AS {name}"
 
 
-def _raw_yellow(con, trips: Path, fingerprint: str, facts: MonthFacts, out_dir: Path) -> Path:
+def _raw_trips(con, layout: TripLayout, trips: Path, source_fingerprint: str, facts: MonthFacts, out_dir: Path):
+    target = out_dir / f"raw_{layout.service}" / f"source_month={facts.month.month}" / "data.parquet"
+    query = raw_trips_query(con, layout, trips, source_fingerprint, facts.month)
+    return _publish(con, query, target, lambda month: raw_trips_blocked(con, layout, month, facts))
+
+
+def raw_trips_query(con, layout: TripLayout, trips: Path, source_fingerprint: str, window: MonthWindow) -> str:
     """normalize_trips(with_timestamps(file)): one schema for every year, and the source columns."""
-    source, window = _parquet(trips), facts.month
+    source = parquet_relation(trips)
     published = {name.lower(): (name, kind) for name, kind, *_ in con.execute(f"DESCRIBE FROM {source}").fetchall()}
-    columns = [_raw_column(name, spark_type, published) for name, spark_type in RAW_COLUMN_TYPES.items()]
+    columns = [_raw_column(name, spark_type, published) for name, spark_type in layout.columns.items()]
     columns += [f"'{window.month}' AS source_month", f"'{trips.name}' AS source_file"]
-    columns += [f"'{fingerprint}' AS source_fingerprint", f"TIMESTAMPTZ '{datetime.now(UTC)}' AS ingested_at"]
-    target = out_dir / "raw_yellow" / f"source_month={window.month}" / "data.parquet"
-    query = f"SELECT {', '.join(columns)} FROM {source}"
-    return _publish(con, query, target, lambda month: _raw_yellow_blocked(con, month, facts))
+    columns += [f"'{source_fingerprint}' AS source_fingerprint", f"TIMESTAMPTZ '{datetime.now(UTC)}' AS ingested_at"]
+    return f"SELECT {', '.join(columns)} FROM {source}"
 
 
-def _raw_yellow_blocked(con, rows: str, facts: MonthFacts) -> list[str]:
-    """YELLOW_TRIPS.audits that would hold the month back, from two passes over it: one for every count (the
+def raw_trips_blocked(con, layout: TripLayout, rows: str, facts: MonthFacts) -> list[str]:
+    """The trip source's audits that would hold the month back, from two passes over it: one for every count (the
     warnings' too, as the job counts them) and the zones with pickups, one grouping for repeated trip records."""
-    pickup, window = "tpep_pickup_datetime", facts.month
+    pickup, dropoff, window, table = layout.pickup, layout.dropoff, facts.month, f"raw_{layout.service}"
     start, end = f"TIMESTAMP '{window.start}'", f"TIMESTAMP '{window.end}'"
     total, null_keys, outside, _, _, zones = _one_row(
         con,
         f"SELECT count(*), count(*) FILTER ({pickup} IS NULL OR pulocationid IS NULL), "
         f"count(*) FILTER ({pickup} < {start} OR {pickup} >= {end}), "
-        f"count(*) FILTER (fare_amount < 0 OR total_amount < 0), count(*) FILTER (tpep_dropoff_datetime < {pickup}), "
+        f"count(*) FILTER (fare_amount < 0 OR total_amount < 0), count(*) FILTER ({dropoff} < {pickup}), "
         f"list(DISTINCT pulocationid) FILTER (pulocationid IS NOT NULL) FROM {rows}",
     )
-    repeats = f"SELECT count(*) AS n FROM {rows} GROUP BY {', '.join(trip_record(YELLOW))}"
+    repeats = f"SELECT count(*) AS n FROM {rows} GROUP BY {', '.join(trip_record(layout))}"
     (extra_copies,) = _one_row(con, f"SELECT coalesce(sum(n - 1), 0) FROM ({repeats}) WHERE n > 1")
     blocked = {
-        "raw_yellow_row_count_matches_source": total != facts.expected_rows,
-        "raw_yellow_no_null_keys": null_keys > 0,
-        "raw_yellow_no_duplicate_trips": (extra_copies / total if total else 0.0) > DUPLICATE_LIMIT,
-        "raw_yellow_pickups_inside_month": (outside / total if total else 1.0) > OUTSIDE_MONTH_LIMIT,
+        f"{table}_row_count_matches_source": total != facts.expected_rows,
+        f"{table}_no_null_keys": null_keys > 0,
+        f"{table}_no_duplicate_trips": (extra_copies / total if total else 0.0) > DUPLICATE_LIMIT,
+        f"{table}_pickups_inside_month": (outside / total if total else 1.0) > OUTSIDE_MONTH_LIMIT,
     }
     if usual := usual_zones(facts.neighbours):
         covered = usual & set(zones or ())
-        blocked["raw_yellow_zones_like_recent_months"] = len(covered) / len(usual) < ZONE_COVERAGE_MIN
+        blocked[f"{table}_zones_like_recent_months"] = len(covered) / len(usual) < ZONE_COVERAGE_MIN
     if facts.neighbours:
         typical = statistics.median(n.rows for n in facts.neighbours)
         ratio = total / typical if typical else float("inf")
-        blocked["raw_yellow_rows_like_recent_months"] = not ROWS_AGAINST_RECENT[0] <= ratio <= ROWS_AGAINST_RECENT[1]
+        blocked[f"{table}_rows_like_recent_months"] = not ROWS_AGAINST_RECENT[0] <= ratio <= ROWS_AGAINST_RECENT[1]
     return [name for name, failed in blocked.items() if failed]
 
 
 def _raw_weather(con, csv_files: list[Path], window: MonthWindow, out_dir: Path) -> Path:
+    target = out_dir / "raw_weather" / f"date_month={window.month}" / "data.parquet"
+    expected = weather_rows(csv_files, window)
+    return _publish(con, raw_weather_query(csv_files), target, lambda month: raw_weather_blocked(con, month, expected))
+
+
+def weather_rows(csv_files: list[Path], window: MonthWindow) -> int:
+    """The rows raw_weather should hold: one per NYC county, day and file (element)."""
+    return len(NYC_COUNTY_FIPS) * window.days * len(csv_files)
+
+
+def raw_weather_query(csv_files: list[Path]) -> str:
     """weather_long: NYC counties, one row per county, day and element; -999.99 is missing."""
     names = ", ".join(f"'{c}'" for c in COLUMNS)
     csv = f"read_csv({[str(p) for p in csv_files]}, header = false, delim = ',', all_varchar = true, names = [{names}])"
@@ -227,12 +264,10 @@ def _raw_weather(con, csv_files: list[Path], window: MonthWindow, out_dir: Path)
                       FROM nyc UNPIVOT INCLUDE NULLS (text FOR day_column IN ({", ".join(DAY_COLUMNS)})))
         SELECT county_fips, make_date(year, month, day) AS date, element, nullif(value, {MISSING_VALUE}) AS value
         FROM long WHERE day <= day(last_day(make_date(year, month, 1)))"""
-    expected = len(NYC_COUNTY_FIPS) * window.days * len(csv_files)
-    target = out_dir / "raw_weather" / f"date_month={window.month}" / "data.parquet"
-    return _publish(con, query, target, lambda month: _raw_weather_blocked(con, month, expected))
+    return query
 
 
-def _raw_weather_blocked(con, rows: str, expected: int) -> list[str]:
+def raw_weather_blocked(con, rows: str, expected: int) -> list[str]:
     """RAW_WEATHER_AUDITS' blocking ones in one query (the range audit only warns, as in the job)."""
     keys = "county_fips, date, element"
     total, null_keys, duplicate_keys = _one_row(
@@ -249,11 +284,26 @@ def _raw_weather_blocked(con, rows: str, expected: int) -> list[str]:
 
 
 def _hourly_actuals(con, raw_trips: Path, window: MonthWindow, zones, out_dir: Path) -> Path:
-    """hourly_actuals: every eligible zone with a ride in the month, every hour of it, zero without a ride."""
+    target = actuals_file(out_dir, window.month)
+    query = actuals_query(parquet_relation(raw_trips), window, zones)
+    return _publish(con, query, target, lambda month: actuals_blocked(con, month, window.hours))
+
+
+def eligible_zones() -> list[int]:
+    """The job's eligible zones. Imported when asked: the asset module brings Dagster, which the floor's own
+    process (``main``) does not need; ``month_ingestion`` hands it the zones."""
+    from forecast_assets.assets.lakehouse_tables import eligible_zones as job_zones
+
+    return job_zones()
+
+
+def actuals_query(trips: str, window: MonthWindow, zones: Sequence[int] | None) -> str:
+    """hourly_actuals from ``trips`` (a relation of raw_yellow's rows): every eligible zone with a ride in the
+    month, every hour of it, zero without a ride."""
     start, end = f"TIMESTAMP '{window.start}'", f"TIMESTAMP '{window.end}'"
     eligible = ", ".join(map(str, zones or eligible_zones()))
     query = f"""
-        WITH in_month AS (SELECT tpep_pickup_datetime AS pickup, pulocationid FROM {_parquet(raw_trips)}
+        WITH in_month AS (SELECT tpep_pickup_datetime AS pickup, pulocationid FROM {trips}
                           WHERE tpep_pickup_datetime >= {start} AND tpep_pickup_datetime < {end}),
              counts AS (SELECT date_trunc('hour', pickup) AS pickup_hour, pulocationid, count(*) AS total_rides
                         FROM in_month GROUP BY ALL),
@@ -261,11 +311,10 @@ def _hourly_actuals(con, raw_trips: Path, window: MonthWindow, zones, out_dir: P
              hours AS (SELECT unnest(generate_series({start}, {end} - INTERVAL 1 HOUR, INTERVAL 1 HOUR)) AS pickup_hour)
         SELECT pickup_hour, pulocationid::INTEGER AS pulocationid, coalesce(total_rides, 0)::BIGINT AS total_rides
         FROM hours CROSS JOIN zones LEFT JOIN counts USING (pickup_hour, pulocationid)"""
-    target = out_dir / "yellow_rides_hourly_actuals" / f"pickup_hour_month={window.month}" / "data.parquet"
-    return _publish(con, query, target, lambda month: _actuals_blocked(con, month, window.hours))
+    return query
 
 
-def _actuals_blocked(con, rows: str, hours: int) -> list[str]:
+def actuals_blocked(con, rows: str, hours: int) -> list[str]:
     """ACTUALS_AUDITS, all blocking, in one query of three passes over the (small) month."""
     null_keys, duplicate_keys, zones, incomplete = _one_row(
         con,
@@ -346,3 +395,30 @@ def _in_key_order(actuals: pa.Table) -> pa.Table:
     columns = [pc.cast(c, pa.timestamp(c.type.unit, "UTC")) if pa.types.is_timestamp(c.type) and c.type.tz else c
                for c in actuals.columns]  # fmt: skip
     return pa.Table.from_arrays(columns, names=actuals.column_names).sort_by([(k, "ascending") for k in ACTUALS_KEYS])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--month", required=True, help="YYYY-MM")
+    parser.add_argument("--trips", type=Path, required=True, help="the staged trip file")
+    parser.add_argument("--weather", type=Path, nargs="+", required=True, help="the staged weather files")
+    parser.add_argument("--green", type=Path, required=True, help="the staged green-taxi trip file")
+    parser.add_argument("--out", type=Path, required=True, help="where the month's tables are written")
+    parser.add_argument("--zones", help="the eligible zones, comma-separated (default: the job's)")
+    parser.add_argument("--ordered", action="store_true", help="DuckDB's default of ordered, one-writer writes")
+    args = parser.parse_args()
+    zones = [int(z) for z in args.zones.split(",")] if args.zones else None
+    run = duckdb_month(
+        args.month, MonthFiles(args.trips, args.weather, args.green), args.out, zones=zones, ordered=args.ordered
+    )
+    print(json.dumps({"seconds": run.seconds, "actuals": str(actuals_file(args.out, args.month))}))
+    return 0
+
+
+def actuals_file(out_dir: Path, month: str) -> Path:
+    """Where ``duckdb_month`` publishes the month's hourly actuals under ``out_dir``."""
+    return out_dir / "yellow_rides_hourly_actuals" / f"pickup_hour_month={month}" / "data.parquet"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -41,6 +41,7 @@ class IcebergCatalogResource(ConfigurableResource[Any]):
     url: str = ""
     aws_region: str = ""
     name: str = CATALOG_NAME
+    _catalog: Catalog | None = PrivateAttr(default=None)
 
     @classmethod
     def of(cls, config: CatalogConfig) -> Self:
@@ -50,6 +51,7 @@ class IcebergCatalogResource(ConfigurableResource[Any]):
         return CatalogConfig(**self.model_dump(include=CATALOG_FIELDS))
 
     def load(self) -> Catalog:
+        """pyiceberg's view of the catalog, opened once per resource (each table load reads the catalog anew)."""
         return open_catalog(self.config())
 
 

@@ -20,6 +20,18 @@ CatalogKind = Literal["sql", "postgres", "glue"]
 CATALOG_KINDS: tuple[str, ...] = ("sql", "postgres", "glue")
 
 
+# Iceberg's JDBC catalog tables (JdbcUtil, schema V1: tables and views), as Iceberg itself creates them.
+ICEBERG_JDBC_TABLES = (
+    "CREATE TABLE IF NOT EXISTS iceberg_tables (catalog_name VARCHAR(255) NOT NULL, "
+    "table_namespace VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, metadata_location VARCHAR(1000), "
+    "previous_metadata_location VARCHAR(1000), iceberg_type VARCHAR(5), "
+    "PRIMARY KEY (catalog_name, table_namespace, table_name))",
+    "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (catalog_name VARCHAR(255) NOT NULL, "
+    "namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value VARCHAR(1000), "
+    "PRIMARY KEY (catalog_name, namespace, property_key))",
+)
+
+
 class CatalogConfigError(ValueError, PipelineError):
     """A catalog setting is missing or invalid."""
 
@@ -90,11 +102,15 @@ class CatalogConfig:
         return jdbc, unquote(parts.username or ""), unquote(parts.password or "")
 
     def prepare_sqlite(self) -> None:
-        """Put the catalog file in WAL mode (a persistent setting of the file), and its tables in this warehouse.
+        """Put the catalog file in WAL mode (a persistent setting of the file), give it Iceberg's catalog tables, and
+        its tables in this warehouse.
 
         Spark keeps JDBC connections open for the life of its session; in SQLite's default
         journal mode an open reader there blocks a pyiceberg commit from the Metaflow flow
-        ("database is locked"). In WAL mode readers never block the writer.
+        ("database is locked"). In WAL mode readers never block the writer. Iceberg's JDBC catalog (1.10) leaves
+        open the query by which it looks for its own tables when it creates them; on SQLite that keeps its
+        connection reading the catalog as it was then, blind to every later commit by another writer. So the
+        tables are created here, and Spark is told not to (``jdbc.init-catalog-tables``).
 
         Spark and pyiceberg both open the catalog through here, before either reads a table: a state folder
         that was copied or moved has its tables relocated into its own warehouse first (``catalog_relocation``).
@@ -103,6 +119,8 @@ class CatalogConfig:
         path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(path) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
+            for statement in ICEBERG_JDBC_TABLES:
+                connection.execute(statement)
         relocate_catalog(path, self.local_warehouse())
 
     def local_warehouse(self) -> Path:
@@ -127,6 +145,8 @@ class CatalogConfig:
                 f"{prefix}.uri": f"jdbc:sqlite:{self.sqlite_path}",
                 # V1 adds view support; pyiceberg's SqlCatalog reads and writes the same layout.
                 f"{prefix}.jdbc.schema-version": "V1",
+                # prepare_sqlite created the tables: Spark's own check for them would leave its connection stale.
+                f"{prefix}.jdbc.init-catalog-tables": "false",
                 # Wait for a concurrent writer (another process's commit) instead of failing.
                 f"{prefix}.jdbc.busy_timeout": "30000",
                 f"{prefix}.warehouse": self.local_warehouse().as_uri(),
@@ -139,6 +159,8 @@ class CatalogConfig:
                 f"{prefix}.jdbc.user": user,
                 f"{prefix}.jdbc.password": password,
                 f"{prefix}.jdbc.schema-version": "V1",
+                # prepare_sqlite created the tables: Spark's own check for them would leave its connection stale.
+                f"{prefix}.jdbc.init-catalog-tables": "false",
                 f"{prefix}.warehouse": self._warehouse_uri(),
             }
         else:

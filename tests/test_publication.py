@@ -151,3 +151,18 @@ def test_a_table_an_older_version_created_gains_its_column_comments_and_keeps_it
         assert len(found.metadata.schemas) == 3  # the first, and one per column described
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {bare.identifier} PURGE")
+
+
+def test_the_session_reads_what_another_writer_committed_after_it_opened_the_catalog(spark):
+    """The Metaflow flow commits with pyiceberg while Spark sessions are open: their next reading is that commit."""
+    from taxi_core.catalog import CatalogConfig, open_catalog
+    from taxi_core.settings import load_settings
+
+    _publish(_stage(spark, JANUARY, [1, 2], "freshness"))
+    seen_before = _main(spark)
+    table = open_catalog(CatalogConfig.from_settings(load_settings())).load_table(PROBE.identifier)
+    table.append(table.scan(row_filter="day >= '2025-01-01' and day < '2025-02-01'").to_arrow())
+    committed = table.refresh().current_snapshot().snapshot_id
+    assert committed != seen_before
+    assert _main(spark) == committed
+    assert _published_values(spark, JANUARY) == [1, 1, 2, 2]

@@ -32,10 +32,11 @@ from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
+from forecast_assets.lakehouse.metadata_reading import read_metadata
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
 from forecast_assets.lakehouse.spark_progress import reporting_progress
-from forecast_assets.lakehouse.table_state import TableState, table_state
+from forecast_assets.lakehouse.table_reading import TableReading
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
 from forecast_assets.month_summary import summarised_by
 from forecast_assets.resources import SparkResource, StagingResource
@@ -129,7 +130,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             read = source.read(spark.session, staged)
             return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
-        def read_facts(state: TableState | None) -> MonthFacts:
+        def read_facts(state: TableReading | None) -> MonthFacts:
             neighbours: tuple[NeighbourMonth, ...] = ()
             month = window.month if window else "(whole table)"
             what = f"Reading what {source.table.identifier} {month} is audited against"
@@ -178,9 +179,9 @@ def yellow_rides_hourly_actuals(
     context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
 ) -> Iterator[TableEvent]:
     window = MonthWindow.from_partition_key(context.partition_key)
-    session = spark.session
-    # One load of raw_yellow's state answers both: the month counted, and the table's head.
-    trips = table_state(session, RAW_YELLOW.identifier)
+    # One load of raw_yellow's metadata answers both: the month counted, and the table's head (no Spark: an
+    # unchanged month of actuals is known without it).
+    trips = read_metadata(spark.catalog.load(), RAW_YELLOW.identifier)
     trips_month = published_month(trips, context.partition_key) if trips is not None else None
     if trips_month is None and context.selected_asset_keys:
         msg = (
@@ -191,6 +192,7 @@ def yellow_rides_hourly_actuals(
     trips_snapshot = trips.ref("main") if trips is not None else None
 
     def build_rows() -> MonthRows:
+        session = spark.session
         rows = month_rows(session, RAW_YELLOW, window)
         actuals = hourly_actuals(session, rows, window.start, window.end, eligible_zones(), config.top_zones)
         return MonthRows(actuals, {AssetKey([NAMESPACE, RAW_YELLOW.name]): rows})

@@ -22,6 +22,7 @@ from dagster import (
     DataVersion,
     Failure,
     MaterializeResult,
+    TableSchema,
 )
 from dagster import MetadataValue as MV
 from pyspark.sql import DataFrame
@@ -35,6 +36,7 @@ from forecast_assets.assets.table_metadata import (
     ROW_COUNT,
     SNAPSHOT_ID,
     TABLE_NAME,
+    metadata_schema,
     snapshot_text,
     table_metadata,
     table_schema,
@@ -42,11 +44,12 @@ from forecast_assets.assets.table_metadata import (
 from forecast_assets.audit_run import AggregatePass, judge_measured, measure
 from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, Measured, MonthFacts
 from forecast_assets.config import TableWriteConfig
+from forecast_assets.lakehouse.metadata_reading import read_metadata
 from forecast_assets.lakehouse.publication import Publication
-from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth
+from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth, published_month, recorded_audits
 from forecast_assets.lakehouse.spark_progress import reporting_progress
-from forecast_assets.lakehouse.table_state import TableState
-from forecast_assets.lakehouse.tables import TableSpec, month_rows
+from forecast_assets.lakehouse.table_reading import TableReading
+from forecast_assets.lakehouse.tables import TableSpec, month_rows, needs_upkeep
 from forecast_assets.month_summary import Summarise
 from forecast_assets.resources import SparkResource
 from taxi_core.months import MonthWindow
@@ -67,7 +70,7 @@ class MonthWrite:
     window: MonthWindow | None
     # What the audits hold the month to (its published neighbours, the zone lookup): read from the table's state once
     # it is open (see ``opened``), and only when the month is audited.
-    read_facts: Callable[[TableState | None], MonthFacts]
+    read_facts: Callable[[TableReading | None], MonthFacts]
     # What the month is built from (source fingerprints, inputs, settings, code version), recorded
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
@@ -78,9 +81,9 @@ class MonthWrite:
     # What the published month keeps of itself for its neighbours' audits (None: nothing).
     summarise: Summarise | None = None
     # The table's state as write-audit-publish loaded it (None until the table is open).
-    state: TableState | None = None
+    state: TableReading | None = None
 
-    def opened(self, state: TableState) -> MonthWrite:
+    def opened(self, state: TableReading) -> MonthWrite:
         """The month with the table's state loaded, which its facts are read from: no second load."""
         return replace(self, state=state)
 
@@ -259,6 +262,11 @@ def write_audit_publish(
         yield from audit_published(context, spark, month)
         return
     accepted = _acceptance(month, config)
+    if not config.rewrite_unchanged:
+        known = _unchanged_from_metadata(context, spark, month)
+        if known is not None:
+            yield known
+            return
     session, spec = spark.session, month.spec
     reading = f"Reading how {spec.identifier} {_label(month)} is published"
     with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
@@ -266,7 +274,7 @@ def write_audit_publish(
     month = month.opened(publication.state)
     published = publication.published
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
-        yield _unchanged(context, spark, month, published, publication.published_audits)
+        yield _unchanged_in_spark(context, spark, month, published, publication.published_audits)
         return
     properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
     if accepted:
@@ -368,37 +376,74 @@ def _value(entry: Any) -> Any:
 
 def _unchanged(
     context: AssetExecutionContext,
-    spark: SparkResource,
     month: MonthWrite,
     published: PublishedMonth,
-    record: dict[str, dict[str, Any]] | None,
+    judged: list[tuple[Audit, AuditResult]],
+    rows: int,
+    schema: TableSchema,
+    how: str,
 ) -> MaterializeResult[Any]:
-    """``record``: the audit results the month was published with (None when none were kept)."""
-    spec, window = month.spec, month.window
+    """The month as published, with ``judged`` (its audits' results) and ``how`` this run found it unchanged."""
+    spec = month.spec
     context.log.info(
         f"{spec.identifier} {_label(month)} is unchanged: it was published at snapshot {published.snapshot_id} "
-        "from the same source, so nothing is written (set rewrite_unchanged to write it again)"
+        f"from the same source, so nothing is written ({how}; set rewrite_unchanged to write it again)"
     )
-    rows = month_rows(spark.session, spec, window)
-    judged = _recorded(context, month, record, published)
-    if judged is None:
-        judged = _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")
-    checks = _check_results(context, judged)
     return MaterializeResult(
         metadata={
             TABLE_NAME: spec.identifier,
             PUBLICATION: UNCHANGED,
             SNAPSHOT_ID: snapshot_text(published.snapshot_id),
-            ROW_COUNT: MV.int(rows.count()),
-            COLUMN_SCHEMA: table_schema(rows.schema, spec.descriptions),
+            ROW_COUNT: MV.int(rows),
+            COLUMN_SCHEMA: schema,
             "partition": _partition(context),
             "published_by_run": published.properties.get("dagster.run-id", ""),
             **month.metadata,
             **code_ran(context),
         },
         data_version=DataVersion(str(published.snapshot_id)),
-        check_results=checks,
+        check_results=_check_results(context, judged),
     )
+
+
+def _unchanged_in_spark(
+    context: AssetExecutionContext,
+    spark: SparkResource,
+    month: MonthWrite,
+    published: PublishedMonth,
+    record: dict[str, dict[str, Any]] | None,
+) -> MaterializeResult[Any]:
+    """An unchanged month whose audit results were not kept (``record`` None), or which the metadata alone could not
+    describe: it is counted, and audited when need be, in Spark."""
+    rows = month_rows(spark.session, month.spec, month.window)
+    judged = _recorded(context, month, record, published)
+    if judged is None:
+        judged = _run_audits(context, rows, month, f"published snapshot {published.snapshot_id}")
+    schema = table_schema(rows.schema, month.spec.descriptions)
+    return _unchanged(context, month, published, judged, rows.count(), schema, "read in Spark")
+
+
+def _unchanged_from_metadata(
+    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite
+) -> MaterializeResult[Any] | None:
+    """The month's materialization when its table's metadata shows it published from the same inputs, with every
+    selected audit's result kept, and nothing to bring up to date: read with pyiceberg, so no Spark starts. None
+    when the step has work for Spark."""
+    spec, partition = month.spec, _partition(context)
+    reading = read_metadata(spark.catalog.load(), spec.identifier)
+    main = reading.ref("main") if reading is not None else None
+    if reading is None or main is None or needs_upkeep(reading, spec):
+        return None
+    published = published_month(reading, partition)
+    if published is None or not published.built_from(month.identity):
+        return None
+    judged = _recorded(context, month, recorded_audits(reading, partition, published.snapshot_id), published)
+    rows = reading.month_rows(spec, month.window, main)
+    schema = metadata_schema(reading, spec.descriptions)
+    if judged is None or rows is None or schema is None:
+        return None
+    how = "decided from the table's metadata; Spark was not started"
+    return _unchanged(context, month, published, judged, rows, schema, how)
 
 
 def _held_back(

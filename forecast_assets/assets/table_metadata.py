@@ -8,6 +8,7 @@ from dagster import AssetKey, MetadataValue, TableColumn, TableSchema
 from pyspark.sql.types import StructType
 
 from forecast_assets.lakehouse.snapshots import WriteResult
+from forecast_assets.lakehouse.table_reading import TableReading, column_types
 from forecast_assets.lakehouse.tables import TableSpec
 
 SNAPSHOT_ID = "iceberg/snapshot_id"
@@ -34,6 +35,32 @@ def table_schema(schema: StructType, descriptions: dict[str, str]) -> TableSchem
             for field in schema.fields
         ]
     )
+
+
+# Iceberg's types as Spark names them, so a schema read from the metadata reads as one from Spark's rows.
+SPARK_TYPE_NAMES = {
+    "boolean": "boolean",
+    "int": "int",
+    "long": "bigint",
+    "float": "float",
+    "double": "double",
+    "date": "date",
+    "timestamp": "timestamp_ntz",
+    "timestamptz": "timestamp",
+    "string": "string",
+}
+
+
+def metadata_schema(reading: TableReading, descriptions: dict[str, str]) -> TableSchema | None:
+    """The table's columns as :func:`table_schema` gives them, from its metadata; None for a type Spark names
+    otherwise than the table above does (nested or decimal columns, which these tables do not hold)."""
+    columns = []
+    for column, iceberg_type in column_types(reading).items():
+        if iceberg_type not in SPARK_TYPE_NAMES:
+            return None
+        spark_type = SPARK_TYPE_NAMES[iceberg_type]
+        columns.append(TableColumn(name=column, type=spark_type, description=descriptions.get(column)))
+    return TableSchema(columns=columns)
 
 
 def table_metadata(

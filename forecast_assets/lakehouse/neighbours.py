@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from forecast_assets.lakehouse.snapshots import published_months, recorded_summary
-from forecast_assets.lakehouse.table_state import TableState
+from forecast_assets.lakehouse.table_reading import TableReading
 from forecast_assets.lakehouse.tables import TableSpec
 from taxi_core.months import MonthWindow
 
@@ -53,15 +53,15 @@ def _shifted(month: str, by: int) -> str:
 
 
 def neighbour_months(
-    state: TableState, window: MonthWindow, count: CountMonths, nearest: int = NEAREST
+    state: TableReading, window: MonthWindow, count: CountMonths, nearest: int = NEAREST
 ) -> tuple[NeighbourMonth, ...]:
     """The ``nearest`` months published on ``main`` closest to ``window`` (either side, within ``SEARCH_MONTHS``),
     nearest first, as each recorded itself when it was published.
 
-    A pure reading of one loaded table state (anything with ``ref``, ``snapshot`` and ``property``, as
-    :mod:`~forecast_assets.lakehouse.snapshots` reads), with one walk of ``main``'s history for the snapshot that
-    last wrote each month. A month with no summary for that snapshot (published before summaries were kept, so
-    existing tables keep working) is counted from the table's rows by ``count``: those months alone, in one call.
+    A pure reading of one load of the table's metadata (a :class:`TableReading`: Spark's or pyiceberg's), with one
+    walk of ``main``'s history for the snapshot that last wrote each month. A month with no summary for that
+    snapshot (published before summaries were kept, so existing tables keep working) is counted from the table's
+    rows by ``count``: those months alone, in one call.
     Partitions are keyed by the month's first day (``YYYY-MM-01``), as the monthly assets' are.
     """
     distance = {_shifted(window.month, by): abs(by) for by in range(-SEARCH_MONTHS, SEARCH_MONTHS + 1) if by}

@@ -1,5 +1,6 @@
 """What a table's snapshots say about its months: which snapshot of ``main`` published each, what it was built from,
-and what a month staged on a branch is. Pure readings of one loaded :class:`TableState`.
+and what a month staged on a branch is. Pure readings of one loaded
+:class:`~forecast_assets.lakehouse.table_reading.TableReading` (Spark's or pyiceberg's).
 
 Each published snapshot records, in its summary, the partition it wrote and the identity of what it was built from,
 so an unchanged source is recognised and not written again.
@@ -14,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from forecast_assets.lakehouse.table_state import Snapshot, TableState
+from forecast_assets.lakehouse.table_reading import Snapshot, TableReading
 from forecast_assets.lakehouse.tables import TableSpec
 from taxi_core.months import MonthWindow
 from taxi_core.wall_clock import REPLACED_SNAPSHOT_PROPERTY
@@ -81,7 +82,7 @@ class StagedMonth:
         return staged.where(self.spec.rows_condition(self.window))
 
 
-def main_history(state: TableState) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
+def main_history(state: TableReading) -> Iterator[tuple[int, dict[str, str], dict[str, str]]]:
     """``main``'s snapshots, newest first: id, own summary, and the properties of what it wrote.
 
     A cherry-picked snapshot's properties are those of the snapshot it copies. A table migrated to wall-clock
@@ -96,11 +97,11 @@ def main_history(state: TableState) -> Iterator[tuple[int, dict[str, str], dict[
         snapshot = _snapshot_or_none(state, int(replaced) if replaced else snapshot.parent_id)
 
 
-def _snapshot_or_none(state: TableState, snapshot_id: int | None) -> Snapshot | None:
+def _snapshot_or_none(state: TableReading, snapshot_id: int | None) -> Snapshot | None:
     return None if snapshot_id is None else state.snapshot(snapshot_id)
 
 
-def published_month(state: TableState, partition_key: str) -> PublishedMonth | None:
+def published_month(state: TableReading, partition_key: str) -> PublishedMonth | None:
     """Walk ``main``'s ancestry back to the snapshot that last wrote the partition."""
     for snapshot_id, _, properties in main_history(state):
         if properties.get(PARTITION_PROPERTY) == partition_key:
@@ -108,7 +109,7 @@ def published_month(state: TableState, partition_key: str) -> PublishedMonth | N
     return None
 
 
-def published_months(state: TableState, partition_keys: Iterable[str]) -> dict[str, int]:
+def published_months(state: TableReading, partition_keys: Iterable[str]) -> dict[str, int]:
     """The ``main`` snapshot that last wrote each of ``partition_keys`` that ``main`` has published, in one walk of
     its history (which stops once every one is found)."""
     wanted, found = set(partition_keys), {}
@@ -121,7 +122,7 @@ def published_months(state: TableState, partition_keys: Iterable[str]) -> dict[s
     return found
 
 
-def published_as(state: TableState, staged_snapshot_id: int) -> int | None:
+def published_as(state: TableReading, staged_snapshot_id: int) -> int | None:
     """The ``main`` snapshot that published ``staged_snapshot_id``: itself, or its cherry-picked copy."""
     for snapshot_id, summary, _ in main_history(state):
         if staged_snapshot_id in (snapshot_id, int(summary.get(CHERRY_PICK_SOURCE, 0))):
@@ -129,7 +130,7 @@ def published_as(state: TableState, staged_snapshot_id: int) -> int | None:
     return None
 
 
-def staged_by(state: TableState, branch: str) -> str | None:
+def staged_by(state: TableReading, branch: str) -> str | None:
     """The Dagster run that wrote ``branch``'s staged month; ``None`` when the branch holds no write of its own (its
     run ended after cutting it, before writing)."""
     head = state.ref(branch)
@@ -140,7 +141,7 @@ def staged_by(state: TableState, branch: str) -> str | None:
     return None if snapshot is None else snapshot.summary.get(RUN_PROPERTY)
 
 
-def recorded_audits(state: TableState, partition_key: str, snapshot_id: int) -> Any | None:
+def recorded_audits(state: TableReading, partition_key: str, snapshot_id: int) -> Any | None:
     """The audit results the month was published with at ``snapshot_id``; None if none were kept for that snapshot."""
     kept = state.property(f"{AUDITS_PROPERTY_PREFIX}{partition_key}")
     if kept is None:
@@ -149,7 +150,7 @@ def recorded_audits(state: TableState, partition_key: str, snapshot_id: int) -> 
     return record["results"] if record.get("snapshot-id") == snapshot_id else None
 
 
-def recorded_summary(state: TableState, partition_key: str, snapshot_id: int) -> dict[str, Any] | None:
+def recorded_summary(state: TableReading, partition_key: str, snapshot_id: int) -> dict[str, Any] | None:
     """What the month kept of itself when ``snapshot_id`` published it; None if it kept nothing for that snapshot
     (published before summaries were kept, or written again since)."""
     kept = state.property(f"{SUMMARY_PROPERTY_PREFIX}{partition_key}")

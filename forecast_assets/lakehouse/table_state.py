@@ -10,24 +10,18 @@ fetched as its own JSON, never the table's whole metadata.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
+from forecast_assets.lakehouse.table_reading import Snapshot
+
 NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND")
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    snapshot_id: int
-    parent_id: int | None
-    summary: dict[str, str]  # the snapshot's summary, as the ``snapshots`` metadata table shows it
-
-
 class TableState:
-    """One load of a table: what its metadata said at that moment."""
+    """One load of a table through Spark's catalog: what its metadata said at that moment (a :class:`TableReading`)."""
 
     def __init__(self, spark: SparkSession, table: Any) -> None:
         self._jvm = jvm(spark)
@@ -60,11 +54,6 @@ class TableState:
     def schema_json(self) -> str:
         """The current schema as Iceberg's JSON, in one answer."""
         return str(self._jvm.org.apache.iceberg.SchemaParser.toJson(self._table.schema()))
-
-    def column_docs(self) -> dict[str, str | None]:
-        """Each top-level column's comment (its Iceberg ``doc``), fetched as the schema's JSON in one answer."""
-        schema = json.loads(self.schema_json())
-        return {field["name"]: field.get("doc") for field in schema["fields"]}
 
     def property(self, key: str) -> str | None:
         """A table property, as written: Spark's ``SHOW TBLPROPERTIES`` hides any value mentioning a token."""

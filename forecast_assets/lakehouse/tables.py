@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from forecast_assets.lakehouse.commits import catalog_statement, committed_sql
+from forecast_assets.lakehouse.table_reading import TableReading, column_docs
 from forecast_assets.lakehouse.table_state import TableState, table_state
 from forecast_assets.lakehouse.wall_clock import WALL_CLOCK_TYPE, replace_with_wall_clock, zoned_columns
 from taxi_core.months import MonthWindow
@@ -99,7 +100,7 @@ def ensure_table(spark: SparkSession, spec: TableSpec) -> TableState:
     if state is not None and migrate_wall_clock(spark, spec, state):
         state = table_state(spark, spec.identifier)  # the table was replaced: loaded anew
     if state is not None and state.ref("main") is not None:  # the usual case, answered by one load
-        _describe_columns(spark, spec, state.column_docs())
+        _describe_columns(spark, spec, column_docs(state))
         return state
     catalog_statement(spark, f"CREATE NAMESPACE IF NOT EXISTS {NAMESPACE}")
     catalog_statement(spark, spec.ddl())
@@ -123,12 +124,20 @@ def migrate_wall_clock(spark: SparkSession, spec: TableSpec, state: TableState) 
     return True
 
 
+def needs_upkeep(state: TableReading, spec: TableSpec) -> bool:
+    """Whether :func:`ensure_table` would change the existing table: wall-clock columns to migrate, comments to set."""
+    return bool(zoned_columns(state, spec.wall_clock_columns) or _undescribed(spec, column_docs(state)))
+
+
+def _undescribed(spec: TableSpec, docs: dict[str, str | None]) -> dict[str, str]:
+    return {column: about for column, about in spec.descriptions.items() if column in docs and docs[column] != about}
+
+
 def _describe_columns(spark: SparkSession, spec: TableSpec, docs: dict[str, str | None]) -> None:
     """A table an older version created gains its columns' comments (once: then they match)."""
-    for column, about in spec.descriptions.items():
-        if column in docs and docs[column] != about:
-            statement = f"ALTER TABLE {spec.identifier} ALTER COLUMN {column} COMMENT {_sql_string(about)}"
-            committed_sql(spark, spec.identifier, f"while describing column {column}", statement)
+    for column, about in _undescribed(spec, docs).items():
+        statement = f"ALTER TABLE {spec.identifier} ALTER COLUMN {column} COMMENT {_sql_string(about)}"
+        committed_sql(spark, spec.identifier, f"while describing column {column}", statement)
 
 
 def month_rows(spark: SparkSession, spec: TableSpec, window: MonthWindow | None) -> DataFrame:

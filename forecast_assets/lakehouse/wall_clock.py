@@ -8,7 +8,6 @@ to TIMESTAMP_NTZ in the session's zone, UTC, it is that wall-clock value again.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -18,7 +17,8 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from forecast_assets.lakehouse.commits import committed, committed_sql
-from forecast_assets.lakehouse.table_state import TableState, table_state
+from forecast_assets.lakehouse.table_reading import TableReading, column_types
+from forecast_assets.lakehouse.table_state import table_state
 from taxi_core.wall_clock import REPLACED_SNAPSHOT_PROPERTY
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,9 @@ def wall_clock(moment: datetime) -> Column:
     return F.lit(moment.isoformat(sep=" ")).cast(WALL_CLOCK_TYPE)
 
 
-def zoned_columns(state: TableState, wall_clock_columns: Iterable[str]) -> list[str]:
+def zoned_columns(state: TableReading, wall_clock_columns: Iterable[str]) -> list[str]:
     """Those of ``wall_clock_columns`` the table stores as timestamptz (an older version's type)."""
-    schema = json.loads(state.schema_json())
-    types = {field["name"]: field["type"] for field in schema["fields"]}
+    types = column_types(state)
     return [column for column in wall_clock_columns if types.get(column) == "timestamptz"]
 
 
