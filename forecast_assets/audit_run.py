@@ -58,9 +58,13 @@ def measure(
     return Measured(values)
 
 
+def judge_measured(measured: Measured, audits: Sequence[Audit], facts: MonthFacts) -> list[tuple[Audit, AuditResult]]:
+    """Each of ``audits`` judged on what was measured, in the order given."""
+    return [(audit, audit.judge(measured, facts)) for audit in audits]
+
+
 def audit_month(
     rows: DataFrame, audits: Sequence[Audit], facts: MonthFacts, observed: Mapping[str, Any] | None = None
 ) -> list[tuple[Audit, AuditResult]]:
     """Each of ``audits`` judged on ``rows``, in the order given."""
-    measured = measure(rows, audits, facts, observed)
-    return [(audit, audit.judge(measured, facts)) for audit in audits]
+    return judge_measured(measure(rows, audits, facts, observed), audits, facts)

@@ -33,10 +33,12 @@ from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.metadata_reading import read_metadata
-from forecast_assets.lakehouse.neighbours import NeighbourMonth, neighbour_months
+from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
 from forecast_assets.lakehouse.spark_progress import reporting_progress
+from forecast_assets.lakehouse.table_reading import TableReading
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec, month_rows
+from forecast_assets.month_summary import summarised_by
 from forecast_assets.resources import SparkResource, StagingResource
 from forecast_assets.source_specs.spec import SourceSpec, StagedFiles
 from forecast_assets.source_specs.yellow_trips import RAW_YELLOW
@@ -128,13 +130,16 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             read = source.read(spark.session, staged)
             return MonthRows(read.rows, {AssetKey(source.file_asset): read.read_from})
 
-        def read_facts() -> MonthFacts:
+        def read_facts(state: TableReading | None) -> MonthFacts:
             neighbours: tuple[NeighbourMonth, ...] = ()
             month = window.month if window else "(whole table)"
             what = f"Reading what {source.table.identifier} {month} is audited against"
             with reporting_progress(spark.session.sparkContext, context.log.info, what, ends=False):
-                if source.neighbours_by and window is not None:
-                    neighbours = neighbour_months(spark.session, source.table, window, source.neighbours_by)
+                if source.neighbours_by and window is not None and state is not None:
+                    # From the summaries the months kept, in the table's state already loaded; a month published
+                    # before summaries were kept is counted from its rows.
+                    count = counted_from_table(spark.session, source.table, source.neighbours_by)
+                    neighbours = neighbour_months(state, window, count)
                 zones = source.zone_reference(spark.session) if source.zone_reference else None
             return MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones)
 
@@ -146,6 +151,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
             files=staged.described,
+            summarise=summarised_by(source.neighbours_by) if source.neighbours_by and window is not None else None,
             metadata={
                 "source_file": staged.file_names,
                 "source_fingerprint": staged.fingerprints,
@@ -195,7 +201,7 @@ def yellow_rides_hourly_actuals(
         spec=HOURLY_ACTUALS,
         audits=ACTUALS_AUDITS,
         window=window,
-        read_facts=lambda: MonthFacts(window),
+        read_facts=lambda state: MonthFacts(window),
         identity={
             # The raw month it counts, not raw_yellow's head: publishing another month is no change.
             f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),

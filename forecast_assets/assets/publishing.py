@@ -41,14 +41,16 @@ from forecast_assets.assets.table_metadata import (
     table_metadata,
     table_schema,
 )
-from forecast_assets.audit_run import AggregatePass, audit_month
-from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, MonthFacts
+from forecast_assets.audit_run import AggregatePass, judge_measured, measure
+from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, Measured, MonthFacts
 from forecast_assets.config import TableWriteConfig
 from forecast_assets.lakehouse.metadata_reading import read_metadata
 from forecast_assets.lakehouse.publication import Publication
 from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth, published_month, recorded_audits
 from forecast_assets.lakehouse.spark_progress import reporting_progress
+from forecast_assets.lakehouse.table_reading import TableReading
 from forecast_assets.lakehouse.tables import TableSpec, month_rows, needs_upkeep
+from forecast_assets.month_summary import Summarise
 from forecast_assets.resources import SparkResource
 from taxi_core.months import MonthWindow
 
@@ -66,9 +68,9 @@ class MonthWrite:
     spec: TableSpec
     audits: list[Audit]
     window: MonthWindow | None
-    # What the audits hold the month to (its published neighbours, the zone lookup): read once the table is open,
-    # and only when the month is audited.
-    read_facts: Callable[[], MonthFacts]
+    # What the audits hold the month to (its published neighbours, the zone lookup): read from the table's state once
+    # it is open (see ``opened``), and only when the month is audited.
+    read_facts: Callable[[TableReading | None], MonthFacts]
     # What the month is built from (source fingerprints, inputs, settings, code version), recorded
     # on the snapshot; the month is unchanged when the published one was built from the same.
     identity: dict[str, str]
@@ -76,10 +78,18 @@ class MonthWrite:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The source files as a user finds them again (name, address, sha256), for a held-back month's message.
     files: str = ""
+    # What the published month keeps of itself for its neighbours' audits (None: nothing).
+    summarise: Summarise | None = None
+    # The table's state as write-audit-publish loaded it (None until the table is open).
+    state: TableReading | None = None
+
+    def opened(self, state: TableReading) -> MonthWrite:
+        """The month with the table's state loaded, which its facts are read from: no second load."""
+        return replace(self, state=state)
 
     @cached_property
     def facts(self) -> MonthFacts:
-        return self.read_facts()
+        return self.read_facts(self.state)
 
 
 @dataclass(frozen=True)
@@ -176,13 +186,15 @@ def _run_audits(
     month: MonthWrite,
     audited: str,
     extra: dict[str, Any] | None = None,
-    observed: Mapping[str, Any] | None = None,
+    measured: Measured | None = None,
 ) -> list[tuple[Audit, AuditResult]]:
-    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``observed``, the
-    values of their aggregate pass as observed while the rows were written."""
+    """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``measured``, what
+    was measured of the rows already (measured here if None)."""
+    audits = _selected_audits(context, month)
+    found = measure(rows, audits, month.facts) if measured is None else measured
     return [
         (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
-        for audit, result in audit_month(rows, _selected_audits(context, month), month.facts, observed)
+        for audit, result in judge_measured(found, audits, month.facts)
     ]
 
 
@@ -232,6 +244,7 @@ def _recorded(
 def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator[TableEvent]:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
     publication = Publication.open(spark.session, month.spec, month.window, _partition(context))
+    month = month.opened(publication.state)
     # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
     written = publication.published if month.window else None
     version = written.snapshot_id if written is not None else publication.main
@@ -258,6 +271,7 @@ def write_audit_publish(
     reading = f"Reading how {spec.identifier} {_label(month)} is published"
     with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
         publication = Publication.open(session, spec, month.window, _partition(context))
+    month = month.opened(publication.state)
     published = publication.published
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
         yield _unchanged_in_spark(context, spark, month, published, publication.published_audits)
@@ -271,13 +285,16 @@ def write_audit_publish(
     with reporting_progress(session.sparkContext, context.log.info, what):
         built = month.build_rows()
         staged = publication.stage(built.rows, context.run.run_id, properties, observe=aggregate_pass.column())
+    staged_rows = staged.rows(session)
+    observed = aggregate_pass.values(staged.observed)
+    measured = measure(staged_rows, _selected_audits(context, month), month.facts, observed)
     judged = _run_audits(
         context,
-        staged.rows(session),
+        staged_rows,
         month,
         f"staged snapshot {staged.write.snapshot_id} on branch {staged.branch}",
         {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read},
-        observed=aggregate_pass.values(staged.observed),
+        measured,
     )
     judged = _accepted(judged, accepted, config.reason, context.run.run_id)
     for audit, result in judged:
@@ -290,7 +307,10 @@ def write_audit_publish(
         yield held_back
         # The step fails with what happened and what to do, rather than Dagster's bare check failure.
         raise Failure(description=message, allow_retries=False)
-    outcome = publication.publish(staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)))
+    summary = month.summarise(staged_rows, measured) if month.summarise is not None else None
+    outcome = publication.publish(
+        staged, lambda snapshot_id: _as_record(_as_published(judged, staged, snapshot_id)), summary
+    )
     write = outcome.write
     judged = _as_published(judged, staged, write.snapshot_id)
     for left in outcome.dropped:

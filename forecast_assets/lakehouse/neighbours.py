@@ -2,22 +2,31 @@
 
 A month is audited against its neighbours because some damage only shows beside them: a file whose
 trips all carry one zone, or a tenth of a month, is internally consistent.
+
+Each month keeps a summary of itself when it is published (:func:`month_summary`: its rows and trips per zone), in
+a table property that names the snapshot publishing it, so the neighbours are read from the table's metadata, not
+from their rows: the same few kilobytes whatever the history. Boroughs are not kept: they follow from the zones,
+under the zone lookup published when the audit runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from forecast_assets.lakehouse.snapshots import published_months, recorded_summary
+from forecast_assets.lakehouse.table_reading import TableReading
 from forecast_assets.lakehouse.tables import TableSpec
 from taxi_core.months import MonthWindow
 
 # Months on either side searched for published neighbours; the nearest few are kept.
 SEARCH_MONTHS = 6
 NEAREST = 3
+ROWS, TRIPS_BY_ZONE = "rows", "trips-by-zone"
 
 
 @dataclass(frozen=True)
@@ -29,37 +38,70 @@ class NeighbourMonth:
     trips_by_zone: Mapping[int, int]
 
 
+# Counts published months (``YYYY-MM``) from the table's rows: each one found, by month.
+CountMonths = Callable[[Sequence[str]], Mapping[str, NeighbourMonth]]
+
+
+def month_summary(rows: int, trips_by_zone: Mapping[int, int]) -> dict[str, Any]:
+    """What a month keeps of itself for its neighbours' audits, as recorded when it is published (JSON-able)."""
+    return {ROWS: rows, TRIPS_BY_ZONE: {str(zone): count for zone, count in sorted(trips_by_zone.items())}}
+
+
 def _shifted(month: str, by: int) -> str:
     year, number = int(month[:4]), int(month[5:7]) - 1 + by
     return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
 
 
 def neighbour_months(
-    spark: SparkSession, spec: TableSpec, window: MonthWindow, zone_column: str, nearest: int = NEAREST
+    state: TableReading, window: MonthWindow, count: CountMonths, nearest: int = NEAREST
 ) -> tuple[NeighbourMonth, ...]:
-    """The ``nearest`` months published on ``main`` closest to ``window`` (either side), nearest first.
+    """The ``nearest`` months published on ``main`` closest to ``window`` (either side, within ``SEARCH_MONTHS``),
+    nearest first, as each recorded itself when it was published.
 
-    Reads two columns of at most ``2 * SEARCH_MONTHS`` partitions of a table partitioned by its ``YYYY-MM`` column,
-    which exists (write-audit-publish opened it first).
+    A pure reading of one load of the table's metadata (a :class:`TableReading`: Spark's or pyiceberg's), with one
+    walk of ``main``'s history for the snapshot that last wrote each month. A month with no summary for that
+    snapshot (published before summaries were kept, so existing tables keep working) is counted from the table's
+    rows by ``count``: those months alone, in one call.
+    Partitions are keyed by the month's first day (``YYYY-MM-01``), as the monthly assets' are.
+    """
+    distance = {_shifted(window.month, by): abs(by) for by in range(-SEARCH_MONTHS, SEARCH_MONTHS + 1) if by}
+    published = published_months(state, (f"{month}-01" for month in distance))
+    closest = sorted((key[:7] for key in published), key=lambda month: (distance[month], month))[:nearest]
+    kept: dict[str, NeighbourMonth] = {}
+    for month in closest:
+        summary = recorded_summary(state, f"{month}-01", published[f"{month}-01"])
+        if summary is not None:
+            zones = {int(zone): int(trips) for zone, trips in summary[TRIPS_BY_ZONE].items()}
+            kept[month] = NeighbourMonth(month, int(summary[ROWS]), zones)
+    unkept = [month for month in closest if month not in kept]
+    counted = count(unkept) if unkept else {}
+    return tuple(found for month in closest if (found := kept.get(month) or counted.get(month)) is not None)
+
+
+def counted_from_table(spark: SparkSession, spec: TableSpec, zone_column: str) -> CountMonths:
+    """Published months counted from ``main``'s rows: two columns of their partitions, grouped by month and zone.
+
+    ``spec`` is partitioned by its ``YYYY-MM`` month column; a month with no rows is not in the answer.
     """
     month_column = spec.month_column
     if spec.month_column_kind != "text" or month_column is None:  # an invariant of the declarations
         raise ValueError(f"{spec.identifier}: neighbours are read from a YYYY-MM month column")
-    distance = {_shifted(window.month, by): abs(by) for by in range(-SEARCH_MONTHS, SEARCH_MONTHS + 1) if by}
-    counts = (
-        spark.table(spec.identifier)
-        .where(F.col(month_column).isin(list(distance)))
-        .groupBy(month_column, zone_column)
-        .count()
-        .collect()
-    )
-    by_month: dict[str, dict[int, int]] = {}
-    for row in counts:
-        zones = by_month.setdefault(row[month_column], {})
-        if row[zone_column] is not None:
-            zones[int(row[zone_column])] = int(row["count"])
-    rows = {row[month_column]: 0 for row in counts}
-    for row in counts:
-        rows[row[month_column]] += int(row["count"])
-    closest = sorted(by_month, key=lambda month: (distance[month], month))
-    return tuple(NeighbourMonth(month, rows[month], by_month[month]) for month in closest[:nearest])
+
+    def count(months: Sequence[str]) -> dict[str, NeighbourMonth]:
+        counts = (
+            spark.table(spec.identifier)
+            .where(F.col(month_column).isin(list(months)))
+            .groupBy(month_column, zone_column)
+            .count()
+            .collect()
+        )
+        rows: dict[str, int] = {}
+        zones: dict[str, dict[int, int]] = {}
+        for row in counts:
+            month, trips = row[month_column], int(row["count"])
+            rows[month] = rows.get(month, 0) + trips
+            if row[zone_column] is not None:
+                zones.setdefault(month, {})[int(row[zone_column])] = trips
+        return {month: NeighbourMonth(month, total, zones.get(month, {})) for month, total in rows.items()}
+
+    return count

@@ -3,8 +3,9 @@
 :meth:`Publication.open` loads the table's state once (creating the table if need be) and reads how the month is
 published; :meth:`~Publication.stage` writes the month to a branch that readers of ``main`` do not see;
 :meth:`~Publication.publish` makes it current on ``main`` (a fast-forward, or a cherry-pick when another month was
-published meanwhile), keeps its audit results and drops the branches earlier audits of the month left. Each
-operation updates the state it was opened with, so what the caller reads from the publication is always current.
+published meanwhile), keeps its audit results and its summary, and drops the branches earlier audits of the month
+left. Each operation updates the state it was opened with, so what the caller reads from the publication is always
+current.
 
 Several runs may publish to one table at once: each branch operation is retried when another writer
 commits first (see ``commits``), and a month is never applied twice.
@@ -24,6 +25,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from forecast_assets.lakehouse.commits import committed, committed_sql
 from forecast_assets.lakehouse.snapshots import (
     AUDITS_PROPERTY_PREFIX,
+    SUMMARY_PROPERTY_PREFIX,
     PublishedMonth,
     StagedMonth,
     WriteResult,
@@ -41,6 +43,11 @@ log = logging.getLogger(__name__)
 MAIN_MOVED_ON = "another writer published to main since the branch was cut"
 STAGED_PREFIX = "audit_"
 OBSERVED = "observed"
+
+
+def _literal(text: str) -> str:
+    """``text`` inside a Spark SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def staging_branch(window: MonthWindow | None, run_id: str) -> str:
@@ -72,12 +79,13 @@ class Publication:
     """One partition of one table through write-audit-publish, over the table's state loaded once.
 
     ``published`` is the ``main`` snapshot that last wrote the partition (None before the first), ``main`` the
-    snapshot ``main`` points at, ``published_audits`` the audit results ``published`` was published with.
+    snapshot ``main`` points at, ``published_audits`` the audit results ``published`` was published with, ``state``
+    the table's state as the last operation left it (for readings no attribute holds).
     """
 
     def __init__(self, spark: SparkSession, spec: TableSpec, window: MonthWindow | None, partition_key: str) -> None:
         self.spark, self.spec, self.window, self.partition_key = spark, spec, window, partition_key
-        self._state = ensure_table(spark, spec)
+        self.state: TableState = ensure_table(spark, spec)
         self.published: PublishedMonth | None = None
         self.main: int | None = None
         self.published_audits: Any | None = None
@@ -89,7 +97,7 @@ class Publication:
         return cls(spark, spec, window, partition_key)
 
     def _read(self) -> None:
-        state = self._state
+        state = self.state
         self.main = state.ref("main")
         self.published = published_month(state, self.partition_key)
         snapshot = self.published.snapshot_id if self.published is not None else None
@@ -122,7 +130,7 @@ class Publication:
             return observation
 
         observation = committed(spec.identifier, f"while writing {branch}", write_rows)
-        state = self._state.refresh()
+        state = self.state.refresh()
         self._read()
         head = state.snapshot(state.ref(branch) or 0)
         if head is None:  # an invariant: the write just committed the branch's head
@@ -131,23 +139,26 @@ class Publication:
         write = WriteResult.from_summary(head.snapshot_id, head.summary)
         return StagedMonth(spec, self.window, branch, write, observed)
 
-    def publish(self, staged: StagedMonth, audits: Callable[[int], Any]) -> Published:
+    def publish(
+        self, staged: StagedMonth, audits: Callable[[int], Any], summary: Mapping[str, Any] | None = None
+    ) -> Published:
         """Make the staged month current on ``main``, keep ``audits(published snapshot)`` as the results it was
-        published with, and drop its branch and those earlier audits of the month left."""
+        published with and ``summary`` (JSON-able) as what it keeps of itself, and drop its branch and those earlier
+        audits of the month left."""
         table = self.spec.identifier
         snapshot_id = committed(table, f"while publishing {staged.branch}", lambda: self._make_current(staged))
-        self._record_audits(snapshot_id, audits(snapshot_id))
-        left = self._state.branches(prefix=staging_branch(self.window, ""))
+        self._record_audits(snapshot_id, audits(snapshot_id), summary)
+        left = self.state.branches(prefix=staging_branch(self.window, ""))
         dropped = tuple(
-            LeftBranch(branch, None if branch == staged.branch else staged_by(self._state, branch)) for branch in left
+            LeftBranch(branch, None if branch == staged.branch else staged_by(self.state, branch)) for branch in left
         )
         for branch in left:
             drop = f"ALTER TABLE {table} DROP BRANCH IF EXISTS {branch}"
             committed_sql(self.spark, table, f"while dropping {branch}", drop)
-        state = self._state.refresh()
+        state = self.state.refresh()
         self._read()
-        summary = state.snapshot(snapshot_id)
-        total = int(summary.summary.get("total-records", 0)) if summary is not None else 0
+        head = state.snapshot(snapshot_id)
+        total = int(head.summary.get("total-records", 0)) if head is not None else 0
         write = staged.write
         others = tuple(branch for branch in dropped if branch.branch != staged.branch)
         return Published(WriteResult(snapshot_id, write.rows_written, write.rows_replaced, total), others)
@@ -155,7 +166,7 @@ class Publication:
     def _make_current(self, staged: StagedMonth) -> int:
         table, snapshot_id = self.spec.identifier, staged.write.snapshot_id
         # A retry after a lost race may find the month already published: it is not applied twice.
-        already = published_as(self._state.refresh(), snapshot_id)
+        already = published_as(self.state.refresh(), snapshot_id)
         if already is not None:
             return already
         try:
@@ -166,21 +177,26 @@ class Publication:
             # Another month was published since the branch was cut: apply just this month's change.
             log.info("%s: %s; cherry-picking snapshot %s", table, MAIN_MOVED_ON, snapshot_id)
             self.spark.sql(f"CALL lakehouse.system.cherrypick_snapshot('{table}', {snapshot_id})").collect()
-        published = published_as(self._state.refresh(), snapshot_id)
+        published = published_as(self.state.refresh(), snapshot_id)
         if published is None:  # an invariant: the procedure above just published it
             raise RuntimeError(f"{table}: snapshot {snapshot_id} of {staged.branch} was published but is not on main")
         return published
 
-    def _record_audits(self, snapshot_id: int, results: Any) -> None:
-        """Keep ``results`` (JSON-able) as the audit record of the month ``snapshot_id`` published on ``main``.
+    def _record_audits(self, snapshot_id: int, results: Any, summary: Mapping[str, Any] | None) -> None:
+        """Keep ``results`` (JSON-able) as the audit record of the month ``snapshot_id`` published on ``main``, and
+        ``summary`` (if any) as the month's summary, in one commit.
 
         Audits run after the staged snapshot is committed, so its summary cannot hold them; a table property keyed
         by partition can, and names the snapshot it belongs to, so a later write of the month makes it stale.
         """
-        record = json.dumps({"snapshot-id": snapshot_id, "results": results}, sort_keys=True)
-        literal = record.replace("\\", "\\\\").replace("'", "\\'")
-        key = f"{AUDITS_PROPERTY_PREFIX}{self.partition_key}"
-        statement = f"ALTER TABLE {self.spec.identifier} SET TBLPROPERTIES ('{key}' = '{literal}')"
+        records = {AUDITS_PROPERTY_PREFIX: {"snapshot-id": snapshot_id, "results": results}}
+        if summary is not None:
+            records[SUMMARY_PROPERTY_PREFIX] = {**summary, "snapshot-id": snapshot_id}
+        assignments = ", ".join(
+            f"'{prefix}{self.partition_key}' = '{_literal(json.dumps(record, sort_keys=True, separators=(',', ':')))}'"
+            for prefix, record in records.items()
+        )
+        statement = f"ALTER TABLE {self.spec.identifier} SET TBLPROPERTIES ({assignments})"
         what = f"while recording the audits of {self.partition_key}"
         committed_sql(self.spark, self.spec.identifier, what, statement)
 
@@ -188,10 +204,5 @@ class Publication:
         """Drop a staged month's branch without publishing it; ``main`` stays as it was."""
         drop = f"ALTER TABLE {self.spec.identifier} DROP BRANCH IF EXISTS {staged.branch}"
         committed_sql(self.spark, self.spec.identifier, f"while dropping {staged.branch}", drop)
-        self._state.refresh()
+        self.state.refresh()
         self._read()
-
-    @property
-    def state(self) -> TableState:
-        """The table's state as the last operation left it (for readings no attribute holds)."""
-        return self._state

@@ -9,7 +9,7 @@ so an unchanged source is recognised and not written again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,8 @@ RUN_PROPERTY = "dagster.run-id"
 CHERRY_PICK_SOURCE = "source-snapshot-id"
 # A table property per partition (``audits.2025-01-01``): the audit results the month was published with.
 AUDITS_PROPERTY_PREFIX = "audits."
+# A table property per partition (``summary.2025-01-01``): what the month keeps of itself for its neighbours' audits.
+SUMMARY_PROPERTY_PREFIX = "summary."
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,19 @@ def published_month(state: TableReading, partition_key: str) -> PublishedMonth |
     return None
 
 
+def published_months(state: TableReading, partition_keys: Iterable[str]) -> dict[str, int]:
+    """The ``main`` snapshot that last wrote each of ``partition_keys`` that ``main`` has published, in one walk of
+    its history (which stops once every one is found)."""
+    wanted, found = set(partition_keys), {}
+    for snapshot_id, _, properties in main_history(state):
+        partition = properties.get(PARTITION_PROPERTY)
+        if partition in wanted and partition not in found:
+            found[partition] = snapshot_id
+            if len(found) == len(wanted):
+                break
+    return found
+
+
 def published_as(state: TableReading, staged_snapshot_id: int) -> int | None:
     """The ``main`` snapshot that published ``staged_snapshot_id``: itself, or its cherry-picked copy."""
     for snapshot_id, summary, _ in main_history(state):
@@ -133,3 +148,13 @@ def recorded_audits(state: TableReading, partition_key: str, snapshot_id: int) -
         return None
     record = json.loads(kept)
     return record["results"] if record.get("snapshot-id") == snapshot_id else None
+
+
+def recorded_summary(state: TableReading, partition_key: str, snapshot_id: int) -> dict[str, Any] | None:
+    """What the month kept of itself when ``snapshot_id`` published it; None if it kept nothing for that snapshot
+    (published before summaries were kept, or written again since)."""
+    kept = state.property(f"{SUMMARY_PROPERTY_PREFIX}{partition_key}")
+    if kept is None:
+        return None
+    record: dict[str, Any] = json.loads(kept)
+    return record if record.get("snapshot-id") == snapshot_id else None

@@ -1,0 +1,30 @@
+"""What a month of a source with neighbours keeps of itself when it is published: its rows and trips per zone, for
+the audits of the months around it (:mod:`forecast_assets.lakehouse.neighbours` reads it back)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from forecast_assets.audits import Measured
+from forecast_assets.lakehouse.neighbours import month_summary
+from forecast_assets.trip_calendar import CALENDAR, PICKUP_ZONE, calendar_of
+
+# The staged month's rows and what its audits measured of them -> the summary to record (JSON-able).
+Summarise = Callable[[DataFrame, Measured], Mapping[str, Any]]
+
+
+def summarised_by(zone_column: str) -> Summarise:
+    """A month's rows and trips per ``zone_column``: from the audits' calendar of the month when they measured it
+    (pickup zones; nothing more is read), else from one grouping of the staged rows by zone."""
+
+    def summarise(rows: DataFrame, measured: Measured) -> Mapping[str, Any]:
+        if zone_column == PICKUP_ZONE and CALENDAR in measured.values:
+            return month_summary(measured.rows, calendar_of(measured).by_zone)
+        counted = rows.groupBy(zone_column).count().collect()
+        zones = {int(row[zone_column]): int(row["count"]) for row in counted if row[zone_column] is not None}
+        return month_summary(sum(int(row["count"]) for row in counted), zones)
+
+    return summarise
