@@ -16,7 +16,6 @@ as the job leaves it unless ``rewrite_unchanged``. Run as a script, one month in
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import uuid
@@ -32,7 +31,9 @@ from month_floor import (
     actuals_query,
     connect,
     fingerprint,
+    month_parser,
     parquet_relation,
+    parsed_zones,
     raw_trips_blocked,
     raw_trips_query,
     raw_weather_blocked,
@@ -207,16 +208,11 @@ def published_actuals(warehouse: Path, month: str):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--month", required=True, help="YYYY-MM")
-    parser.add_argument("--trips", type=Path, required=True, help="the staged trip file")
-    parser.add_argument("--weather", type=Path, nargs="+", required=True, help="the staged weather files")
-    parser.add_argument("--green", type=Path, required=True, help="the staged green-taxi trip file")
+    parser = month_parser(__doc__)
     parser.add_argument("--warehouse", type=Path, required=True, help="the anchor's catalog and tables")
-    parser.add_argument("--zones", help="the eligible zones, comma-separated (default: the job's)")
     parser.add_argument("--rewrite", action="store_true", help="publish the month again even when unchanged")
     args = parser.parse_args()
-    zones = [int(z) for z in args.zones.split(",")] if args.zones else None
+    zones = parsed_zones(args.zones)
     done = iceberg_month(
         args.month, MonthFiles(args.trips, args.weather, args.green), args.warehouse, zones, args.rewrite
     )

@@ -397,17 +397,27 @@ def _in_key_order(actuals: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=actuals.column_names).sort_by([(k, "ascending") for k in ACTUALS_KEYS])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def month_parser(description: str | None) -> argparse.ArgumentParser:
+    """The arguments of a script that does one month's work on staged files: the month, its files, the zones."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--month", required=True, help="YYYY-MM")
     parser.add_argument("--trips", type=Path, required=True, help="the staged trip file")
     parser.add_argument("--weather", type=Path, nargs="+", required=True, help="the staged weather files")
     parser.add_argument("--green", type=Path, required=True, help="the staged green-taxi trip file")
-    parser.add_argument("--out", type=Path, required=True, help="where the month's tables are written")
     parser.add_argument("--zones", help="the eligible zones, comma-separated (default: the job's)")
+    return parser
+
+
+def parsed_zones(text: str | None) -> list[int] | None:
+    return [int(zone) for zone in text.split(",")] if text else None
+
+
+def main() -> int:
+    parser = month_parser(__doc__)
+    parser.add_argument("--out", type=Path, required=True, help="where the month's tables are written")
     parser.add_argument("--ordered", action="store_true", help="DuckDB's default of ordered, one-writer writes")
     args = parser.parse_args()
-    zones = [int(z) for z in args.zones.split(",")] if args.zones else None
+    zones = parsed_zones(args.zones)
     run = duckdb_month(
         args.month, MonthFiles(args.trips, args.weather, args.green), args.out, zones=zones, ordered=args.ordered
     )
