@@ -2,8 +2,10 @@
 
 A few fixtures each run the whole pipeline in processes of their own, for minutes (:mod:`tests.end_to_end`).
 In line, the session waits for each in turn while a core stands idle. Instead, when the collected tests
-need them, they run one after another in one background lane from the first test on, while the tests
-that need none of them run; the modules that read them go last, in the lane's order (:func:`lane_order`).
+need them, they run in a background lane from the first test on, while the tests that need none of them
+run; the modules that read them go last, in the order the lane finishes them (:func:`lane_order`). The
+lane has tracks: the runs of one track run one after another, the tracks at once (each run waits on
+servers, processes starting and files as much as it computes, so two keep the machine's cores busier).
 
 A fixture asks the lane for a run's outcome: it waits for a queued run, and runs one that was not
 queued (in an xdist worker, which cannot know what it will be given) in line, as before. Ctrl-C, or
@@ -40,6 +42,7 @@ class EndToEndRun:
     name: str
     fixture: str  # the fixture that gives its outcome: a test using it, directly or not, needs the run
     work: Callable[[Lane], Any]  # its whole work, running its commands through the lane (Lane.run)
+    track: int = 0  # the runs of one track run one after another, in the order given; the tracks run at once
 
 
 class Lane:
@@ -49,18 +52,24 @@ class Lane:
         self.scratch = scratch
         self.outcomes: dict[str, Future[Any]] = {}
         self.stopping = threading.Event()
-        self.process: subprocess.Popen[str] | None = None
-        self.thread: threading.Thread | None = None
+        self.processes: set[subprocess.Popen[str]] = set()  # the commands in flight, one per track at most
+        self.threads: list[threading.Thread] = []
+        self.began = time.monotonic()
         self.seconds: dict[str, float] = {}  # how long each run took
+        self.ended: dict[str, float] = {}  # when each run ended, in seconds from the lane's start
         self.waited: dict[str, float] = {}  # how long the session waited for each
 
     def start(self, names: Sequence[str]) -> None:
-        """Queue the runs ``names`` and start working through them in the background."""
+        """Queue the runs ``names`` and start working through them in the background, a thread per track."""
+        self.began = time.monotonic()
+        tracks: dict[int, list[str]] = {}
         for name in names:
             self.outcomes[name] = Future()
-        if names:
-            self.thread = threading.Thread(target=self._work_through, args=(list(names),), daemon=True)
-            self.thread.start()
+            tracks.setdefault(self.runs[name].track, []).append(name)
+        for queued in tracks.values():
+            thread = threading.Thread(target=self._work_through, args=(queued,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
 
     def outcome(self, name: str) -> Any:
         """What run ``name`` gave: waited for when queued, else done now, in line."""
@@ -87,27 +96,31 @@ class Lane:
             raise LaneStopped(" ".join(command))
         # A group of its own: SIGINT reaches every process it started, as Ctrl-C in a terminal would.
         process = subprocess.Popen(command, stdout=PIPE, stderr=PIPE, text=True, process_group=0, **popen)
-        self.process = process
+        self.processes.add(process)
         try:
             out, err = process.communicate(timeout=timeout)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
             _interrupt(process)
             raise
         finally:
-            self.process = None
+            self.processes.discard(process)
         return subprocess.CompletedProcess(list(command), process.returncode, out, err)
 
     def stop(self) -> None:
-        """Interrupt the run in flight and start nothing more."""
+        """Interrupt the runs in flight and start nothing more."""
         self.stopping.set()
-        if self.thread is None or not self.thread.is_alive():
+        if not any(thread.is_alive() for thread in self.threads):
             return
-        # The lane's own thread reads the command's output: here it is only signalled, and waited for.
-        _signal(self.process, signal.SIGINT)
-        _join(self.thread, STOP_SECONDS)
-        if self.thread.is_alive():
-            _signal(self.process, signal.SIGKILL)
-            _join(self.thread, STOP_SECONDS)
+        # The lane's own threads read the commands' output: here they are only signalled, and waited for.
+        for process in list(self.processes):
+            _signal(process, signal.SIGINT)
+        for thread in self.threads:
+            _join(thread, STOP_SECONDS)
+        if any(thread.is_alive() for thread in self.threads):
+            for process in list(self.processes):
+                _signal(process, signal.SIGKILL)
+            for thread in self.threads:
+                _join(thread, STOP_SECONDS)
 
     def _work_through(self, names: list[str]) -> None:
         for name in names:
@@ -122,6 +135,7 @@ class Lane:
         try:
             outcome = self.runs[name].work(self)
             self.seconds[name] = time.monotonic() - started
+            self.ended[name] = time.monotonic() - self.began
             future.set_result(outcome)
         except BaseException as err:  # the fixture that asks for it raises it
             future.set_exception(err)
@@ -152,9 +166,11 @@ def _signal(process: subprocess.Popen[str] | None, number: int) -> None:
 
 
 def report(lane: Lane) -> list[str]:
-    """A line per run the lane did: how long it took and how long the session waited for it."""
+    """A line per run the lane did: its track, how long it took, when it ended and how long the session waited for
+    it."""
     return [
-        f"{name}: {seconds:.0f} s, waited for {lane.waited.get(name, 0.0):.0f} s"
+        f"{name} (track {lane.runs[name].track}): {seconds:.0f} s, done {lane.ended.get(name, 0.0):.0f} s after the "
+        f"lane started, waited for {lane.waited.get(name, 0.0):.0f} s"
         for name, seconds in lane.seconds.items()
     ]
 
@@ -167,7 +183,8 @@ def needed_by(runs: Sequence[EndToEndRun], items: Iterable[Any]) -> list[str]:
 
 def lane_order(runs: Sequence[EndToEndRun], items: Sequence[Any]) -> dict[Path, int]:
     """Each test module's place: first the modules that need none of the ``runs`` (-1), then by the last run each
-    needs, so a module reads its runs once the lane has done them and the lane is never waited for early."""
+    needs (the ``runs`` in the order the lane is expected to finish them), so a module reads its runs once the lane
+    has done them and the lane is never waited for early."""
     names = [run.name for run in runs]
     order: dict[Path, int] = {}
     for item in items:

@@ -54,7 +54,8 @@ def play(settings) -> dict:
 
     record: dict = {"trainings": [], "forecast_ticks": [], "scoring": [], "timings": {}}
     catalog = open_catalog(CatalogConfig.from_settings(settings))
-    with DagsterInstance.get() as instance:
+    # One code location (a code server) for every launch, as `dagster dev` keeps one: each launch starts only its run.
+    with DagsterInstance.get() as instance, pipeline_run.code_location(instance) as workspace:
         definitions = build_definitions(settings)
 
         def run(job: str, **options):
@@ -65,9 +66,8 @@ def play(settings) -> dict:
 
         def launched(job: str, month: str | None = None) -> bool:
             """A Spark job's run in a process of its own, as the daemon and the UI start it (one JVM per run)."""
-            with pipeline_run.code_location(instance) as workspace:
-                tags = {"dagster/partition": f"{month}-01"} if month else None
-                return pipeline_run.run_to_end(instance, workspace, job, tags=tags).success
+            tags = {"dagster/partition": f"{month}-01"} if month else None
+            return pipeline_run.run_to_end(instance, workspace, job, tags=tags).success
 
         assert launched("reference_data")
         for month in MONTHS:
