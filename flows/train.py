@@ -84,7 +84,7 @@ from taxi_core.names import FORECAST, MODEL_CANDIDATE_PARAM, MODEL_NAME, ZONES
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
                     "backtest_zone_ids", "actuals_snapshot_id", "weather_snapshot_id", "zone_lookup",
                     "zone_lookup_snapshot_id", "weather_lag", "serving", "compared_only",
-                    "registry_snapshot_id"]  # fmt: skip
+                    "serving_incomparable", "registry_snapshot_id"]  # fmt: skip
 
 
 class BadRunSetting(MetaflowException, PipelineError):
@@ -151,6 +151,7 @@ class TrainForecastModelFlow(FlowSpec):
     serving: registry.Serving | None
     registry_snapshot_id: int | None
     compared_only: list[str]
+    serving_incomparable: str | None  # why the serving version cannot be scored beside this run, if it cannot
     # train (one branch per candidate), then evaluate
     backtest: pd.DataFrame
     backtest_seconds: float
@@ -236,10 +237,12 @@ class TrainForecastModelFlow(FlowSpec):
         # The version serving now is the one to beat: its candidate is backtested on this run's weeks too.
         self.serving = registry.serving_version(catalog, MODEL_NAME)
         self.registry_snapshot_id = None if self.serving is None else self.serving.snapshot_id
-        self.compared_only = []
-        if self.serving is not None and self.serving.champion not in self.candidate_names:
-            self.compared_only = [self.serving.champion]
-            self.candidate_names = [*self.candidate_names, self.serving.champion]
+        champion = None if self.serving is None else self.serving.champion
+        comparison = promotion.plan_comparison(self.candidate_names, champion, self.settings.use_weather)
+        self.candidate_names, self.compared_only = comparison.candidates, comparison.compared_only
+        self.serving_incomparable = comparison.incomparable
+        if comparison.incomparable and self.serving is not None:
+            print(f"The serving version {self.serving.version} is not backtested here: {comparison.incomparable}.")
         actuals_read, weather_read = report.inputs_read(
             start, end, len(actuals), self.actuals_snapshot_id, self.weather, self.weather_snapshot_id
         )
@@ -464,6 +467,8 @@ class TrainForecastModelFlow(FlowSpec):
         backtested on this run's weeks, as this run's candidates were)."""
         if self.serving is None:
             return promotion.decide(self.model_version, held_out, None, None)
+        if self.serving_incomparable:
+            return promotion.incomparable(self.model_version, self.serving.version, self.serving_incomparable)
         serving = self.backtest[
             (self.backtest.candidate == self.serving.champion) & self.backtest.origin.isin(held_out.origin.unique())
         ]

@@ -45,14 +45,14 @@ def test_the_scenario_made_the_history_it_claims(record):
     assert outcomes["killed while raw_yellow ran, then canceled"] is False and len(record["killed"]) == 1
     failed = ("fails its audit", "killed")
     assert all(success for what, success in outcomes.items() if not any(word in what for word in failed))
-    assert [run["use_weather"] for run in record["flow_runs"]] == [False, False, False, True]
+    assert [run["use_weather"] for run in record["flow_runs"]] == [False, False, False, True, False]
     expected = expected_inputs(record)
     # Every table version, every model version and every forecast have a truth to be checked against.
     for dataset in (RAW_YELLOW, RAW_WEATHER, ACTUALS, FORECAST):
         assert sum(1 for name, _ in expected if name == dataset) >= 2, dataset
     # The zone lookup was published once, and every forecast read that version.
     [zones] = [version for name, version in expected if name == ZONES]
-    assert [inputs[ZONES] for (name, _), inputs in expected.items() if name == FORECAST] == [zones] * 4
+    assert [inputs[ZONES] for (name, _), inputs in expected.items() if name == FORECAST] == [zones] * 5
 
 
 def test_every_claim_of_every_view_equals_the_truth(record):
@@ -79,7 +79,7 @@ def test_models_are_built_from_every_month_they_read_and_the_republish_shows_bet
     contents = model_contents(record)
     versions = [run["model_version"] for run in record["flow_runs"]]
     months = [sorted(contents[version][ACTUALS]) for version in versions]
-    assert months == [["2024-12", "2025-01"]] + [["2024-11", "2024-12", "2025-01"]] * 3
+    assert months == [["2024-12", "2025-01"]] + [["2024-11", "2024-12", "2025-01"]] * 4
     before, after = (contents[version][ACTUALS] for version in versions[1:3])
     assert [month for month in before if before[month] != after[month]] == ["2024-12"]
     assert before["2024-12"][1] != after["2024-12"][1]  # a new sha256
@@ -87,6 +87,19 @@ def test_models_are_built_from_every_month_they_read_and_the_republish_shows_bet
     views = {v.where for v in verdicts(record)}
     assert {"model --json months", "show --version months", "event months", "DataHub run months"} <= views
     assert {"diff model months", "event killed run", "log dropped branch"} <= views
+
+
+def test_a_training_without_weather_while_a_weather_version_serves_reads_no_weather_and_leaves_it_serving(record):
+    """The serving version's candidate is backtested beside each run; one that needs the weather cannot be beside a
+    run that reads none. That run trains, names only what it read, and the weather version keeps serving, saying why."""
+    from flows.forecasting.models import needs_weather
+
+    weather, after = record["flow_runs"][3:]
+    assert weather["promoted"] and needs_weather([weather["champion"]]), "the scenario's weather version must serve"
+    assert after["serving_read"] == weather["model_version"] and not after["promoted"]
+    assert after["promotion_reason"].startswith(f"{weather['model_version']} keeps serving: its candidate ")
+    assert "--use_weather true" in after["promotion_reason"]
+    assert after["weather_snapshot_id"] is None and sorted(model_contents(record)[after["model_version"]]) == [ACTUALS]
 
 
 def test_every_event_is_valid_and_names_no_folder_of_this_machine(record):

@@ -2,8 +2,10 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from flows.forecasting.promotion import decide
+from flows.forecasting.models import CANDIDATES, needs_weather
+from flows.forecasting.promotion import decide, incomparable, plan_comparison
 
 
 def _held_out(error_sd, days=28, seed=0, truth_seed=9) -> pd.DataFrame:
@@ -49,3 +51,27 @@ def test_versions_with_no_hour_in_common_keep_the_serving_one():
     later = _held_out(4).assign(pickup_hour=lambda frame: frame.pickup_hour + pd.Timedelta(days=60))
     decision = decide("Flow/2", later, "Flow/1", _held_out(8))
     assert not decision.promoted and "no hour in common" in decision.reason
+
+
+@pytest.mark.parametrize("serving", [None, *CANDIDATES])
+@pytest.mark.parametrize("use_weather", [False, True])
+def test_the_serving_candidate_is_backtested_beside_a_run_only_on_data_the_run_reads(serving, use_weather):
+    own = ["seasonal_naive", "glm", *(["glm_weather"] if use_weather else [])]
+    plan = plan_comparison(own, serving, use_weather)
+    every = [*plan.candidates]
+    # Whatever serves, a run backtests only what its data allows: weather models only when it reads the weather.
+    assert use_weather or not needs_weather(every)
+    if serving is None or serving in own:
+        assert plan == type(plan)(own, [])
+    elif needs_weather([serving]) and not use_weather:
+        assert plan.candidates == own and plan.compared_only == [] and "--use_weather true" in plan.incomparable
+        assert serving in plan.incomparable
+    else:
+        assert plan.candidates == [*own, serving] and plan.compared_only == [serving] and plan.incomparable is None
+
+
+def test_a_version_that_could_not_be_compared_does_not_serve_and_says_why():
+    why = plan_comparison(["seasonal_naive"], "glm_weather", use_weather=False).incomparable
+    decision = incomparable("Flow/3", "Flow/2", why)
+    assert not decision.promoted and decision.now_serving == "Flow/2"
+    assert decision.reason == f"Flow/2 keeps serving: {why}"

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from flows.forecasting.models import needs_weather
 from flows.forecasting.selection import bootstrap_ratio
 
 
@@ -42,6 +43,36 @@ class Decision:
         if self.ratio_range is not None:
             figures["ratio_low"], figures["ratio_high"] = (round(value, 4) for value in self.ratio_range)
         return {key: round(value, 4) if isinstance(value, float) else value for key, value in figures.items()}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How a run measures itself against the version serving: the candidates it backtests (its own, then the serving
+    version's candidate when it is not among them, ``compared_only``), or why the two cannot be compared."""
+
+    candidates: list[str]
+    compared_only: list[str]
+    incomparable: str | None = None
+
+
+def plan_comparison(candidates: list[str], serving_champion: str | None, use_weather: bool) -> Comparison:
+    """The serving version's candidate is backtested on this run's weeks with this run's data; a run that reads no
+    weather cannot backtest a candidate that needs it, so the serving version keeps serving (a run with weather can
+    still put a model without it in its place)."""
+    if serving_champion is None or serving_champion in candidates:
+        return Comparison(candidates, [])
+    if needs_weather([serving_champion]) and not use_weather:
+        why = (
+            f"its candidate {serving_champion} needs the weather, which this run does not read (--use_weather false), "
+            "so the two cannot be scored on the same data; train with --use_weather true to compare them"
+        )
+        return Comparison(candidates, [], incomparable=why)
+    return Comparison([*candidates, serving_champion], [serving_champion])
+
+
+def incomparable(challenger: str, serving: str, why: str) -> Decision:
+    """``challenger`` could not be scored against ``serving`` (:func:`plan_comparison` says why): it does not serve."""
+    return Decision(challenger, serving, False, f"{serving} keeps serving: {why}")
 
 
 def decide(

@@ -86,6 +86,7 @@ class History:
                 self._ran(run_id, "2025-01", "UI launch of the actuals (unchanged)", outcome.success)
             run_flow(*ONE_CANDIDATE)
             run_flow("--use_weather", "true", "--candidates", "seasonal_naive,glm_weather")
+            run_flow(*ONE_CANDIDATE)  # by hand without weather, while the weather version serves
             lineage_command([])
 
     def _killed_during_raw_yellow(self, workspace, month: str) -> None:
@@ -221,6 +222,10 @@ class History:
                 "registry_read_snapshot_id": _text(run.data.registry_snapshot_id),
                 "registry_written_snapshot_id": str(run.data.promotion_snapshot_id),
                 "use_weather": bool(run.data.settings.use_weather),
+                "champion": run.data.champion,
+                "serving_read": None if run.data.serving is None else run.data.serving.version,
+                "promoted": bool(run.data.decision.promoted),
+                "promotion_reason": run.data.decision.reason,
                 "features": list(run.data.used_features),
                 "months_read": self._months_read(run.data),
             }
