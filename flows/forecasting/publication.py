@@ -11,6 +11,7 @@ days' observed weather and is never a forecast.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
@@ -91,8 +92,13 @@ class Inputs:
 
     def targets(self, rows: pd.DataFrame) -> pd.Series:
         """The actuals of ``rows``' hours and zones (NaN where none were read): to score, never to forecast."""
-        keys = ["pickup_hour", "pulocationid"]
-        return rows[keys].merge(self.actuals[[*keys, "total_rides"]], on=keys, how="left").total_rides
+        wanted = pd.MultiIndex.from_frame(rows[list(self._rides.index.names)])
+        return pd.Series(self._rides.reindex(wanted).to_numpy(), name="total_rides")
+
+    @cached_property
+    def _rides(self) -> pd.Series:
+        """The actuals' rides by hour and zone, indexed once: a backtest looks up each of its days in them."""
+        return self.actuals.set_index(["pickup_hour", "pulocationid"]).total_rides
 
     def _features(self, start: pd.Timestamp, end: pd.Timestamp, origin: pd.Timestamp) -> tuple[pd.DataFrame, list[str]]:
         grid = features.complete_grid(self.actuals, self.zones, start, end)
