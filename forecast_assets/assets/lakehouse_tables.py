@@ -179,8 +179,8 @@ def yellow_rides_hourly_actuals(
     context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
 ) -> Iterator[TableEvent]:
     window = MonthWindow.from_partition_key(context.partition_key)
-    # One load of raw_yellow's metadata answers both: the month counted, and the table's head (no Spark: an
-    # unchanged month of actuals is known without it).
+    # One load of raw_yellow's metadata gives the month counted (no Spark: an unchanged month of actuals is known
+    # without it).
     trips = read_metadata(spark.catalog.load(), RAW_YELLOW.identifier)
     trips_month = published_month(trips, context.partition_key) if trips is not None else None
     if trips_month is None and context.selected_asset_keys:
@@ -189,7 +189,6 @@ def yellow_rides_hourly_actuals(
             f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
         )
         raise Failure(description=msg, allow_retries=False)
-    trips_snapshot = trips.ref("main") if trips is not None else None
 
     def build_rows() -> MonthRows:
         session = spark.session
@@ -212,9 +211,10 @@ def yellow_rides_hourly_actuals(
         metadata={
             "hours": window.hours,
             "zones_kept": config.top_zones or "every zone with a ride",
-            "raw_yellow_snapshot_id": "" if trips_snapshot is None else snapshot_text(trips_snapshot),
+            # The raw month counted (the snapshot that last wrote it), not raw_yellow's head: a month published
+            # since is none of these actuals' input.
+            "raw_yellow_snapshot_id": snapshot_text(trips_month.snapshot_id) if trips_month else "",
             "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
-            # The raw month counted (the snapshot that last wrote it), not raw_yellow's head.
             **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): trips_month.snapshot_id if trips_month else None}),
         },
     )
