@@ -189,6 +189,9 @@ def yellow_rides_hourly_actuals(
             f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
         )
         raise Failure(description=msg, allow_retries=False)
+    # The raw month counted (the snapshot that last wrote it), not raw_yellow's head: a month published since is none
+    # of these actuals' input, and no change to them.
+    counted = trips_month.snapshot_id if trips_month else None
 
     def build_rows() -> MonthRows:
         session = spark.session
@@ -202,8 +205,7 @@ def yellow_rides_hourly_actuals(
         window=window,
         read_facts=lambda state: MonthFacts(window),
         identity={
-            # The raw month it counts, not raw_yellow's head: publishing another month is no change.
-            f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(trips_month.snapshot_id if trips_month else ""),
+            f"input.{RAW_YELLOW.identifier}.month-snapshot-id": str(counted or ""),
             "actuals.top-zones": str(config.top_zones or "every zone with a ride"),
             CODE_VERSION_PROPERTY: ACTUALS_CODE_VERSION,
         },
@@ -211,11 +213,9 @@ def yellow_rides_hourly_actuals(
         metadata={
             "hours": window.hours,
             "zones_kept": config.top_zones or "every zone with a ride",
-            # The raw month counted (the snapshot that last wrote it), not raw_yellow's head: a month published
-            # since is none of these actuals' input.
-            "raw_yellow_snapshot_id": snapshot_text(trips_month.snapshot_id) if trips_month else "",
+            "raw_yellow_snapshot_id": snapshot_text(counted) if counted else "",
             "source_fingerprint": (trips_month.properties.get("source.fingerprint", "") if trips_month else ""),
-            **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): trips_month.snapshot_id if trips_month else None}),
+            **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): counted}),
         },
     )
     yield from write_audit_publish(context, spark, month, config)
