@@ -58,6 +58,7 @@ from flows.forecasting import (
     backtest,
     checks,
     column_lineage,
+    levels,
     features,
     noise_floor,
     promotion,
@@ -68,7 +69,8 @@ from flows.forecasting import (
     tables,
 )
 from flows.forecasting.checks import CheckMetadata
-from flows.forecasting.intervals import IntervalModel
+from flows.forecasting.intervals import IntervalModel, count_aware_groups
+from flows.forecasting.levels import LevelIntervals, SeriesBacktest
 from flows.forecasting.models import CANDIDATES, WEATHER_USE, Forecaster, is_scenario, make_candidate, needs_weather
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.serving import ServedModel
@@ -110,7 +112,8 @@ class TrainForecastModelFlow(FlowSpec):
     horizon_hours: int = parameter("horizon_hours", 24, "Hours ahead to forecast")
     zones: int = parameter("zones", 0, "How many of the busiest zones to serve (default 0: every zone with rides)")
     backtest_zones: int = parameter(
-        "backtest_zones", BACKTEST_ZONES, "How many of the busiest zones the backtest scores"
+        "backtest_zones", BACKTEST_ZONES, "How many of the busiest zones choose the champion (default 0: every zone "
+        "served, the population the version serves)"
     )
     use_weather: bool = parameter("use_weather", False, "Read raw_weather and train weather models")
     weather_delay_days: int = parameter(
@@ -155,6 +158,7 @@ class TrainForecastModelFlow(FlowSpec):
     # train (one branch per candidate), then evaluate
     backtest: pd.DataFrame
     backtest_seconds: float
+    series_backtest: SeriesBacktest
     training_seconds: dict[str, float]
     metrics: pd.DataFrame
     scenarios: tuple[str, ...]
@@ -167,6 +171,8 @@ class TrainForecastModelFlow(FlowSpec):
     held_out: pd.DataFrame
     held_out_summary: dict[str, float]
     held_out_forecasts: pd.DataFrame
+    held_out_levels: pd.DataFrame
+    level_intervals: LevelIntervals
     held_out_png: bytes
     backtest_png: bytes
     backtest_plot_path: str
@@ -224,8 +230,10 @@ class TrainForecastModelFlow(FlowSpec):
         self.zone_lookup, self.zone_lookup_snapshot_id = tables.read_zones(catalog)
         # The backtest's zones are what its first week knew; the forecast's, everything up to the origin.
         known = actuals[actuals.pickup_hour < self.settings.backtest_start]
-        self.backtest_zone_ids = backtest.busiest_zones(known, self.settings.backtest_zones)
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones or None)
+        self.backtest_zone_ids = (
+            backtest.busiest_zones(known, self.settings.backtest_zones) if self.settings.backtest_zones else self.zone_ids
+        )
         used = set(self.zone_ids) | set(self.backtest_zone_ids)
         self.actuals = actuals[actuals.pulocationid.isin(used)].reset_index(drop=True)
         if len(self.zone_ids) < self.settings.zones or len(self.backtest_zone_ids) < self.settings.backtest_zones:
@@ -248,11 +256,14 @@ class TrainForecastModelFlow(FlowSpec):
         )
         zones_read = report.zones_read(len(self.zone_lookup), self.zone_lookup_snapshot_id)
         changed = len(set(self.zone_ids) - set(self.backtest_zone_ids))
-        kept = (
-            f"Serving {len(self.zone_ids)} zones; the backtest scores the {len(self.backtest_zone_ids)} busiest before "
-            f"its first week, {self.settings.backtest_start:%Y-%m-%d} ({changed} served zones not among them): "
-            f"{len(self.actuals):,} rows."
+        chosen_on = (
+            "every one of them, each borough's total and the city"
+            if not changed
+            else f"the {len(self.backtest_zone_ids)} busiest before its first week, {self.settings.backtest_start:%Y-%m-%d} "
+            f"({changed} served zones not among them); each level is evaluated on every zone served, each borough's "
+            "total and the city"
         )
+        kept = f"Serving {len(self.zone_ids)} zones; the backtest scores {chosen_on}: {len(self.actuals):,} rows."
         shown = current_card()
         shown.append(Markdown(f"# Inputs of {self.model_version}"))
         read = [actuals_read.row(), weather_read.row(), zones_read.row()]
@@ -274,10 +285,26 @@ class TrainForecastModelFlow(FlowSpec):
             f"forecasting day by day, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
         )
         began = time.perf_counter()
+        served = self._inputs(self.zone_ids)
+        fits: list[pd.DataFrame] = []
+
+        def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
+            fits.append(levels.fit_errors(model, served, origin, names).assign(origin=origin))
+
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
         with numeric_threads(threads):
+            every_zone = self.backtest_zone_ids == self.zone_ids
             self.backtest = backtest.rolling_origin_backtest(
-                self._inputs(self.backtest_zone_ids), lambda: make_candidate(candidate), weeks, on_origin=print
+                self._inputs(self.backtest_zone_ids), lambda: make_candidate(candidate), weeks, on_origin=print,
+                on_fit=keep_fit if every_zone else None,
+            )  # fmt: skip
+            zone_backtest = self.backtest
+            if not every_zone:  # each level is evaluated on what the version serves: every zone
+                zone_backtest = backtest.rolling_origin_backtest(
+                    served, lambda: make_candidate(candidate), weeks, on_fit=keep_fit
+                )
+            self.series_backtest = levels.backtest_series(
+                served, self._boroughs(), lambda: make_candidate(candidate), weeks, zone_backtest, pd.concat(fits)
             )
         self.backtest_seconds = time.perf_counter() - began
         print(f"{candidate}: backtest done in {self.backtest_seconds:.1f} s")
@@ -301,10 +328,9 @@ class TrainForecastModelFlow(FlowSpec):
             floor = noise_floor.noise_floor(rows, truth)
             return floor["mae"] if floor else None
 
-        boroughs = dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
         never_champion = [*self.scenarios, *self.compared_only]
         chosen = selection.select(
-            self.backtest, self.settings.selection_weeks, never_champion, floor_of, groups=boroughs
+            self.backtest, self.settings.selection_weeks, never_champion, floor_of, groups=self._boroughs()
         )
         self.champion, self.intervals, self.champion_reason = chosen.champion, chosen.intervals, chosen.final.reason
         self.decision = self._against_serving(chosen.forecasts)
@@ -314,6 +340,7 @@ class TrainForecastModelFlow(FlowSpec):
         self.held_out_summary = chosen.summary()
         self.held_out_forecasts = chosen.forecasts
         by_zone = chosen.by_zone()
+        self._evaluate_levels(branches, {week.week: week.champion for week in chosen.held_out})
         from flows.forecasting import plots  # matplotlib is slow to import; only drawing steps pay for it
 
         summary = self.held_out_summary
@@ -331,6 +358,11 @@ class TrainForecastModelFlow(FlowSpec):
         shown.append(table(self.held_out.values.tolist(), [str(column) for column in self.held_out.columns]))
         print(headline.replace("**", ""))
         print(self.held_out.to_string(index=False))
+        levels_headers, levels_rows = report.levels_table(self.held_out_levels)
+        shown.append(Markdown("## Held out, as served: every level and borough (reconciled)"))
+        shown.append(table(levels_rows, levels_headers))
+        print("Held out, as served (reconciled), per level and borough:")
+        print(pd.DataFrame(levels_rows, columns=levels_headers).to_string(index=False))
         self.held_out_png = plots.png_bytes(plots.held_out_figure(self.held_out))
         shown.append(Image(self.held_out_png, label="Held-out weeks: champion MAE / seasonal naive MAE"))
         headers, rows = report.metrics_table(self.metrics, self.noise_floor, self.scenarios)
@@ -364,10 +396,9 @@ class TrainForecastModelFlow(FlowSpec):
         self.model = model
         future, _ = inputs.forecast_frame(self.settings.as_of)
         predicted = model.predict(future, self.features)
-        boroughs = dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
-        bounds = self.intervals.bounds(
-            predicted, future.pulocationid.map(boroughs), features.in_holiday_period(future.pickup_hour)
-        )
+        boroughs = self._boroughs()
+        groups = count_aware_groups(future.pulocationid.map(boroughs), predicted)
+        bounds = self.intervals.bounds(predicted, groups, features.in_holiday_period(future.pickup_hour))
         forecast = pd.concat([future[["pickup_hour", "pulocationid"]], bounds], axis=1)
         forecast = forecast.assign(
             forecasted_total_rides=predicted,
@@ -379,8 +410,7 @@ class TrainForecastModelFlow(FlowSpec):
         # What every day's forecast is made with while this version serves (forecast_assets' daily_forecast).
         self.served = serving.fit_served(
             self.model_version, self.champion, lambda: make_candidate(self.champion), inputs, self.settings.as_of,
-            boroughs, (model, self.features), self.intervals,
-            sorted(pd.Timestamp(origin) for origin in self.held_out_forecasts.origin.unique()),
+            boroughs, (model, self.features), self.level_intervals,
         )  # fmt: skip
         unnamed = sorted(set(self.forecast.pulocationid[self.forecast.zone.isna()]))
         if unnamed:
@@ -395,6 +425,7 @@ class TrainForecastModelFlow(FlowSpec):
             "selection_weeks": ",".join(self.selection_weeks_used), "held_out_weeks": held_out_weeks,
             "chosen_because": self.champion_reason,
             "weather_delay_days": self.weather_delay_days, **self.intervals.as_metadata(),
+            **self.level_intervals.as_metadata(),
         }  # fmt: skip
         self.training_window = {"start": str(self.settings.window_start), "end": str(self.settings.as_of)}
         self.used_features = model.used_features(self.features)
@@ -473,6 +504,25 @@ class TrainForecastModelFlow(FlowSpec):
             (self.backtest.candidate == self.serving.champion) & self.backtest.origin.isin(held_out.origin.unique())
         ]
         return promotion.decide(self.model_version, held_out, self.serving.version, serving)
+
+    def _evaluate_levels(self, branches: list[TrainForecastModelFlow], champions: dict[pd.Timestamp, str]) -> None:
+        """Each held-out week as a version serves it (every level, reconciled, intervals per level) scored per level
+        and borough; the final champion's intervals per level, calibrated on every backtest hour."""
+        series = {branch._candidate(): branch.series_backtest for branch in branches}
+        found: dict[str, pd.DataFrame] = {}
+
+        def reconciled(candidate: str) -> pd.DataFrame:
+            if candidate not in found:
+                found[candidate] = levels.reconciled(series[candidate])
+            return found[candidate]
+
+        scored = levels.evaluate(reconciled, champions, series[backtest.BASELINE].forecasts)
+        self.held_out_levels = levels.by_level(scored)
+        self.held_out_summary = self.held_out_summary | levels.summary(self.held_out_levels)
+        self.level_intervals = levels.calibrate(reconciled(self.champion), self.settings.as_of)
+
+    def _boroughs(self) -> dict[int, str]:
+        return dict(zip(self.zone_lookup.location_id, self.zone_lookup.borough, strict=True))
 
     def _candidate(self) -> str:
         """The candidate a train branch backtests: its item of the foreach over ``candidate_names``."""

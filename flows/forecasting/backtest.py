@@ -47,18 +47,21 @@ def rolling_origin_backtest(
     origins: list[pd.Timestamp],
     span: pd.Timedelta = WEEK,
     on_origin: Callable[[OriginScore], None] | None = None,
+    on_fit: Callable[[pd.Timestamp, Forecaster, list[str]], None] | None = None,
 ) -> pd.DataFrame:
     """Refit at each origin on what was published then, and forecast the ``span`` after it day by day.
 
     Each day of the span is forecast from its own start with the features published then, by the
     model fitted at the span's origin: what a weekly retrain serving daily forecasts would have
     delivered. Every hour is scored against its actuals; ``origin`` names the refit, ``forecast_origin``
-    the day's forecast. Each refit done is reported.
+    the day's forecast. Each refit done is reported; ``on_fit`` is handed each refit's model.
     """
     results = []
     for number, origin in enumerate(origins, start=1):
         began = time.perf_counter()
         model, names = fit_at(inputs, origin, make_model)
+        if on_fit is not None:
+            on_fit(origin, model, names)
         days = [forecast_day(model, inputs, day, names) for day in _days(origin, span)]
         scored = pd.concat(days, ignore_index=True).assign(origin=origin, candidate=model.name)
         scored = scored.dropna(subset=["total_rides"]).reset_index(drop=True)

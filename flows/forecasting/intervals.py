@@ -11,6 +11,10 @@ other. Three things keep that true beyond a calm stretch of weeks:
   quantile (``LEAST_TAIL_ERRORS``); otherwise the pooled one stands in.
 - **Recent errors count more** (weights halving every ``RECENCY_HALF_LIFE``): after a snowy fortnight
   or a change of level, the errors that set the width are the ones most like tomorrow's.
+- **Count-aware** (Mondrian by the forecast's size): below ``COUNT_AWARE_BELOW`` rides an hour, a
+  zone's errors are those of a count near zero, not its borough's busy avenues', so rows are grouped by
+  the forecast's size (:func:`count_aware_groups`): a zone that expects 0.05 rides gets the interval its
+  like earned, ``[0, forecast]`` where nine hours in ten have no ride, not one a ride wide.
 - **Holiday periods apart** (:func:`~flows.forecasting.features.in_holiday_period`): a holiday's miss
   is not an ordinary day's, so holiday-period days never set an ordinary day's width; a holiday-period
   day, whose like the errors hardly hold, takes the next level's width (its 80% interval is the 95%
@@ -36,6 +40,9 @@ POOLED = "all zones"
 # A group's quantile rests on at least this many (recency-weighted, effective) errors beyond it.
 LEAST_TAIL_ERRORS = 20
 RECENCY_HALF_LIFE = pd.Timedelta(days=7)
+# Forecasts below this many rides an hour are grouped by their size, whatever their borough; the edges of the groups.
+COUNT_AWARE_BELOW = 3.0
+COUNT_EDGES = (0.1, 0.3, 0.7, 1.5, COUNT_AWARE_BELOW)
 
 
 class NoErrorsToCalibrateOn(ValueError, PipelineError):
@@ -87,7 +94,7 @@ class IntervalModel:
                     lower, upper = bound_columns(level)
                     columns[lower][rows] = np.clip(mu[rows] + min(low, 0.0) * scale, 0.0, None)
                     columns[upper][rows] = mu[rows] + max(high, 0.0) * scale
-        return pd.DataFrame(columns)
+        return nested(pd.DataFrame(columns), mu)
 
     def as_metadata(self) -> dict[str, float | int | str]:
         pooled = self.pooled
@@ -105,6 +112,33 @@ class IntervalModel:
             "interval_recency_half_life_days": RECENCY_HALF_LIFE.days,
             "holiday_period_width": ", ".join(f"{level}% as {wider}%" for level, wider in WIDER.items()),
         }
+
+
+def count_aware_groups(groups: pd.Series, predicted: npt.ArrayLike) -> pd.Series:
+    """Each row's calibration group: its own (``groups``, e.g. the borough) where the forecast is at least
+    ``COUNT_AWARE_BELOW`` rides, else the band of its size (``under 0.1 rides``, ``0.1-0.3 rides``, ...)."""
+    mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
+    band = np.searchsorted(np.asarray(COUNT_EDGES), mu, side="right")
+    bands = zip(COUNT_EDGES[:-1], COUNT_EDGES[1:], strict=True)
+    names = [f"under {COUNT_EDGES[0]:g} rides", *(f"{low:g}-{high:g} rides" for low, high in bands)]
+    small = mu < COUNT_AWARE_BELOW
+    labels = np.asarray(pd.Series(groups).fillna(POOLED).astype(str), dtype=object).copy()
+    labels[small] = np.asarray(names, dtype=object)[band[small]]
+    return pd.Series(labels, index=pd.Series(groups).index)
+
+
+def nested(bounds: pd.DataFrame, predicted: npt.ArrayLike) -> pd.DataFrame:
+    """``bounds`` made to hold what every interval promises: lower <= forecast <= upper, none below zero, each
+    interval inside the wider one (a group's 95% may come from the pool while its 80% is its own)."""
+    mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
+    out = bounds.copy()
+    inner_lower, inner_upper = mu, mu
+    for level in LEVELS:
+        lower, upper = bound_columns(level)
+        out[lower] = np.clip(np.minimum(out[lower].to_numpy(dtype=float), inner_lower), 0.0, None)
+        out[upper] = np.maximum(out[upper].to_numpy(dtype=float), inner_upper)
+        inner_lower, inner_upper = out[lower].to_numpy(), out[upper].to_numpy()
+    return out
 
 
 def _labels(groups: pd.Series | None, length: int) -> np.ndarray:

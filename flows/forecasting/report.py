@@ -44,6 +44,21 @@ def metrics_table(
     return METRIC_COLUMNS + RATIO_COLUMNS, rows
 
 
+LEVEL_HEADERS = ["level", "borough", "series", "hours", "rides / hour", "MAE", "MAE / naive", "80% coverage",
+                 "95% coverage"]  # fmt: skip
+
+
+def levels_table(by_level: pd.DataFrame) -> tuple[list[str], list[list[Cell]]]:
+    """Headers and rows of the held-out figures per level and borough (``levels.by_level``), as a card shows them."""
+    rows: list[list[Cell]] = [
+        [row["level"], row["borough"], int(row["series"]), int(row["hours"]), round(float(row["rides_per_hour"]), 3),
+         round(float(row["mae"]), 3), _round(row["ratio_to_naive"]), round(float(row["coverage_80"]), 3),
+         round(float(row["coverage_95"]), 3)]
+        for row in by_level.to_dict("records")
+    ]  # fmt: skip
+    return LEVEL_HEADERS, rows
+
+
 def zone_table(by_zone: pd.DataFrame, floor_by_zone: pd.DataFrame | None, zones: pd.DataFrame) -> list[list[Cell]]:
     """Per zone over the held-out weeks, worst against naive first, named from the zone lookup: the chosen
     champions against seasonal naive and the noise floor, and the share of actuals inside each interval."""

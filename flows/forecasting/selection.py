@@ -19,7 +19,15 @@ import pandas as pd
 
 from flows.forecasting.backtest import BASELINE, error_metrics, ranked
 from flows.forecasting.features import in_holiday_period
-from flows.forecasting.intervals import LEVELS, POOLED, IntervalModel, coverage, inside, intervals_at
+from flows.forecasting.intervals import (
+    LEVELS,
+    POOLED,
+    IntervalModel,
+    count_aware_groups,
+    coverage,
+    inside,
+    intervals_at,
+)
 from taxi_core.errors import PipelineError
 
 BOOTSTRAP_SAMPLES = 1000
@@ -143,7 +151,8 @@ def select(
         raise NotEnoughWeeks(msg)
     if BASELINE not in set(backtest.candidate):
         raise NotEnoughWeeks(f"the backtest has no {BASELINE} forecasts to measure the champion against")
-    backtest = backtest.assign(group=_group_of(backtest.pulocationid, groups))
+    # Intervals are calibrated per borough and, for forecasts of a few rides, per size of the forecast.
+    backtest = backtest.assign(group=count_aware_groups(_group_of(backtest.pulocationid, groups), backtest.predicted))
     held_out, forecasts = [], []
     rng = np.random.default_rng(seed)
     for index in range(selection_weeks, len(weeks)):

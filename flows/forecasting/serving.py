@@ -4,8 +4,9 @@ A version is trained on the zones (its champion, chosen on the backtest) and, ap
 city totals (the same candidate, fitted on the totals' own history). Serving a day, both forecast it from
 what was published at its start (``daily.forecast_days``); the totals and the zones are then reconciled so
 each total is the sum of its zones (``hierarchy.reconcile``), each series weighted by how well its model
-fits it. The zones' intervals are the version's calibrated ones; a total's come from the totals model's
-own errors over the version's held-out weeks, as a share of its forecast.
+fits it. Every level's intervals are calibrated on that level's reconciled backtest errors
+(``levels.calibrate``): a borough's total from the reconciled total's own errors, a zone's from its borough's
+zones, or below a few rides from the zones of its forecast's size.
 """
 
 from __future__ import annotations
@@ -13,31 +14,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from flows.forecasting import backtest, daily, features, hierarchy
-from flows.forecasting.hierarchy import HOUR, SERIES, VALUE, Hierarchy
-from flows.forecasting.intervals import INTERVAL_COLUMNS, LEVELS, IntervalModel, bound_columns
+from flows.forecasting import backtest, daily, hierarchy, levels
+from flows.forecasting.hierarchy import HOUR, SERIES, Hierarchy
+from flows.forecasting.intervals import INTERVAL_COLUMNS
+from flows.forecasting.levels import LevelIntervals, UnknownBorough, total_id, totals_actuals
 from flows.forecasting.models import Forecaster
 from flows.forecasting.publication import FEATURE_HISTORY, Inputs, PublicationRule
-from taxi_core.errors import PipelineError
-from taxi_core.zones import BOROUGH_SERIES_IDS, CITY_SERIES_ID
+
+__all__ = ["ServedModel", "UnknownBorough", "fit_served", "forecast", "total_id", "totals_actuals"]
 
 # A month's actuals are published once the month has ended (the sample source's way; TLC's own files come
 # about two months later).
 ACTUALS_MONTH_DELAY = 0
-# The in-sample days whose errors weigh each series in the reconciliation.
-RECONCILIATION_DAYS = 14
 DAY = pd.Timedelta(days=1)
 FORECAST_COLUMNS = [
     "forecast_day", "pickup_hour", "series", "level", "pulocationid", "borough", "forecast", *INTERVAL_COLUMNS,
     "model_forecast", "data_end",
 ]  # fmt: skip
-
-
-class UnknownBorough(ValueError, PipelineError):
-    """A zone's borough has no total series: the zone lookup names a borough the project does not know."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +47,11 @@ class ServedModel:
     zone_features: list[str]
     total_model: Forecaster
     total_features: list[str]
-    zone_intervals: IntervalModel
-    total_spread: dict[str, dict[int, tuple[float, float]]]  # series -> level -> (low, high), shares of the forecast
-    errors: pd.DataFrame  # unique_id, ds, y, forecast: in-sample, every series
+    intervals: LevelIntervals
+    fits: pd.DataFrame  # series, rms: each series' in-sample fit, which weighs it in the reconciliation
     weather_delay_days: int
     uses_weather: bool
+    trained_through: pd.Timestamp  # the end of the actuals it was trained on (excluded): it serves no day before
 
     @property
     def rule(self) -> PublicationRule:
@@ -73,59 +68,6 @@ class ServedModel:
         return first - FEATURE_HISTORY - DAY, self.rule.actuals_through(max(days))
 
 
-def total_id(series: str) -> int:
-    """The id a borough's or the city's total is forecast under."""
-    borough = hierarchy.borough_of(series)
-    if borough is None:
-        return CITY_SERIES_ID
-    if borough not in BOROUGH_SERIES_IDS:
-        raise UnknownBorough(
-            f"borough {borough!r} of nyc_taxi.taxi_zones has no total series (known: {', '.join(BOROUGH_SERIES_IDS)}): "
-            "add it to taxi_core/zones.py TOTAL_BOROUGHS"
-        )
-    return BOROUGH_SERIES_IDS[borough]
-
-
-def totals_actuals(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[pd.DataFrame, dict[int, str]]:
-    """Each borough's and the city's rides per hour, as the actuals' columns under their total ids; and each id's
-    series."""
-    frame, tree = hierarchy.series_frame(actuals, boroughs)
-    totals = frame[frame[SERIES].map(tree.level_of) != "zone"]
-    names = {total_id(series): series for series in totals[SERIES].unique()}
-    ids = {series: identifier for identifier, series in names.items()}
-    rows = pd.DataFrame(
-        {
-            "pickup_hour": totals[HOUR].to_numpy(),
-            "pulocationid": totals[SERIES].map(ids).to_numpy(),
-            "total_rides": totals[VALUE].to_numpy(),
-        }
-    )
-    return rows, names
-
-
-def _in_sample(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
-    """The model's fit of the last days before ``origin``: ``pulocationid, ds, y, forecast``."""
-    rows, _ = inputs.training_frame(origin)
-    rows = rows[rows.pickup_hour >= origin - DAY * RECONCILIATION_DAYS]
-    return pd.DataFrame(
-        {"pulocationid": rows.pulocationid.to_numpy(), HOUR: rows.pickup_hour.to_numpy(),
-         VALUE: rows.total_rides.to_numpy(dtype=float), "forecast": model.predict(rows, names)}
-    )  # fmt: skip
-
-
-def _spread(backtested: pd.DataFrame, names: Mapping[int, str]) -> dict[str, dict[int, tuple[float, float]]]:
-    """Per total series, the quantiles of its out-of-sample error as a share of its forecast, per level."""
-    relative = (backtested.total_rides - backtested.predicted) / backtested.predicted.clip(lower=1.0)
-    spread = {}
-    for identifier, shares in relative.groupby(backtested.pulocationid):
-        tails = {level: ((1 - level / 100) / 2, 1 - (1 - level / 100) / 2) for level in LEVELS}
-        spread[names[int(identifier)]] = {
-            level: (float(np.quantile(shares, low)), float(np.quantile(shares, high)))
-            for level, (low, high) in tails.items()
-        }
-    return spread
-
-
 def fit_served(
     version: str,
     champion: str,
@@ -134,29 +76,25 @@ def fit_served(
     origin: pd.Timestamp,
     boroughs: Mapping[int, str],
     zone_model_and_features: tuple[Forecaster, list[str]],
-    zone_intervals: IntervalModel,
-    held_out_weeks: Sequence[pd.Timestamp],
+    intervals: LevelIntervals,
 ) -> ServedModel:
     """The version's served model: the zones' (fitted by the caller), the totals' fitted on ``zones``' actuals
-    summed, its spread measured over ``held_out_weeks``, and every series' in-sample errors. A zone the lookup
-    gives no borough is in no total, and not served."""
+    summed, each series' in-sample fit, and ``intervals`` (calibrated on the version's reconciled backtest). A zone
+    the lookup gives no borough is in no total, and not served."""
     served_boroughs = {zone: boroughs[zone] for zone in zones.zones if zone in boroughs}
-    zone_actuals = zones.actuals[zones.actuals.pulocationid.isin(zones.zones)]
-    total_rows, names = totals_actuals(zone_actuals, served_boroughs)
-    totals = Inputs(total_rows, zones.weather, sorted(names), zones.horizon_hours, zones.start, zones.rule)
+    totals, total_names = levels.totals_inputs(zones, served_boroughs)
     total_model, total_features = backtest.fit_at(totals, origin, make_model)
-    backtested = backtest.rolling_origin_backtest(totals, make_model, list(held_out_weeks))
     zone_model, zone_features = zone_model_and_features
-    zone_errors = _in_sample(zone_model, zones, origin, zone_features)
-    zone_errors = zone_errors[zone_errors.pulocationid.isin(served_boroughs)]
-    zone_errors[SERIES] = [hierarchy.series_name(served_boroughs[zone], zone) for zone in zone_errors.pulocationid]
-    total_errors = _in_sample(total_model, totals, origin, total_features)
-    total_errors[SERIES] = total_errors.pulocationid.map(names)
-    errors = pd.concat([zone_errors, total_errors], ignore_index=True).drop(columns=["pulocationid"])
+    names = levels.series_names(sorted(served_boroughs), served_boroughs, total_names)
+    fits = pd.concat(
+        [levels.fit_errors(zone_model, zones, origin, zone_features),
+         levels.fit_errors(total_model, totals, origin, total_features)], ignore_index=True,
+    )  # fmt: skip
+    fits = fits[fits.pulocationid.isin(list(names))]
+    fits = fits.assign(series=fits.pulocationid.map(names))[["series", "rms"]].reset_index(drop=True)
     return ServedModel(
         version, champion, sorted(served_boroughs), served_boroughs, zone_model, zone_features, total_model,
-        total_features, zone_intervals, _spread(backtested, names), errors, zones.rule.weather_delay_days,
-        zones.weather is not None,
+        total_features, intervals, fits, zones.rule.weather_delay_days, zones.weather is not None, origin,
     )  # fmt: skip
 
 
@@ -188,8 +126,9 @@ def forecast(
     )
     tree = served.hierarchy()
     base = base[base[SERIES].isin(tree.series)]
+    errors = levels.reconciliation_errors(served.fits)
     reconciled = [
-        hierarchy.reconcile(day_rows.rename(columns={"model_forecast": "forecast"}), served.errors, tree)
+        hierarchy.reconcile(day_rows.rename(columns={"model_forecast": "forecast"}), errors, tree)
         for _, day_rows in base.groupby("forecast_origin")
     ]
     rows = base.merge(pd.concat(reconciled, ignore_index=True), on=[SERIES, HOUR], validate="one_to_one")
@@ -199,7 +138,8 @@ def forecast(
         pulocationid=rows[SERIES].map(hierarchy.zone_of).astype("Int64"),
         borough=rows[SERIES].map(hierarchy.borough_of),
     )
-    rows = _with_intervals(served, rows).rename(columns={HOUR: "pickup_hour", SERIES: "series"})
+    rows = rows.rename(columns={HOUR: "pickup_hour", SERIES: "series"})
+    rows = pd.concat([rows, served.intervals.bounds(rows)], axis=1)
     return rows[FORECAST_COLUMNS].sort_values(["forecast_day", "series", "pickup_hour"]).reset_index(drop=True)
 
 
@@ -213,18 +153,3 @@ def _known_by_model(known: pd.DataFrame | None) -> tuple[pd.DataFrame | None, pd
     totals = rows[rows.level != "zone"]
     totals = totals.assign(pulocationid=totals.series.map(total_id))
     return zones.drop(columns=["series", "level"]), totals.drop(columns=["series", "level"])
-
-
-def _with_intervals(served: ServedModel, rows: pd.DataFrame) -> pd.DataFrame:
-    zones = rows.level == "zone"
-    bounds = pd.DataFrame(index=rows.index, columns=INTERVAL_COLUMNS, dtype=float)
-    zone_rows = rows[zones]
-    bounds.loc[zones] = served.zone_intervals.bounds(
-        zone_rows.forecast, zone_rows.borough, features.in_holiday_period(zone_rows[HOUR])
-    ).to_numpy()
-    for series, series_rows in rows[~zones].groupby(SERIES):
-        for level, (low, high) in served.total_spread.get(str(series), {}).items():
-            lower, upper = bound_columns(level)
-            bounds.loc[series_rows.index, lower] = (series_rows.forecast * (1 + low)).clip(lower=0.0)
-            bounds.loc[series_rows.index, upper] = series_rows.forecast * (1 + high)
-    return pd.concat([rows, bounds], axis=1)

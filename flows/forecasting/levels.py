@@ -1,0 +1,297 @@
+"""What a version serves, evaluated as it is served: every zone, each borough's total and the city, reconciled, each
+level's intervals calibrated on that level's own reconciled errors.
+
+A candidate is backtested on every zone the version serves and, with the same refits, on the borough and city totals
+(:func:`backtest_series`). Each refit's forecasts are reconciled as serving reconciles them, weighted by each
+series' in-sample fit at that refit (:func:`reconciled`). Intervals are then calibrated per level on the reconciled
+errors of the hours before the day they are used on (:func:`calibrate`): the zones grouped by borough and, below a
+few rides, by the forecast's size (counts near zero miss like counts, not like their borough); each total on its own
+errors. The held-out weeks are scored per level and per borough (:func:`evaluate`), which is what a version's
+cards, metadata and ``taxi-lineage model`` report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from flows.forecasting import backtest, hierarchy
+from flows.forecasting.features import in_holiday_period
+from flows.forecasting.hierarchy import HOUR, SERIES, VALUE, Hierarchy
+from flows.forecasting.intervals import (
+    LEVELS,
+    RECENCY_HALF_LIFE,
+    IntervalModel,
+    NoErrorsToCalibrateOn,
+    count_aware_groups,
+    fit_intervals,
+    inside,
+    nested,
+)
+from flows.forecasting.models import Forecaster
+from flows.forecasting.publication import Inputs
+from taxi_core.errors import PipelineError
+from taxi_core.zones import BOROUGH_SERIES_IDS, CITY_SERIES_ID
+
+# The in-sample days whose errors weigh each series in the reconciliation.
+RECONCILIATION_DAYS = 14
+DAY = pd.Timedelta(days=1)
+ALL = "all"
+
+
+class UnknownBorough(ValueError, PipelineError):
+    """A zone's borough has no total series: the zone lookup names a borough the project does not know."""
+
+
+def total_id(series: str) -> int:
+    """The id a borough's or the city's total is forecast under."""
+    borough = hierarchy.borough_of(series)
+    if borough is None:
+        return CITY_SERIES_ID
+    if borough not in BOROUGH_SERIES_IDS:
+        raise UnknownBorough(
+            f"borough {borough!r} of nyc_taxi.taxi_zones has no total series (known: {', '.join(BOROUGH_SERIES_IDS)}): "
+            "add it to taxi_core/zones.py TOTAL_BOROUGHS"
+        )
+    return BOROUGH_SERIES_IDS[borough]
+
+
+def totals_actuals(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[pd.DataFrame, dict[int, str]]:
+    """Each borough's and the city's rides per hour, as the actuals' columns under their total ids; and each id's
+    series."""
+    frame, tree = hierarchy.series_frame(actuals, boroughs)
+    totals = frame[frame[SERIES].map(tree.level_of) != "zone"]
+    names = {total_id(series): series for series in totals[SERIES].unique()}
+    ids = {series: identifier for identifier, series in names.items()}
+    rows = pd.DataFrame(
+        {
+            "pickup_hour": totals[HOUR].to_numpy(),
+            "pulocationid": totals[SERIES].map(ids).to_numpy(),
+            "total_rides": totals[VALUE].to_numpy(),
+        }
+    )
+    return rows, names
+
+
+def totals_inputs(zones: Inputs, boroughs: Mapping[int, str]) -> tuple[Inputs, dict[int, str]]:
+    """``zones``' actuals summed per borough and for the city, as inputs of their own; and each total id's series."""
+    served = {zone: boroughs[zone] for zone in zones.zones if zone in boroughs}
+    rows, names = totals_actuals(zones.actuals[zones.actuals.pulocationid.isin(list(served))], served)
+    return Inputs(rows, zones.weather, sorted(names), zones.horizon_hours, zones.start, zones.rule), names
+
+
+def fit_errors(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
+    """How well a model fitted at ``origin`` fits each of its series over the days before it: one row per series
+    (``pulocationid, rms``), the root mean square of its in-sample errors, which weighs the series in the
+    reconciliation (minimum trace's ``wls_var`` uses exactly that mean square)."""
+    rows, _ = inputs.training_frame(origin)
+    rows = rows[rows.pickup_hour >= origin - DAY * RECONCILIATION_DAYS]
+    squared = (rows.total_rides.to_numpy(dtype=float) - model.predict(rows, names)) ** 2
+    rms = pd.Series(squared, index=rows.pulocationid.to_numpy()).groupby(level=0).mean() ** 0.5
+    return rms.rename_axis("pulocationid").rename("rms").reset_index()
+
+
+def reconciliation_errors(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per-series fit errors (``series, rms``) as the reconciler reads in-sample errors: one hour per series whose
+    error is its root mean square."""
+    return pd.DataFrame({SERIES: fits.series.to_numpy(), HOUR: pd.Timestamp(0), VALUE: fits.rms.to_numpy(),
+                         "forecast": 0.0})  # fmt: skip
+
+
+def series_names(zones: Sequence[int], boroughs: Mapping[int, str], totals: Mapping[int, str]) -> dict[int, str]:
+    """Every forecast id's series: a zone's ``city/<borough>/<zone>``, a total's own name."""
+    return {zone: hierarchy.series_name(boroughs[zone], zone) for zone in zones if zone in boroughs} | dict(totals)
+
+
+@dataclass(frozen=True)
+class SeriesBacktest:
+    """One candidate's backtest of every series a version serves (zones and totals), and each refit's fit errors."""
+
+    forecasts: pd.DataFrame  # series, pickup_hour, origin, forecast_origin, predicted, total_rides
+    fits: pd.DataFrame  # origin, series, rms
+
+
+def backtest_series(
+    zones: Inputs,
+    boroughs: Mapping[int, str],
+    make_model: Callable[[], Forecaster],
+    origins: list[pd.Timestamp],
+    zone_backtest: pd.DataFrame,
+    zone_fits: pd.DataFrame,
+) -> SeriesBacktest:
+    """The totals backtested with the same refits as the zones (``zone_backtest``, ``zone_fits`` from
+    :func:`backtest.rolling_origin_backtest` with :func:`fit_errors` at each refit), all named as series."""
+    totals, total_names = totals_inputs(zones, boroughs)
+    total_fits: list[pd.DataFrame] = []
+    total_backtest = backtest.rolling_origin_backtest(
+        totals, make_model, origins,
+        on_fit=lambda origin, model, names: total_fits.append(fit_errors(model, totals, origin, names).assign(origin=origin)),
+    )  # fmt: skip
+    names = series_names(zones.zones, boroughs, total_names)
+    forecasts = pd.concat([zone_backtest, total_backtest], ignore_index=True)
+    forecasts = forecasts[forecasts.pulocationid.isin(list(names))]
+    forecasts = forecasts.assign(series=forecasts.pulocationid.map(names))
+    fits = pd.concat([zone_fits, *total_fits], ignore_index=True)
+    fits = fits[fits.pulocationid.isin(list(names))]
+    fits = fits.assign(series=fits.pulocationid.map(names))
+    columns = ["series", "pickup_hour", "origin", "forecast_origin", "predicted", "total_rides"]
+    return SeriesBacktest(forecasts[columns].reset_index(drop=True), fits[["origin", "series", "rms"]])
+
+
+def tree_of(series: Sequence[str]) -> Hierarchy:
+    """The hierarchy of the zone series among ``series``."""
+    zones = [name for name in series if hierarchy.zone_of(name) is not None]
+    boroughs = {int(hierarchy.zone_of(name) or 0): str(hierarchy.borough_of(name)) for name in zones}
+    one_hour = pd.DataFrame({"pickup_hour": pd.Timestamp(0), "pulocationid": list(boroughs), "total_rides": 0.0})
+    return hierarchy.series_frame(one_hour, boroughs)[1]
+
+
+def reconciled(series: SeriesBacktest, origins: Sequence[pd.Timestamp] | None = None) -> pd.DataFrame:
+    """The backtest's forecasts made coherent refit by refit, as serving makes each day's: ``series, pickup_hour,
+    origin, forecast_origin, model_forecast, forecast, total_rides, level, borough``."""
+    tree = tree_of(series.forecasts.series.unique())
+    wanted = series.forecasts if origins is None else series.forecasts[series.forecasts.origin.isin(list(origins))]
+    rows = []
+    for origin, refit in wanted.groupby("origin"):
+        refit = refit[refit.series.isin(tree.series)]
+        base = refit.rename(columns={"series": SERIES, "pickup_hour": HOUR, "predicted": "forecast"})
+        errors = reconciliation_errors(series.fits[series.fits.origin == origin])
+        coherent = hierarchy.reconcile(base, errors, tree).rename(columns={SERIES: "series", HOUR: "pickup_hour"})
+        rows.append(
+            refit.rename(columns={"predicted": "model_forecast"}).merge(
+                coherent, on=["series", "pickup_hour"], validate="one_to_one"
+            )
+        )
+    found = pd.concat(rows, ignore_index=True)
+    return found.assign(level=found.series.map(tree.level_of), borough=found.series.map(hierarchy.borough_of))
+
+
+@dataclass(frozen=True)
+class LevelIntervals:
+    """The intervals a version serves with: the zones' (by borough, and by size below a few rides) and the totals'
+    (each its own), each calibrated on its level's reconciled errors."""
+
+    zones: IntervalModel
+    totals: IntervalModel
+
+    def bounds(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``lower_80, upper_80, lower_95, upper_95`` for ``rows`` (``series, level, borough, pickup_hour,
+        forecast``), aligned to their index; each holds the forecast, the 80% inside the 95%, none below zero."""
+        columns = []
+        holiday = in_holiday_period(rows.pickup_hour)
+        for is_zone, model in ((True, self.zones), (False, self.totals)):
+            part = rows[(rows.level == "zone") == is_zone]
+            if part.empty:
+                continue
+            found = model.bounds(part.forecast, _groups(part), holiday[part.index])
+            columns.append(found.set_axis(part.index))
+        return nested(pd.concat(columns).reindex(rows.index), rows.forecast)
+
+    def as_metadata(self) -> dict[str, str]:
+        zone_groups = sorted(group for group in self.zones.by_group if group != "all zones")
+        total_groups = sorted(group for group in self.totals.by_group if group != "all zones")
+        return {"interval_zone_groups": ", ".join(zone_groups), "interval_total_groups": ", ".join(total_groups)}
+
+
+def _groups(rows: pd.DataFrame) -> pd.Series:
+    """Each row's calibration group: a zone's borough (or its size band, for small forecasts); a total's series."""
+    if (rows.level == "zone").all():
+        return count_aware_groups(rows.borough, rows.forecast)
+    return rows.series.astype(str)
+
+
+def calibrate(rows: pd.DataFrame, day: pd.Timestamp) -> LevelIntervals:
+    """The intervals a day starting at ``day`` uses: ``rows``' (:func:`reconciled`) errors of the hours before it,
+    holiday periods left out, each weighted by how recent it is."""
+    known = rows[rows.pickup_hour < day].dropna(subset=["total_rides"])
+    if known.empty:
+        raise NoErrorsToCalibrateOn(f"no reconciled backtest forecast with an actual before {day} to calibrate on")
+    ordinary = known[~in_holiday_period(known.pickup_hour).to_numpy()]
+    if ordinary.empty:
+        ordinary = known
+    age = ((day - ordinary.pickup_hour) / RECENCY_HALF_LIFE).to_numpy(dtype=float)
+    weights = pd.Series(0.5**age, index=ordinary.index)
+    models = []
+    for is_zone in (True, False):
+        part = ordinary[(ordinary.level == "zone") == is_zone]
+        models.append(fit_intervals(part.forecast, part.total_rides, _groups(part), weights[part.index]))
+    return LevelIntervals(*models)
+
+
+def with_intervals(rows: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (reconciled forecasts) with each day's intervals calibrated on ``history``'s hours before that day."""
+    parts = []
+    for day, day_rows in rows.groupby(rows.pickup_hour.dt.normalize()):
+        parts.append(pd.concat([day_rows, calibrate(history, pd.Timestamp(day)).bounds(day_rows)], axis=1))
+    return pd.concat(parts).sort_index()
+
+
+def evaluate(
+    reconciled_by_candidate: Callable[[str], pd.DataFrame],
+    champions: Mapping[pd.Timestamp, str],
+    naive: pd.DataFrame,
+) -> pd.DataFrame:
+    """Each held-out week (``champions``: its start -> the champion chosen before it) served as a version serves:
+    the champion's reconciled forecasts, each day's intervals calibrated on its reconciled errors before that day;
+    with naive's forecast of the same series and hour (``naive``: ``series, pickup_hour, predicted``)."""
+    weeks = []
+    for week, champion in champions.items():
+        history = reconciled_by_candidate(champion)
+        rows = history[history.origin == week]
+        weeks.append(with_intervals(rows, history).assign(champion=champion))
+    scored = pd.concat(weeks, ignore_index=True)
+    paired = naive.rename(columns={"predicted": "naive"})[["series", "pickup_hour", "naive"]]
+    return scored.merge(paired, on=["series", "pickup_hour"], how="left")
+
+
+def by_level(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per level and borough (``all`` for a whole level): hours, MAE, naive's MAE, their ratio, each interval's
+    coverage, and the share of hours whose 80% interval is the narrowest a count allows (``{0}`` or a point)."""
+    rows = rows.assign(
+        error=(rows.forecast - rows.total_rides).abs(),
+        naive_error=(rows.naive - rows.total_rides).abs(),
+        **{f"inside_{level}": inside(rows, level) for level in LEVELS},
+    )
+    tables = []
+    for level, level_rows in rows.groupby("level", sort=False):
+        tables.append(_figures(level_rows.assign(borough=ALL), level))
+        if level != "city":
+            tables.append(_figures(level_rows, level))
+    table = pd.concat(tables, ignore_index=True)
+    # Zones first, then the boroughs' totals, then the city; each level's whole before its boroughs.
+    order = table.level.map({"zone": 0, "borough": 1, "city": 2}) * 2 + (table.borough != ALL)
+    table = table.assign(order=order).sort_values(["order", "borough"], kind="stable")
+    return table.drop(columns="order").reset_index(drop=True)
+
+
+def _figures(rows: pd.DataFrame, level: str) -> pd.DataFrame:
+    grouped = rows.groupby("borough")
+    table = pd.DataFrame(
+        {
+            "hours": grouped.size(),
+            "series": grouped.series.nunique(),
+            "rides_per_hour": grouped.total_rides.mean(),
+            "mae": grouped.error.mean(),
+            "naive_mae": grouped.naive_error.mean(),
+            **{f"coverage_{band}": grouped[f"inside_{band}"].mean() for band in LEVELS},
+        }
+    )
+    table["ratio_to_naive"] = table.mae / table.naive_mae.where(table.naive_mae > 0)
+    return table.reset_index().assign(level=level)
+
+
+def summary(table: pd.DataFrame) -> dict[str, float]:
+    """The per-level figures a model version is known by: each level's held-out MAE ratio and 80%/95% coverage."""
+    figures = {}
+    for row in table[table.borough == ALL].itertuples():
+        figures[f"held_out_{row.level}_mae_vs_naive"] = round(float(row.ratio_to_naive), 4)
+        for band in LEVELS:
+            figures[f"held_out_{row.level}_coverage_{band}"] = round(float(getattr(row, f"coverage_{band}")), 4)
+    covered = table[table.level != "city"]
+    worst = covered.coverage_80.sub(0.8).abs().idxmax() if len(covered) else None
+    if worst is not None:
+        figures["held_out_coverage_80_furthest_group"] = round(float(table.coverage_80[worst]), 4)
+    return figures
+
