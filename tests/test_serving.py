@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.forecasting import backtest, intervals, serving
+from flows.forecasting import backtest, levels, serving
 from flows.forecasting.models import make_candidate
 from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads
@@ -36,12 +36,20 @@ def _served(actuals: pd.DataFrame, name: str = "gbm") -> serving.ServedModel:
     rule = PublicationRule(actuals_month_delay=None)
     inputs = Inputs(actuals[actuals.pickup_hour < AS_OF], None, list(BOROUGHS), 24, actuals.pickup_hour.min(), rule)
     fitted = backtest.fit_at(inputs, AS_OF, lambda: make_candidate(name))
-    weeks = backtest.backtest_weeks(AS_OF, 2)
-    held_out = backtest.rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks)
-    calibrated = intervals.fit_intervals(held_out.predicted, held_out.total_rides)
-    return serving.fit_served(
-        "Flow/1", name, lambda: make_candidate(name), inputs, AS_OF, BOROUGHS, fitted, calibrated, weeks
-    )
+    history = series_backtest(inputs, name, backtest.backtest_weeks(AS_OF, 2))
+    calibrated = levels.calibrate(levels.reconciled(history), AS_OF)
+    return serving.fit_served("Flow/1", name, lambda: make_candidate(name), inputs, AS_OF, BOROUGHS, fitted, calibrated)
+
+
+def series_backtest(inputs: Inputs, name: str, weeks: list[pd.Timestamp]) -> levels.SeriesBacktest:
+    """``name`` backtested over ``weeks`` on every zone and total, as a train branch backtests it."""
+    fits: list[pd.DataFrame] = []
+
+    def keep(origin, model, names):
+        fits.append(levels.fit_errors(model, inputs, origin, names).assign(origin=origin))
+
+    zones = backtest.rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks, on_fit=keep)
+    return levels.backtest_series(inputs, BOROUGHS, lambda: make_candidate(name), weeks, zones, pd.concat(fits))
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from taxi_core.errors import PipelineError
 
 CITY = "city"
 LEVELS = ("city", "borough", "zone")
-RECONCILER = "MinTrace(wls_var, nonnegative)"
+RECONCILER = "MinTraceSparse(wls_var, nonnegative)"
 # hierarchicalforecast's frames: one row per series and hour.
 SERIES, HOUR, VALUE = "unique_id", "ds", "y"
 
@@ -97,9 +97,11 @@ def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarch
     """
     # Imported where used: hierarchicalforecast pulls in its solvers, which most callers of this module never need.
     from hierarchicalforecast.core import HierarchicalReconciliation
-    from hierarchicalforecast.methods import MinTrace
+    from hierarchicalforecast.methods import MinTraceSparse
 
-    reconciler = HierarchicalReconciliation([MinTrace(method="wls_var", nonnegative=True)])
+    # The sparse solver keeps forecasts non-negative by the library's heuristic: a week of hours reconciles in well
+    # under a second, where the dense one solves a quadratic programme per hour (~40 ms each, 7 s a week).
+    reconciler = HierarchicalReconciliation([MinTraceSparse(method="wls_var", nonnegative=True)])
     tags = {" / ".join(LEVELS[: index + 1]): series for index, series in enumerate(hierarchy.levels.values())}
     with warnings.catch_warnings():
         # The solver converts the dense problem to sparse and says so on every call: a hint, not a fault.

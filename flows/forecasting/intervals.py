@@ -84,10 +84,11 @@ class IntervalModel:
         labels = _labels(groups, len(mu))
         wider = np.zeros(len(mu), dtype=bool) if holiday_period is None else np.asarray(holiday_period, dtype=bool)
         columns = {column: np.zeros(len(mu)) for column in INTERVAL_COLUMNS}
-        for group in np.unique(labels):
+        codes, groups_found = pd.factorize(labels, sort=True)
+        for code, group in enumerate(groups_found):
             calibration = self.by_group.get(group, self.pooled)
             for widened in (False, True):
-                rows = (labels == group) & (wider == widened)
+                rows = (codes == code) & (wider == widened)
                 scale = _scale(mu[rows], calibration.dispersion)
                 for level in LEVELS:
                     low, high = calibration.quantiles[WIDER[level] if widened else level]
@@ -129,14 +130,21 @@ def count_aware_groups(groups: pd.Series, predicted: npt.ArrayLike) -> pd.Series
 
 def nested(bounds: pd.DataFrame, predicted: npt.ArrayLike) -> pd.DataFrame:
     """``bounds`` made to hold what every interval promises: lower <= forecast <= upper, none below zero, each
-    interval inside the wider one (a group's 95% may come from the pool while its 80% is its own)."""
+    interval inside the wider one (a group's 95% may come from the pool while its 80% is its own), and at least one
+    count of rides: around a forecast of 0.09, ``[0.04, 0.09]`` holds no possible count, so it starts at 0.
+
+    Conformal quantiles over counts near zero would otherwise reach 80% by leaving zero out of the intervals of the
+    larger small forecasts, intervals no ride count can fall in."""
     mu = np.clip(np.asarray(predicted, dtype=float), 0.0, None)
     out = bounds.copy()
     inner_lower, inner_upper = mu, mu
     for level in LEVELS:
         lower, upper = bound_columns(level)
-        out[lower] = np.clip(np.minimum(out[lower].to_numpy(dtype=float), inner_lower), 0.0, None)
-        out[upper] = np.maximum(out[upper].to_numpy(dtype=float), inner_upper)
+        low = np.clip(np.minimum(out[lower].to_numpy(dtype=float), inner_lower), 0.0, None)
+        high = np.maximum(out[upper].to_numpy(dtype=float), inner_upper)
+        no_count = np.ceil(low - 1e-9) > np.floor(high + 1e-9)
+        out[lower] = np.where(no_count, np.floor(low), low)
+        out[upper] = high
         inner_lower, inner_upper = out[lower].to_numpy(), out[upper].to_numpy()
     return out
 
@@ -153,11 +161,12 @@ def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
     return scale
 
 
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, share: float) -> float:
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, shares: list[float]) -> list[float]:
+    """The weighted quantiles of ``values`` at each of ``shares``, sorting once."""
     order = np.argsort(values, kind="stable")
     values, weights = values[order], weights[order]
     position = (np.cumsum(weights) - 0.5 * weights) / weights.sum()
-    return float(np.interp(share, position, values))
+    return [float(value) for value in np.interp(shares, position, values)]
 
 
 def _tails(level: int) -> tuple[float, float]:
@@ -170,14 +179,11 @@ def _calibrate(mu: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Calibratio
     spread = (weights * ((y - mu) ** 2 - mu)).sum() / max((weights * mu**2).sum(), 1e-9)
     dispersion = max(float(spread), 0.0)
     scaled = (y - mu) / _scale(mu, dispersion)
-    quantiles = {level: _quantiles(scaled, weights, _tails(level)) for level in CALIBRATED_LEVELS}
+    shares = [share for level in CALIBRATED_LEVELS for share in _tails(level)]
+    found = iter(_weighted_quantiles(scaled, weights, shares))
+    quantiles = {level: (next(found), next(found)) for level in CALIBRATED_LEVELS}
     effective = float(weights.sum() ** 2 / (weights**2).sum())
     return Calibration(dispersion, quantiles, effective)
-
-
-def _quantiles(values: np.ndarray, weights: np.ndarray, tails: tuple[float, float]) -> tuple[float, float]:
-    low, high = tails
-    return _weighted_quantile(values, weights, low), _weighted_quantile(values, weights, high)
 
 
 def _with_pooled_tails(own: Calibration, pooled: Calibration) -> Calibration:
@@ -205,8 +211,9 @@ def fit_intervals(
     labels = _labels(groups, len(mu))
     pooled = _calibrate(mu, y, w)
     by_group = {POOLED: pooled}
-    for group in np.unique(labels):
-        rows = labels == group
+    codes, groups_found = pd.factorize(labels, sort=True)
+    for code, group in enumerate(groups_found):
+        rows = codes == code
         if group == POOLED:
             continue
         own = _calibrate(mu[rows], y[rows], w[rows])

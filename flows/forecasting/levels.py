@@ -94,10 +94,13 @@ def fit_errors(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: l
 
 
 def reconciliation_errors(fits: pd.DataFrame) -> pd.DataFrame:
-    """Per-series fit errors (``series, rms``) as the reconciler reads in-sample errors: one hour per series whose
-    error is its root mean square."""
-    return pd.DataFrame({SERIES: fits.series.to_numpy(), HOUR: pd.Timestamp(0), VALUE: fits.rms.to_numpy(),
-                         "forecast": 0.0})  # fmt: skip
+    """Per-series fit errors (``series, rms``) as the reconciler reads in-sample errors: two hours per series whose
+    errors are plus and minus its root mean square, so their variance (and mean square) is the series' own."""
+    hours = [pd.Timestamp(0), pd.Timestamp(0) + pd.Timedelta(hours=1)]
+    return pd.concat(
+        [pd.DataFrame({SERIES: fits.series.to_numpy(), HOUR: hour, VALUE: sign * fits.rms.to_numpy(), "forecast": 0.0})
+         for hour, sign in zip(hours, (1.0, -1.0), strict=True)], ignore_index=True,
+    )  # fmt: skip
 
 
 def series_names(zones: Sequence[int], boroughs: Mapping[int, str], totals: Mapping[int, str]) -> dict[int, str]:

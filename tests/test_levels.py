@@ -1,0 +1,103 @@
+"""What a version serves, evaluated as served: every zone, each borough's total and the city, reconciled, each level's
+intervals calibrated on its own reconciled errors, near-empty zones count-aware."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.forecasting import backtest, levels
+from flows.forecasting.features import in_holiday_period
+from flows.forecasting.intervals import count_aware_groups, inside
+from flows.forecasting.models import make_candidate
+from flows.forecasting.publication import Inputs, PublicationRule
+from flows.forecasting.threads import numeric_threads
+
+# Busy Manhattan zones, a Queens pair, and Bronx and Staten Island zones that see a ride every few hours or days.
+RATES = {161: 30.0, 236: 18.0, 132: 6.0, 138: 2.0, 3: 0.4, 18: 0.15, 5: 0.03, 6: 0.02}
+BOROUGHS = {161: "Manhattan", 236: "Manhattan", 132: "Queens", 138: "Queens", 3: "Bronx", 18: "Bronx",
+            5: "Staten Island", 6: "Staten Island"}  # fmt: skip
+AS_OF = pd.Timestamp("2025-01-27")
+WEEKS = backtest.backtest_weeks(AS_OF, 6)
+
+
+def _actuals(seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    hours = pd.date_range("2024-10-21", AS_OF, freq="h", inclusive="left")
+    shape = (1 + 0.4 * (hours.day_of_week < 5)) * (0.3 + np.sin(np.pi * hours.hour / 24) ** 2)
+    day_shock = np.exp(rng.normal(0, 0.08, len(hours) // 24 + 1))[(hours - hours[0]).days]
+    frames = [
+        pd.DataFrame({"pickup_hour": hours, "pulocationid": zone, "total_rides": rng.poisson(rate * shape * day_shock)})
+        for zone, rate in RATES.items()
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _series_backtest(inputs: Inputs, name: str) -> levels.SeriesBacktest:
+    fits: list[pd.DataFrame] = []
+
+    def keep(origin, model, names):
+        fits.append(levels.fit_errors(model, inputs, origin, names).assign(origin=origin))
+
+    zones = backtest.rolling_origin_backtest(inputs, lambda: make_candidate(name), WEEKS, on_fit=keep)
+    return levels.backtest_series(inputs, BOROUGHS, lambda: make_candidate(name), WEEKS, zones, pd.concat(fits))
+
+
+@pytest.fixture(scope="module")
+def held_out() -> pd.DataFrame:
+    actuals = _actuals()
+    inputs = Inputs(actuals, None, list(RATES), 24, actuals.pickup_hour.min(), PublicationRule(actuals_month_delay=None))
+    with numeric_threads(1):
+        model, naive = _series_backtest(inputs, "glm"), _series_backtest(inputs, "seasonal_naive")
+    reconciled = levels.reconciled(model)
+    return levels.evaluate(lambda _: reconciled, {week: "glm" for week in WEEKS[2:]}, naive.forecasts)
+
+
+def test_every_row_at_every_level_holds_its_forecast_inside_both_intervals(held_out):
+    assert set(held_out.level) == {"zone", "borough", "city"}
+    assert (held_out.lower_95 >= 0).all()
+    assert (held_out.lower_95 <= held_out.lower_80 + 1e-9).all()
+    assert (held_out.lower_80 <= held_out.forecast + 1e-9).all()
+    assert (held_out.forecast <= held_out.upper_80 + 1e-9).all()
+    assert (held_out.upper_80 <= held_out.upper_95 + 1e-9).all()
+
+
+def test_each_total_s_80_percent_interval_holds_about_80_percent_of_its_hours(held_out):
+    totals = held_out[held_out.level != "zone"]
+    for series, rows in totals.groupby("series"):
+        if rows.total_rides.mean() < 3:  # a total of near-empty zones is a near-empty count itself
+            continue
+        assert 0.70 <= inside(rows, 80).mean() <= 0.90, series
+
+
+def test_the_busy_zones_intervals_hold_about_80_percent(held_out):
+    busy = held_out[held_out.series.str.endswith(("/161", "/236", "/132"))]
+    assert 0.72 <= inside(busy, 80).mean() <= 0.88
+
+
+def test_a_near_empty_zone_s_interval_is_narrower_than_a_ride(held_out):
+    ordinary = ~in_holiday_period(held_out.pickup_hour)  # a holiday-period day takes the next level's width
+    tiny = held_out[(held_out.level == "zone") & (held_out.forecast < 0.1) & ordinary]
+    assert len(tiny) > 500
+    assert (tiny.upper_80 < 1).all()
+    # No interval of a count can hold fewer hours than those with no ride, and these hold no more.
+    assert inside(tiny, 80).mean() == pytest.approx((tiny.total_rides == 0).mean())
+
+
+def test_the_per_level_table_is_the_rows_own_figures(held_out):
+    table = levels.by_level(held_out).set_index(["level", "borough"])
+    assert {("zone", "all"), ("zone", "Bronx"), ("borough", "Staten Island"), ("borough", "all"), ("city", "all")} <= set(
+        table.index
+    )
+    queens = held_out[(held_out.level == "borough") & (held_out.borough == "Queens")]
+    row = table.loc[("borough", "Queens")]
+    assert row.hours == len(queens)
+    assert row.coverage_80 == pytest.approx(inside(queens, 80).mean())
+    assert row.mae == pytest.approx((queens.forecast - queens.total_rides).abs().mean())
+    assert row.ratio_to_naive == pytest.approx(row.mae / (queens.naive - queens.total_rides).abs().mean())
+    zones = held_out[held_out.level == "zone"]
+    assert table.loc[("zone", "all")].coverage_95 == pytest.approx(inside(zones, 95).mean())
+
+
+def test_small_forecasts_are_grouped_by_size_whatever_their_borough():
+    groups = count_aware_groups(pd.Series(["Bronx", "Manhattan", "Bronx", "Queens"]), [0.05, 0.05, 0.5, 7.0])
+    assert groups.tolist() == ["under 0.1 rides", "under 0.1 rides", "0.3-0.7 rides", "Queens"]
