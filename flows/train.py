@@ -458,7 +458,9 @@ class TrainForecastModelFlow(FlowSpec):
             catalog, self.forecast, run_id, column_lineage.forecast_lineage(self.used_features)
         )
         # Recorded once the version's forecasts are written: a run that fails before serves nothing.
-        self.promotion_snapshot_id = registry.record_decision(catalog, MODEL_NAME, self.decision, self.champion)
+        self.promotion_snapshot_id = registry.record_decision(
+            catalog, MODEL_NAME, self.decision, self.champion, self.settings.as_of
+        )
         written = (
             f"Wrote {len(self.forecast):,} rows ({len(self.zone_ids)} zones, {self.settings.horizon_hours} hours "
             f"from {self.settings.as_of:%Y-%m-%d %H:%M}) to {FORECAST} at snapshot {self.forecast_snapshot_id}."

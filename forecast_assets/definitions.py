@@ -20,6 +20,7 @@ from forecast_assets.assets.forecast_checks import FORECAST_CHECKS
 from forecast_assets.assets.forecast_loop import (
     accuracy_checks,
     daily_forecast_asset,
+    daily_forecast_checks,
     daily_partitions,
     forecast_accuracy_asset,
 )
@@ -96,7 +97,7 @@ def build_definitions(settings: Settings, resources: Mapping[str, object] | None
     # Spark steps share one SparkSession (a JVM start costs ~10 s) when the run stays in one process.
     return Definitions(
         assets=map_asset_specs(with_lineage, assets),
-        asset_checks=[*FORECAST_CHECKS, *accuracy_checks(days)],
+        asset_checks=[*FORECAST_CHECKS, *daily_forecast_checks(days), *accuracy_checks(days)],
         jobs=[*ingestion_jobs(sources), training_job, daily_forecast_job, accuracy_job],
         schedules=[daily_forecast_schedule()],
         sensors=[

@@ -18,6 +18,7 @@ EVERY_ZONE_EVERY_HOUR = "forecast_every_zone_has_every_horizon_hour"
 NO_NEGATIVE_RIDES = "forecast_no_negative_rides"
 NO_DUPLICATE_KEYS = "forecast_no_duplicate_keys"
 INTERVALS_HOLD_THE_FORECAST = "forecast_intervals_hold_the_forecast"
+DAILY_INTERVALS_HOLD = "daily_forecast_intervals_hold_the_forecast"
 # Narrowest first: each interval lies inside the next, the forecast inside the narrowest.
 NESTED_BOUNDS = ["lower_95", "lower_80", "forecasted_total_rides", "upper_80", "upper_95"]
 
@@ -125,6 +126,29 @@ def sane_intervals(rows: pd.DataFrame) -> CheckOutcome:
             "median_80_width": figures.rides(width) if pd.notna(width) else 0.0,
         },
     )
+
+
+def daily_intervals_hold(rows: pd.DataFrame) -> CheckOutcome:
+    """A day's forecast rows (the daily table's), at every level: each row's bounds there, none below zero, the
+    forecast inside its 80% interval and that inside the 95% one; the failing rows counted per level."""
+    found = sane_intervals(rows.rename(columns={"forecast": "forecasted_total_rides"}))
+    bounds = rows.rename(columns={"forecast": "forecasted_total_rides"}).reindex(columns=NESTED_BOUNDS)
+    ordered = pd.Series(True, index=rows.index)
+    for narrower, wider in zip(NESTED_BOUNDS, NESTED_BOUNDS[1:], strict=False):
+        ordered &= bounds[narrower] <= bounds[wider] + 1e-9
+    bad = ~ordered | bounds.isna().any(axis=1) | (bounds.lower_95 < 0)
+    per_level = {f"failing_rows_{level}": int(bad[rows.level == level].sum()) for level in ("zone", "borough", "city")}
+    passed = len(rows) > 0 and not bad.any()
+    failure = ""
+    if not passed:
+        worst = rows[bad].iloc[0]
+        failure = (
+            f"{int(bad.sum())} of {len(rows)} rows break lower_95 <= lower_80 <= forecast <= upper_80 <= upper_95 "
+            f"(first: {worst['series']} at {worst['pickup_hour']}: forecast {worst['forecast']:.3f}, 80% "
+            f"[{worst['lower_80']:.3f}, {worst['upper_80']:.3f}], 95% [{worst['lower_95']:.3f}, {worst['upper_95']:.3f}])"
+        )
+    metadata = {**found.metadata, **per_level, "failure": failure}
+    return CheckOutcome(DAILY_INTERVALS_HOLD, passed=passed, metadata=metadata)
 
 
 @dataclass(frozen=True)

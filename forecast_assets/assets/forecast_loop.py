@@ -83,25 +83,36 @@ def _days(context: AssetExecutionContext) -> list[pd.Timestamp]:
     return [pd.Timestamp(key) for key in context.partition_keys]
 
 
-def _served(catalog: Catalog) -> tuple["Serving", "ServedModel"]:
-    """The serving version and what it serves with, from the registry and its Metaflow run."""
+def _served_by_version(catalog: Catalog, days: list[pd.Timestamp]) -> list[tuple["Serving", "ServedModel", list]]:
+    """Each version serving some of ``days`` (the one serving at the day's start, trained on data that ended before
+    it), what it serves with, and its days."""
     from metaflow import Run, namespace  # Metaflow loads only when a forecast is made
 
     from flows.forecasting import registry  # the flow's modules load with the step, not with the definitions
 
-    serving = registry.serving_version(catalog, MODEL_NAME)
-    if serving is None:
-        msg = "No model version serves yet: run the job train_forecast_model (or `./run demo`) first."
-        raise Failure(description=msg, allow_retries=False)
+    by_version: dict[str, tuple[Serving, list[pd.Timestamp]]] = {}
+    for day in days:
+        serving = registry.serving_version_on(catalog, MODEL_NAME, day)
+        if serving is None:
+            msg = (
+                f"No model version was trained on data that ended before {day:%Y-%m-%d} starts (or the versions in "
+                f"{registry.MODEL_PROMOTIONS} predate the training end it records): train one with the flow's "
+                f"--as_of {day:%Y-%m-%d} or earlier (job train_forecast_model), or forecast a later day."
+            )
+            raise Failure(description=msg, allow_retries=False)
+        by_version.setdefault(serving.version, (serving, []))[1].append(day)
     namespace(None)
-    data = Run(serving.version).data
-    if data is None:  # the registry names a version as its run writes; the run ends a step later
-        msg = f"{serving.version} serves but its Metaflow run has not finished: wait for it to end, or train again."
-        raise Failure(description=msg, allow_retries=False)
-    if "served" not in data:
-        msg = f"{serving.version} was trained before versions served daily forecasts: train again to serve one."
-        raise Failure(description=msg, allow_retries=False)
-    return serving, data.served
+    found = []
+    for version, (serving, version_days) in by_version.items():
+        data = Run(version).data
+        if data is None:  # the registry names a version as its run writes; the run ends a step later
+            msg = f"{version} serves but its Metaflow run has not finished: wait for it to end, or train again."
+            raise Failure(description=msg, allow_retries=False)
+        if "served" not in data or not hasattr(data.served, "trained_through"):
+            msg = f"{version} was trained before versions served every level as served: train again to serve one."
+            raise Failure(description=msg, allow_retries=False)
+        found.append((serving, data.served, version_days))
+    return found
 
 
 def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
@@ -127,52 +138,102 @@ def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
         from flows.forecasting import loop_tables, serving, tables  # the flow's modules load with the step
 
         lakehouse = catalog.load()
-        wanted = _days(context)
-        version, served = _served(lakehouse)
-        start, end = served.reads_from(wanted)
-        actuals, actuals_snapshot = tables.read_actuals(lakehouse, start, end)
-        weather, weather_snapshot = None, None
-        if served.uses_weather:
-            weather, weather_snapshot = tables.read_weather(lakehouse, start, max(wanted))
-        context.log.info(
-            f"Forecasting {len(wanted)} day(s) with {version.version} ({version.champion}) from actuals before "
-            f"{end:%Y-%m-%d} (snapshot {actuals_snapshot}): {len(served.zones)} zones, their boroughs and the city"
-        )
-        # The days between the data's end and the first day asked, as this version forecast them from these
-        # actuals: they stand in for the unpublished actuals instead of being forecast again.
-        data_end = served.rule.actuals_through(min(wanted)).floor("D")
-        earlier = loop_tables.read_earlier_days(
-            lakehouse, data_end.date(), (min(wanted) - pd.Timedelta(days=1)).date(), version.version, actuals_snapshot
-        )
-        rows = serving.forecast(served, actuals, weather, wanted, known=earlier)
-        snapshot_id = loop_tables.write_daily_forecasts(lakehouse, rows, version.version, actuals_snapshot)
-        read = {FORECAST_MODEL.to_user_string(): version.version, ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}
-        if weather_snapshot is not None:
-            read[WEATHER_KEY.to_user_string()] = str(weather_snapshot)
-        schema = TableSchema(
-            columns=[TableColumn(*column) for column in loop_tables.columns(loop_tables.DAILY_FORECAST_SCHEMA)]
-        )
-        for day, day_rows in rows.groupby("forecast_day"):
-            city = day_rows[day_rows.level == "city"]
-            yield AssetMaterialization(
-                DAILY_FORECAST_KEY,
-                partition=f"{day:%Y-%m-%d}",
-                metadata={
-                    TABLE_NAME: DAILY_FORECAST,
-                    SNAPSHOT_ID: snapshot_text(snapshot_id),
-                    ROW_COUNT: MetadataValue.int(len(day_rows)),
-                    COLUMN_SCHEMA: schema,
-                    "model_version": version.version,
-                    "champion": version.champion,
-                    "actuals_snapshot_id": snapshot_text(actuals_snapshot),
-                    "data_end": f"{day_rows.data_end.iloc[0]:%Y-%m-%d %H:%M}",
-                    "zones": MetadataValue.int(int((day_rows.level == "zone").sum() // 24)),
-                    "city_forecast_rides": MetadataValue.float(rides(city.forecast.sum())),
-                    **input_versions_metadata(read),
-                },
+        for version, served, wanted in _served_by_version(lakehouse, _days(context)):
+            context.log.info(
+                f"{_days_text(wanted)}: forecast by {version.version} ({version.champion}), the version serving at "
+                f"each day's start, trained on actuals up to {served.trained_through:%Y-%m-%d %H:%M}; a later version "
+                "never forecasts an earlier day, so a backfill gives the forecast the day had on time"
             )
+            yield from _forecast_days(context, lakehouse, version, served, wanted)
 
     return daily_forecast
+
+
+def _days_text(days: list[pd.Timestamp]) -> str:
+    return f"{days[0]:%Y-%m-%d}" if len(days) == 1 else f"{len(days)} days, {days[0]:%Y-%m-%d} to {days[-1]:%Y-%m-%d}"
+
+
+def _forecast_days(
+    context: AssetExecutionContext, lakehouse: Catalog, version: "Serving", served: "ServedModel", wanted: list
+) -> Iterator[AssetMaterialization]:
+    """``wanted`` forecast by ``version`` and written, each day's materialization recorded."""
+    from flows.forecasting import checks, loop_tables, serving, tables  # the flow's modules load with the step
+
+    start, end = served.reads_from(wanted)
+    actuals, actuals_snapshot = tables.read_actuals(lakehouse, start, end)
+    weather, weather_snapshot = None, None
+    if served.uses_weather:
+        weather, weather_snapshot = tables.read_weather(lakehouse, start, max(wanted))
+    context.log.info(
+        f"Forecasting {len(wanted)} day(s) with {version.version} ({version.champion}) from actuals before "
+        f"{end:%Y-%m-%d} (snapshot {actuals_snapshot}): {len(served.zones)} zones, their boroughs and the city"
+    )
+    # The days between the data's end and the first day asked, as this version forecast them from these
+    # actuals: they stand in for the unpublished actuals instead of being forecast again.
+    data_end = served.rule.actuals_through(min(wanted)).floor("D")
+    earlier = loop_tables.read_earlier_days(
+        lakehouse, data_end.date(), (min(wanted) - pd.Timedelta(days=1)).date(), version.version, actuals_snapshot
+    )
+    rows = serving.forecast(served, actuals, weather, wanted, known=earlier)
+    held = checks.daily_intervals_hold(rows)
+    if not held.passed:  # nothing is written: the table keeps the forecasts it had
+        raise Failure(description=f"{DAILY_FORECAST}: {held.metadata['failure']}", metadata=held.metadata)
+    snapshot_id = loop_tables.write_daily_forecasts(lakehouse, rows, version.version, actuals_snapshot)
+    read = {FORECAST_MODEL.to_user_string(): version.version, ACTUALS_KEY.to_user_string(): str(actuals_snapshot)}
+    if weather_snapshot is not None:
+        read[WEATHER_KEY.to_user_string()] = str(weather_snapshot)
+    schema = TableSchema(
+        columns=[TableColumn(*column) for column in loop_tables.columns(loop_tables.DAILY_FORECAST_SCHEMA)]
+    )
+    for day, day_rows in rows.groupby("forecast_day"):
+        city = day_rows[day_rows.level == "city"]
+        yield AssetMaterialization(
+            DAILY_FORECAST_KEY,
+            partition=f"{day:%Y-%m-%d}",
+            metadata={
+                TABLE_NAME: DAILY_FORECAST,
+                SNAPSHOT_ID: snapshot_text(snapshot_id),
+                ROW_COUNT: MetadataValue.int(len(day_rows)),
+                COLUMN_SCHEMA: schema,
+                "model_version": version.version,
+                "champion": version.champion,
+                "actuals_snapshot_id": snapshot_text(actuals_snapshot),
+                "data_end": f"{day_rows.data_end.iloc[0]:%Y-%m-%d %H:%M}",
+                "zones": MetadataValue.int(int((day_rows.level == "zone").sum() // 24)),
+                "city_forecast_rides": MetadataValue.float(rides(city.forecast.sum())),
+                **input_versions_metadata(read),
+            },
+        )
+        checked = checks.daily_intervals_hold(day_rows)
+        context.log_event(
+            AssetCheckEvaluation(
+                asset_key=DAILY_FORECAST_KEY, check_name=checks.DAILY_INTERVALS_HOLD, passed=checked.passed,
+                metadata={**checked.metadata, SNAPSHOT_ID: snapshot_text(snapshot_id)},
+                severity=AssetCheckSeverity.ERROR, partition=f"{day:%Y-%m-%d}",
+            )
+        )  # fmt: skip
+
+
+
+def daily_forecast_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
+    """The daily forecast table's blocking check, on a day's rows as the table holds them: at every level, every
+    row's forecast lies inside its 80% interval, the 80% inside the 95%, none below zero. The forecasting step
+    checks the same before it writes, so a day that fails is never published."""
+    from flows.forecasting.checks import DAILY_INTERVALS_HOLD  # the flow's modules load with the step
+
+    @asset_check(
+        asset=DAILY_FORECAST_KEY, name=DAILY_INTERVALS_HOLD, blocking=True, partitions_def=days,
+        description="Every row of the day, at every level (zone, borough, city): lower_95 <= lower_80 <= forecast <= "
+        "upper_80 <= upper_95, none below zero.",
+    )  # fmt: skip
+    def intervals_hold(context: AssetCheckExecutionContext, catalog: IcebergCatalogResource) -> AssetCheckResult:
+        from flows.forecasting import checks, loop_tables  # the flow's modules load with the step
+
+        rows, snapshot_id = loop_tables.read_daily_forecast(catalog.load(), pd.Timestamp(context.partition_key).date())
+        outcome = checks.daily_intervals_hold(rows)
+        return AssetCheckResult(passed=outcome.passed, metadata={**outcome.metadata, SNAPSHOT_ID: snapshot_text(snapshot_id)})
+
+    return [intervals_hold]
 
 
 def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
