@@ -71,3 +71,11 @@ def test_a_scored_day_is_scored_again_only_when_forecast_again_or_its_month_repu
     assert days_to_score({"2025-02-01": 20}, forecasts, scored) == []
     assert days_to_score({"2025-02-01": 20}, forecasts | {"2025-02-06": 25}, scored) == [("2025-02-06", "2025-02-06")]
     assert days_to_score({"2025-02-01": 40}, forecasts, scored) == [("2025-02-05", "2025-02-06")]
+
+
+@pytest.mark.parametrize(("coverage", "passed"), [(0.70, False), (0.90, False), (0.76, True), (0.84, True)])
+def test_coverage_outside_the_version_s_healthy_range_warns(coverage, passed):
+    day = _scores("2025-02-10", coverage=coverage)
+    outcome = alarms.evaluate(day, day.iloc[0:0], coverage_band=(0.75, 0.85))[1]
+    assert outcome.alarm.name == "zone_coverage_80_in_range" and outcome.passed is passed
+    assert (outcome.metadata["healthy_low_pct"], outcome.metadata["healthy_high_pct"]) == (75.0, 85.0)

@@ -101,3 +101,16 @@ def test_the_per_level_table_is_the_rows_own_figures(held_out):
 def test_small_forecasts_are_grouped_by_size_whatever_their_borough():
     groups = count_aware_groups(pd.Series(["Bronx", "Manhattan", "Bronx", "Queens"]), [0.05, 0.05, 0.5, 7.0])
     assert groups.tolist() == ["under 0.1 rides", "under 0.1 rides", "0.3-0.7 rides", "Queens"]
+
+
+def test_the_coverage_alarm_s_range_holds_healthy_days_and_not_a_biased_one(held_out):
+    low, high = levels.coverage_band(held_out)
+    zones = held_out[held_out.level == "zone"]
+    daily = inside(zones, 80).groupby(zones.pickup_hour.dt.normalize()).mean()
+    assert len(daily) == 28
+    assert ((daily < low) | (daily > high)).sum() <= 2
+    # Intervals a third as wide as calibrated: a broken calibration the alarm must see every day.
+    narrow = zones.assign(lower_80=zones.forecast - (zones.forecast - zones.lower_80) / 3,
+                          upper_80=zones.forecast + (zones.upper_80 - zones.forecast) / 3)  # fmt: skip
+    narrow_daily = inside(narrow, 80).groupby(narrow.pickup_hour.dt.normalize()).mean()
+    assert (narrow_daily < low).sum() >= 26

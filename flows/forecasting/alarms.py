@@ -2,8 +2,9 @@
 
 - The city's bias: a day forecast more than 10% over or under its rides warns. A day's weather or an event
   can do that once; a model gone wrong does it every day, which the next alarm catches.
-- The zones' 80% intervals: the share of a day's zone-hours inside them between 60% and 95% (the
-  held-out weeks measured 70-86% per week; a day is noisier) warns when outside.
+- The zones' 80% intervals: the share of a day's zone-hours inside them outside the range the version's
+  held-out days set (their mean plus or minus three of their standard deviations, ``levels.coverage_band``)
+  warns; a version without one is held to 60-95%.
 - Beaten by naive: over the last 7 scored days, the zones' summed errors above seasonal naive's is an
   error, and blocks what reads the scores: the serving version is worse than the baseline it must beat.
 """
@@ -50,8 +51,9 @@ ZONE_COVERAGE = Alarm(
     "zone_coverage_80_in_range",
     WARN,
     False,
-    f"The share of the day's zone-hours inside their 80% interval is between {COVERAGE_RANGE[0]:.0%} and "
-    f"{COVERAGE_RANGE[1]:.0%}.",
+    "The share of the day's zone-hours inside their 80% interval is inside the range the serving version's held-out "
+    f"days set (their mean +/- 3 standard deviations; {COVERAGE_RANGE[0]:.0%}-{COVERAGE_RANGE[1]:.0%} for a version "
+    "without one).",
 )
 BEATS_NAIVE = Alarm(
     "beats_naive_over_7_days",
@@ -63,8 +65,11 @@ BEATS_NAIVE = Alarm(
 ALARMS = (CITY_BIAS, ZONE_COVERAGE, BEATS_NAIVE)
 
 
-def evaluate(day_scores: pd.DataFrame, recent_scores: pd.DataFrame) -> list[Outcome]:
-    """Each alarm on one scored day; ``recent_scores`` holds the scores of the days before it (any number)."""
+def evaluate(
+    day_scores: pd.DataFrame, recent_scores: pd.DataFrame, coverage_band: tuple[float, float] | None = None
+) -> list[Outcome]:
+    """Each alarm on one scored day; ``recent_scores`` holds the scores of the days before it (any number);
+    ``coverage_band`` is the version's healthy range of a day's zone coverage."""
     day = pd.Timestamp(day_scores.day.iloc[0]).normalize()
     city = pooled(day_scores, "city")
     zones = pooled(day_scores)
@@ -72,13 +77,14 @@ def evaluate(day_scores: pd.DataFrame, recent_scores: pd.DataFrame) -> list[Outc
     window = recent_scores[(days > day - pd.Timedelta(days=ROLLING_DAYS)) & (days < day)]
     rolling = pooled(pd.concat([window, day_scores], ignore_index=True))
     days_in_window = pd.concat([pd.to_datetime(window.day), pd.Series([day])]).nunique()
-    low, high = COVERAGE_RANGE
+    low, high = coverage_band or COVERAGE_RANGE
     return [
         Outcome(CITY_BIAS, abs(city["bias"]) <= BIAS_LIMIT, {"city_bias_pct": round(100 * city["bias"], 2)}),
         Outcome(
             ZONE_COVERAGE,
             low <= zones["coverage_80"] <= high,
-            {"coverage_80_pct": round(100 * zones["coverage_80"], 1)},
+            {"coverage_80_pct": round(100 * zones["coverage_80"], 1), "healthy_low_pct": round(100 * low, 1),
+             "healthy_high_pct": round(100 * high, 1)},  # fmt: skip
         ),
         Outcome(
             BEATS_NAIVE,

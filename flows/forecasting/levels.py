@@ -298,3 +298,19 @@ def summary(table: pd.DataFrame) -> dict[str, float]:
         figures["held_out_coverage_80_furthest_group"] = round(float(table.coverage_80[worst]), 4)
     return figures
 
+
+
+# A healthy day's zone coverage strays from the held-out days' mean by at most this many of their standard deviations
+# (a normal day-to-day spread: outside it on about 1 day in 370), and never by less than ``LEAST_BAND`` either way.
+BAND_DEVIATIONS = 3.0
+LEAST_BAND = 0.02
+
+
+def coverage_band(rows: pd.DataFrame, level: str = "zone") -> tuple[float, float]:
+    """The range a healthy day's share of ``level``-hours inside their 80% interval falls in, from the held-out days
+    (``rows`` of :func:`evaluate`): the alarm's range, calibrated to how much a day's coverage varies at that level."""
+    mine = rows[rows.level == level]
+    daily = inside(mine, 80).groupby(mine.pickup_hour.dt.normalize()).mean()
+    centre = float(daily.mean())
+    half = max(BAND_DEVIATIONS * float(daily.std(ddof=1)) if len(daily) > 1 else 0.0, LEAST_BAND)
+    return round(max(centre - half, 0.0), 4), round(min(centre + half, 1.0), 4)

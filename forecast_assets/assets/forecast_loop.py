@@ -7,6 +7,7 @@ UI write the same rows. ``forecast_accuracy`` scores a day when its month's actu
 the actuals (or a day's forecast) change and asks for the days it can score.
 """
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -236,6 +237,22 @@ def daily_forecast_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDe
     return [intervals_hold]
 
 
+@functools.cache
+def _coverage_band(version: str) -> tuple[float, float] | None:
+    """The healthy range of a day's zone coverage the version's held-out days set (``None`` for a version trained
+    before it did, or whose run is gone)."""
+    from metaflow import Run, namespace  # Metaflow loads only when a day is scored
+    from metaflow.exception import MetaflowNotFound
+
+    namespace(None)
+    try:
+        data = Run(version).data
+    except MetaflowNotFound:
+        return None
+    served = data.served if data is not None and "served" in data else None
+    return getattr(served, "coverage_band", None)
+
+
 def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
     from flows.forecasting.accuracy import pooled  # the flow's modules load with the step, not with the definitions
 
@@ -315,7 +332,8 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
                 "actuals_snapshot_id": snapshot_text(actuals_snapshot),
                 **_score_metadata(scores), **input_versions_metadata(read),
             }  # fmt: skip
-            scored.append((f"{day:%Y-%m-%d}", metadata, alarms.evaluate(scores, recent)))
+            band = _coverage_band(version)
+            scored.append((f"{day:%Y-%m-%d}", metadata, alarms.evaluate(scores, recent, band)))
         if scored:
             # The month's days in one picture, on the newest day scored: what Dagster's partition plots would show.
             scored[-1][1]["accuracy_by_day"] = _accuracy_chart(lakehouse, [key for key, _, _ in scored])
@@ -406,7 +424,8 @@ def accuracy_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDefiniti
             recent = loop_tables.read_accuracy(
                 lakehouse, [(day - pd.Timedelta(days=back)).date() for back in range(1, alarms.ROLLING_DAYS)]
             )
-            outcome = next(o for o in alarms.evaluate(scores, recent) if o.alarm.name == alarm.name)
+            band = _coverage_band(str(scores.model_version.iloc[0])) if len(scores) else None
+            outcome = next(o for o in alarms.evaluate(scores, recent, band) if o.alarm.name == alarm.name)
             return AssetCheckResult(passed=outcome.passed, metadata=outcome.metadata, severity=_severity(alarm))
 
         return check
