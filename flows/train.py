@@ -58,8 +58,8 @@ from flows.forecasting import (
     backtest,
     checks,
     column_lineage,
-    levels,
     features,
+    levels,
     noise_floor,
     promotion,
     registry,
@@ -112,8 +112,10 @@ class TrainForecastModelFlow(FlowSpec):
     horizon_hours: int = parameter("horizon_hours", 24, "Hours ahead to forecast")
     zones: int = parameter("zones", 0, "How many of the busiest zones to serve (default 0: every zone with rides)")
     backtest_zones: int = parameter(
-        "backtest_zones", BACKTEST_ZONES, "How many of the busiest zones choose the champion (default 0: every zone "
-        "served, the population the version serves)"
+        "backtest_zones",
+        BACKTEST_ZONES,
+        "How many of the busiest zones choose the champion (default 0: every zone "
+        "served, the population the version serves)",
     )
     use_weather: bool = parameter("use_weather", False, "Read raw_weather and train weather models")
     weather_delay_days: int = parameter(
@@ -233,7 +235,9 @@ class TrainForecastModelFlow(FlowSpec):
         known = actuals[actuals.pickup_hour < self.settings.backtest_start]
         self.zone_ids = backtest.busiest_zones(actuals, self.settings.zones or None)
         self.backtest_zone_ids = (
-            backtest.busiest_zones(known, self.settings.backtest_zones) if self.settings.backtest_zones else self.zone_ids
+            backtest.busiest_zones(known, self.settings.backtest_zones)
+            if self.settings.backtest_zones
+            else self.zone_ids
         )
         used = set(self.zone_ids) | set(self.backtest_zone_ids)
         self.actuals = actuals[actuals.pulocationid.isin(used)].reset_index(drop=True)
@@ -260,9 +264,9 @@ class TrainForecastModelFlow(FlowSpec):
         chosen_on = (
             "every one of them, each borough's total and the city"
             if not changed
-            else f"the {len(self.backtest_zone_ids)} busiest before its first week, {self.settings.backtest_start:%Y-%m-%d} "
-            f"({changed} served zones not among them); each level is evaluated on every zone served, each borough's "
-            "total and the city"
+            else f"the {len(self.backtest_zone_ids)} busiest before its first week, "
+            f"{self.settings.backtest_start:%Y-%m-%d} ({changed} served zones not among them); each level is "
+            "evaluated on every zone served, each borough's total and the city"
         )
         kept = f"Serving {len(self.zone_ids)} zones; the backtest scores {chosen_on}: {len(self.actuals):,} rows."
         shown = current_card()

@@ -45,7 +45,9 @@ def _series_backtest(inputs: Inputs, name: str) -> levels.SeriesBacktest:
 @pytest.fixture(scope="module")
 def held_out() -> pd.DataFrame:
     actuals = _actuals()
-    inputs = Inputs(actuals, None, list(RATES), 24, actuals.pickup_hour.min(), PublicationRule(actuals_month_delay=None))
+    inputs = Inputs(
+        actuals, None, list(RATES), 24, actuals.pickup_hour.min(), PublicationRule(actuals_month_delay=None)
+    )
     with numeric_threads(1):
         model, naive = _series_backtest(inputs, "glm"), _series_backtest(inputs, "seasonal_naive")
     reconciled = levels.reconciled(model)
@@ -85,9 +87,13 @@ def test_a_near_empty_zone_s_interval_is_narrower_than_a_ride(held_out):
 
 def test_the_per_level_table_is_the_rows_own_figures(held_out):
     table = levels.by_level(held_out).set_index(["level", "borough"])
-    assert {("zone", "all"), ("zone", "Bronx"), ("borough", "Staten Island"), ("borough", "all"), ("city", "all")} <= set(
-        table.index
-    )
+    assert {
+        ("zone", "all"),
+        ("zone", "Bronx"),
+        ("borough", "Staten Island"),
+        ("borough", "all"),
+        ("city", "all"),
+    } <= set(table.index)
     queens = held_out[(held_out.level == "borough") & (held_out.borough == "Queens")]
     row = table.loc[("borough", "Queens")]
     assert row.hours == len(queens)

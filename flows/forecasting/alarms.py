@@ -83,8 +83,11 @@ def evaluate(
         Outcome(
             ZONE_COVERAGE,
             low <= zones["coverage_80"] <= high,
-            {"coverage_80_pct": round(100 * zones["coverage_80"], 1), "healthy_low_pct": round(100 * low, 1),
-             "healthy_high_pct": round(100 * high, 1)},  # fmt: skip
+            {
+                "coverage_80_pct": round(100 * zones["coverage_80"], 1),
+                "healthy_low_pct": round(100 * low, 1),
+                "healthy_high_pct": round(100 * high, 1),
+            },  # fmt: skip
         ),
         Outcome(
             BEATS_NAIVE,

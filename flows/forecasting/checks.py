@@ -145,7 +145,8 @@ def daily_intervals_hold(rows: pd.DataFrame) -> CheckOutcome:
         failure = (
             f"{int(bad.sum())} of {len(rows)} rows break lower_95 <= lower_80 <= forecast <= upper_80 <= upper_95 "
             f"(first: {worst['series']} at {worst['pickup_hour']}: forecast {worst['forecast']:.3f}, 80% "
-            f"[{worst['lower_80']:.3f}, {worst['upper_80']:.3f}], 95% [{worst['lower_95']:.3f}, {worst['upper_95']:.3f}])"
+            f"[{worst['lower_80']:.3f}, {worst['upper_80']:.3f}], "
+            f"95% [{worst['lower_95']:.3f}, {worst['upper_95']:.3f}])"
         )
     metadata = {**found.metadata, **per_level, "failure": failure}
     return CheckOutcome(DAILY_INTERVALS_HOLD, passed=passed, metadata=metadata)

@@ -128,10 +128,11 @@ def backtest_series(
     :func:`backtest.rolling_origin_backtest` with :func:`fit_errors` at each refit), all named as series."""
     totals, total_names = totals_inputs(zones, boroughs)
     total_fits: list[pd.DataFrame] = []
-    total_backtest = backtest.rolling_origin_backtest(
-        totals, make_model, origins,
-        on_fit=lambda origin, model, names: total_fits.append(fit_errors(model, totals, origin, names).assign(origin=origin)),
-    )  # fmt: skip
+
+    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
+        total_fits.append(fit_errors(model, totals, origin, names).assign(origin=origin))
+
+    total_backtest = backtest.rolling_origin_backtest(totals, make_model, origins, on_fit=keep_fit)
     names = series_names(zones.zones, boroughs, total_names)
     forecasts = pd.concat([zone_backtest, total_backtest], ignore_index=True)
     forecasts = forecasts[forecasts.pulocationid.isin(list(names))]
@@ -154,7 +155,7 @@ def tree_of(series: Sequence[str]) -> Hierarchy:
 def reconciled(series: SeriesBacktest, origins: Sequence[pd.Timestamp] | None = None) -> pd.DataFrame:
     """The backtest's forecasts made coherent refit by refit, as serving makes each day's: ``series, pickup_hour,
     origin, forecast_origin, model_forecast, forecast, total_rides, level, borough``."""
-    tree = tree_of(series.forecasts.series.unique())
+    tree = tree_of(series.forecasts.series.unique().tolist())
     wanted = series.forecasts if origins is None else series.forecasts[series.forecasts.origin.isin(list(origins))]
     rows = []
     for origin, refit in wanted.groupby("origin"):
@@ -214,7 +215,8 @@ def calibrate(rows: pd.DataFrame, day: pd.Timestamp) -> LevelIntervals:
     ordinary = known[~in_holiday_period(known.pickup_hour).to_numpy()]
     if ordinary.empty:
         ordinary = known
-    age = ((day - ordinary.pickup_hour) / RECENCY_HALF_LIFE).to_numpy(dtype=float)
+    elapsed: pd.Series[pd.Timedelta] = day - ordinary.pickup_hour
+    age = (elapsed / RECENCY_HALF_LIFE).to_numpy(dtype=float)
     weights = pd.Series(0.5**age, index=ordinary.index)
     models = []
     for is_zone in (True, False):
@@ -259,6 +261,7 @@ def by_level(rows: pd.DataFrame) -> pd.DataFrame:
     )
     tables = []
     for level, level_rows in rows.groupby("level", sort=False):
+        level = str(level)
         tables.append(_figures(level_rows.assign(borough=ALL), level))
         if level != "city":
             tables.append(_figures(level_rows, level))
@@ -288,16 +291,14 @@ def _figures(rows: pd.DataFrame, level: str) -> pd.DataFrame:
 def summary(table: pd.DataFrame) -> dict[str, float]:
     """The per-level figures a model version is known by: each level's held-out MAE ratio and 80%/95% coverage."""
     figures = {}
-    for row in table[table.borough == ALL].itertuples():
-        figures[f"held_out_{row.level}_mae_vs_naive"] = round(float(row.ratio_to_naive), 4)
+    for row in table[table.borough == ALL].to_dict("records"):
+        figures[f"held_out_{row['level']}_mae_vs_naive"] = round(float(row["ratio_to_naive"]), 4)
         for band in LEVELS:
-            figures[f"held_out_{row.level}_coverage_{band}"] = round(float(getattr(row, f"coverage_{band}")), 4)
-    covered = table[table.level != "city"]
-    worst = covered.coverage_80.sub(0.8).abs().idxmax() if len(covered) else None
-    if worst is not None:
-        figures["held_out_coverage_80_furthest_group"] = round(float(table.coverage_80[worst]), 4)
+            figures[f"held_out_{row['level']}_coverage_{band}"] = round(float(row[f"coverage_{band}"]), 4)
+    covered = table[table.level != "city"].coverage_80.to_numpy(dtype=float)
+    if len(covered):
+        figures["held_out_coverage_80_furthest_group"] = round(float(covered[abs(covered - 0.8).argmax()]), 4)
     return figures
-
 
 
 # A healthy day's zone coverage strays from the held-out days' mean by at most this many of their standard deviations

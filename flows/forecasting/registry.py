@@ -15,6 +15,7 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 from pyiceberg.types import (
     BooleanType,
     DoubleType,
@@ -46,7 +47,10 @@ PROMOTIONS_SCHEMA = Schema(
     NestedField(13, "days", IntegerType(), required=False, doc="The held-out days both versions forecast"),
     NestedField(14, "champion", StringType(), required=False, doc="The candidate the challenger serves when promoted"),
     NestedField(
-        15, "trained_through", TimestampType(), required=False,
+        15,
+        "trained_through",
+        TimestampType(),
+        required=False,
         doc="The end (excluded) of the actuals the challenger was trained on, New York wall-clock time: it serves no "
         "day that starts before it",
     ),
@@ -92,7 +96,9 @@ def serving_on(decisions: pd.DataFrame, day: pd.Timestamp) -> str | None:
     decides, each decision standing from its challenger's training end. Either way the newest standing decision's
     serving version serves if it was trained by then, else that decision's challenger; ``None`` when no version was
     trained before the day."""
-    trained = dict(zip(decisions.challenger, pd.to_datetime(decisions.trained_through), strict=True))
+    trained: dict[str, pd.Timestamp] = dict(
+        zip(decisions.challenger, pd.to_datetime(decisions.trained_through), strict=True)
+    )
     eligible = decisions[pd.to_datetime(decisions.trained_through) <= day]
     start = day.tz_localize(NEW_YORK, ambiguous=True, nonexistent="shift_forward").tz_convert("UTC")
     recorded = eligible[pd.to_datetime(eligible.decided_at, utc=True) <= start]
@@ -100,8 +106,8 @@ def serving_on(decisions: pd.DataFrame, day: pd.Timestamp) -> str | None:
     if standing.empty:
         return None
     newest = standing.iloc[-1]
-    serving_trained = trained.get(newest.now_serving)
-    if serving_trained is not None and not pd.isna(serving_trained) and serving_trained <= day:
+    serving_trained = trained.get(str(newest.now_serving))
+    if serving_trained is not None and bool(pd.notna(serving_trained)) and serving_trained <= day:
         return str(newest.now_serving)
     return str(newest.challenger)
 
@@ -109,9 +115,10 @@ def serving_on(decisions: pd.DataFrame, day: pd.Timestamp) -> str | None:
 def serving_version_on(catalog: Catalog, model: str, day: pd.Timestamp) -> Serving | None:
     """The version of ``model`` that serves ``day`` (:func:`serving_on`), with its champion; ``None`` if none can."""
     table = _table(catalog)
-    if table is None or table.current_snapshot() is None:
+    snapshot = None if table is None else table.current_snapshot()
+    if snapshot is None:
         return None
-    snapshot_id = table.current_snapshot().snapshot_id
+    snapshot_id = snapshot.snapshot_id
     found = decisions(catalog, model)
     version = serving_on(found, day) if "trained_through" in found else None
     if version is None:
@@ -119,7 +126,7 @@ def serving_version_on(catalog: Catalog, model: str, day: pd.Timestamp) -> Servi
     return Serving(version, str(found[found.challenger == version].champion.iloc[-1]), snapshot_id)
 
 
-def _table(catalog: Catalog):  # noqa: ANN202 - pyiceberg's Table
+def _table(catalog: Catalog) -> Table | None:
     try:
         return catalog.load_table(MODEL_PROMOTIONS)
     except NoSuchTableError:

@@ -54,7 +54,15 @@ from forecast_assets.resources import IcebergCatalogResource
 from taxi_core.figures import percent, ratio, rides
 from taxi_core.files import write_atomically
 from taxi_core.months import MonthWindow
-from taxi_core.names import ACTUALS, DAILY_FORECAST, FORECAST_ACCURACY, LIVE_ACCURACY_FILE, MODEL_NAME, RAW_WEATHER
+from taxi_core.names import (
+    ACTUALS,
+    DAILY_FORECAST,
+    FORECAST_ACCURACY,
+    LIVE_ACCURACY_FILE,
+    MODEL_NAME,
+    MODEL_PROMOTIONS,
+    RAW_WEATHER,
+)
 from taxi_core.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -84,7 +92,9 @@ def _days(context: AssetExecutionContext) -> list[pd.Timestamp]:
     return [pd.Timestamp(key) for key in context.partition_keys]
 
 
-def _served_by_version(catalog: Catalog, days: list[pd.Timestamp]) -> list[tuple["Serving", "ServedModel", list]]:
+def _served_by_version(
+    catalog: Catalog, days: list[pd.Timestamp]
+) -> list[tuple["Serving", "ServedModel", list[pd.Timestamp]]]:
     """Each version serving some of ``days`` (the one serving at the day's start, trained on data that ended before
     it), what it serves with, and its days."""
     from metaflow import Run, namespace  # Metaflow loads only when a forecast is made
@@ -97,7 +107,7 @@ def _served_by_version(catalog: Catalog, days: list[pd.Timestamp]) -> list[tuple
         if serving is None:
             msg = (
                 f"No model version was trained on data that ended before {day:%Y-%m-%d} starts (or the versions in "
-                f"{registry.MODEL_PROMOTIONS} predate the training end it records): train one with the flow's "
+                f"{MODEL_PROMOTIONS} predate the training end it records): train one with the flow's "
                 f"--as_of {day:%Y-%m-%d} or earlier (job train_forecast_model), or forecast a later day."
             )
             raise Failure(description=msg, allow_retries=False)
@@ -136,7 +146,6 @@ def daily_forecast_asset(days: DailyPartitionsDefinition) -> AssetsDefinition:
     def daily_forecast(
         context: AssetExecutionContext, catalog: IcebergCatalogResource
     ) -> Iterator[AssetMaterialization]:
-        from flows.forecasting import loop_tables, serving, tables  # the flow's modules load with the step
 
         lakehouse = catalog.load()
         for version, served, wanted in _served_by_version(lakehouse, _days(context)):
@@ -155,7 +164,11 @@ def _days_text(days: list[pd.Timestamp]) -> str:
 
 
 def _forecast_days(
-    context: AssetExecutionContext, lakehouse: Catalog, version: "Serving", served: "ServedModel", wanted: list
+    context: AssetExecutionContext,
+    lakehouse: Catalog,
+    version: "Serving",
+    served: "ServedModel",
+    wanted: list[pd.Timestamp],
 ) -> Iterator[AssetMaterialization]:
     """``wanted`` forecast by ``version`` and written, each day's materialization recorded."""
     from flows.forecasting import checks, loop_tables, serving, tables  # the flow's modules load with the step
@@ -215,7 +228,6 @@ def _forecast_days(
         )  # fmt: skip
 
 
-
 def daily_forecast_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
     """The daily forecast table's blocking check, on a day's rows as the table holds them: at every level, every
     row's forecast lies inside its 80% interval, the 80% inside the 95%, none below zero. The forecasting step
@@ -232,7 +244,9 @@ def daily_forecast_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDe
 
         rows, snapshot_id = loop_tables.read_daily_forecast(catalog.load(), pd.Timestamp(context.partition_key).date())
         outcome = checks.daily_intervals_hold(rows)
-        return AssetCheckResult(passed=outcome.passed, metadata={**outcome.metadata, SNAPSHOT_ID: snapshot_text(snapshot_id)})
+        return AssetCheckResult(
+            passed=outcome.passed, metadata={**outcome.metadata, SNAPSHOT_ID: snapshot_text(snapshot_id)}
+        )
 
     return [intervals_hold]
 
