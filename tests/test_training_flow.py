@@ -104,11 +104,9 @@ def test_each_held_out_week_s_champion_was_the_best_on_the_weeks_before_it(by_ha
             .dropna()
         )
         assert row["MAE / naive"] == pytest.approx(held[row["champion"]].mean() / held.seasonal_naive.mean(), abs=1e-3)
-    # The backtest's zones were the busiest before its first week, not over the weeks it scores.
-    actuals = data.actuals[data.actuals.pickup_hour < weeks[0]]
-    totals = actuals.groupby("pulocationid").total_rides.sum()
-    assert set(data.backtest_zone_ids) <= set(totals.index)
-    assert totals[data.backtest_zone_ids].min() >= totals.drop(data.backtest_zone_ids, errors="ignore").max()
+    # The backtest scores the population the version serves: every zone it serves.
+    assert data.backtest_zone_ids == data.zone_ids
+    assert set(data.backtest.pulocationid) == set(data.zone_ids)
 
 
 def test_the_forecast_carries_nested_intervals_whose_held_out_coverage_is_what_lineage_records(by_hand_run):
@@ -353,8 +351,12 @@ def _of_type(components, kind: str) -> list[dict]:
 
 def test_the_backtest_card_ranks_candidates_like_its_chart_and_shows_it_whole(by_hand_run, tmp_path):
     components = _card(by_hand_run["evaluate"].task, "backtest", tmp_path)
-    held_out, table, zones = _of_type(components, "table")
+    held_out, by_level, table, zones = _of_type(components, "table")
     assert held_out["columns"] == list(by_hand_run.data.held_out.columns)
+    levels_shown = {(row[0], row[1]): row for row in by_level["data"]}
+    for row in by_hand_run.data.held_out_levels.to_dict("records"):
+        shown = levels_shown[(row["level"], row["borough"])]
+        assert shown[3] == row["hours"] and shown[7] == round(row["coverage_80"], 3)
     assert len(held_out["data"]) == by_hand_run.data.settings.evaluation_weeks
     assert table["columns"] == ["candidate", "mae", "rmse", "wape", "hours", "MAE / naive", "MAE / noise floor", "kind"]
     assert {row[0] for row in zones["data"]} == set(by_hand_run.data.backtest_zone_ids)
