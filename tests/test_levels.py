@@ -32,14 +32,9 @@ def _actuals(seed: int = 3) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _series_backtest(inputs: Inputs, name: str) -> levels.SeriesBacktest:
-    fits: list[pd.DataFrame] = []
-
-    def keep(origin, model, names):
-        fits.append(levels.fit_errors(model, inputs, origin, names).assign(origin=origin))
-
-    zones = backtest.rolling_origin_backtest(inputs, lambda: make_candidate(name), WEEKS, on_fit=keep)
-    return levels.backtest_series(inputs, BOROUGHS, lambda: make_candidate(name), WEEKS, zones, pd.concat(fits))
+def _series_backtest(inputs: Inputs, name: str, weeks: list[pd.Timestamp] | None = None) -> levels.SeriesBacktest:
+    """``name`` backtested on every zone and total, as a train branch backtests it."""
+    return levels.backtest_served(inputs, BOROUGHS, lambda: make_candidate(name), weeks or WEEKS)
 
 
 @pytest.fixture(scope="module")

@@ -42,14 +42,8 @@ def _served(actuals: pd.DataFrame, name: str = "gbm") -> serving.ServedModel:
 
 
 def series_backtest(inputs: Inputs, name: str, weeks: list[pd.Timestamp]) -> levels.SeriesBacktest:
-    """``name`` backtested over ``weeks`` on every zone and total, as a train branch backtests it."""
-    fits: list[pd.DataFrame] = []
-
-    def keep(origin, model, names):
-        fits.append(levels.fit_errors(model, inputs, origin, names).assign(origin=origin))
-
-    zones = backtest.rolling_origin_backtest(inputs, lambda: make_candidate(name), weeks, on_fit=keep)
-    return levels.backtest_series(inputs, BOROUGHS, lambda: make_candidate(name), weeks, zones, pd.concat(fits))
+    """``name`` backtested on every zone and total, as a train branch backtests it."""
+    return levels.backtest_served(inputs, BOROUGHS, lambda: make_candidate(name), weeks)
 
 
 @pytest.fixture(scope="module")

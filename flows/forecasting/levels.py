@@ -144,6 +144,19 @@ def backtest_series(
     return SeriesBacktest(forecasts[columns].reset_index(drop=True), fits[["origin", "series", "rms"]])
 
 
+def backtest_served(
+    zones: Inputs, boroughs: Mapping[int, str], make_model: Callable[[], Forecaster], origins: list[pd.Timestamp]
+) -> SeriesBacktest:
+    """Every served zone and total backtested with the same refits, each refit's fit errors kept."""
+    fits: list[pd.DataFrame] = []
+
+    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
+        fits.append(fit_errors(model, zones, origin, names).assign(origin=origin))
+
+    zone_backtest = backtest.rolling_origin_backtest(zones, make_model, origins, on_fit=keep_fit)
+    return backtest_series(zones, boroughs, make_model, origins, zone_backtest, pd.concat(fits))
+
+
 def tree_of(series: Sequence[str]) -> Hierarchy:
     """The hierarchy of the zone series among ``series``."""
     zones = [name for name in series if hierarchy.zone_of(name) is not None]
