@@ -9,9 +9,10 @@ import pandas as pd
 from flows.forecasting.backtest import BASELINE, WEEK
 from flows.forecasting.models import CANDIDATES, needs_weather
 from taxi_core.errors import PipelineError
+from taxi_core.training_history import LEAST_TRAINING_DAYS, least_history_days
 
 # The first backtest week is fitted on at least this much history.
-LEAST_TRAINING = pd.Timedelta(days=14)
+LEAST_TRAINING = pd.Timedelta(days=LEAST_TRAINING_DAYS)
 # Twelve weeks of actuals by default: the six backtest weeks' models are fitted on six to eleven weeks, so a zone's
 # hour of the week is averaged over enough weeks to stop chasing one week's noise. Measured across seven periods
 # of the sample (docs/benchmarks.md): the held-out median went from 0.762x naive at 63 days to 0.736x at 84.
@@ -95,7 +96,7 @@ def resolve_settings(
     if evaluation_weeks < 1 or selection_weeks < 1:
         msg = f"--evaluation_weeks {evaluation_weeks} and --selection_weeks {selection_weeks} must be at least 1"
         raise RunSettingInvalid(msg)
-    needed_days = (selection_weeks + evaluation_weeks) * 7 + LEAST_TRAINING.days
+    needed_days = least_history_days(evaluation_weeks, selection_weeks)
     if lookback_days < needed_days:
         msg = (
             f"--lookback_days {lookback_days} is too short: {selection_weeks} selection and {evaluation_weeks} "

@@ -81,6 +81,7 @@ from flows.run_settings import BACKTEST_ZONES, LOOKBACK_DAYS, RunSettingInvalid,
 from flows.step_heartbeat import with_heartbeats
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import FORECAST, MODEL_CANDIDATE_PARAM, MODEL_NAME, ZONES
+from taxi_core.training_history import EVALUATION_WEEKS, SELECTION_WEEKS
 
 # What every train branch carries unchanged from load, merged back in the join.
 SHARED_ARTIFACTS = ["settings", "catalog_config", "model_version", "actuals", "weather", "zone_ids",
@@ -106,9 +107,11 @@ class TrainForecastModelFlow(FlowSpec):
     )
     lookback_days: int = parameter("lookback_days", LOOKBACK_DAYS, "Days of actuals to read before the origin")
     evaluation_weeks: int = parameter(
-        "evaluation_weeks", 4, "Held-out weeks, each scored on a champion chosen before it"
+        "evaluation_weeks", EVALUATION_WEEKS, "Held-out weeks, each scored on a champion chosen before it"
     )
-    selection_weeks: int = parameter("selection_weeks", 2, "Weeks before each held-out week that choose its champion")
+    selection_weeks: int = parameter(
+        "selection_weeks", SELECTION_WEEKS, "Weeks before each held-out week that choose its champion"
+    )
     horizon_hours: int = parameter("horizon_hours", 24, "Hours ahead to forecast")
     zones: int = parameter("zones", 0, "How many of the busiest zones to serve (default 0: every zone with rides)")
     backtest_zones: int = parameter(

@@ -255,18 +255,23 @@ DAY_OF_WEEK = {
 
 # Day factors in the city (non-airport zones) and at the airports. Judgement: the project's audit notes that the
 # quietest real days (Christmas, a blizzard's travel ban) keep about a third to a half of a typical day
-# (forecast_assets/trip_calendar.py); Thanksgiving and Christmas are the deepest dips, the federal Monday holidays
-# and July 4 about a third lower, the week between Christmas and New Year quiet; airports busiest on the travel
+# (forecast_assets/trip_calendar.py); Thanksgiving and Christmas are the deepest dips, Memorial Day, Labor Day and
+# July 4 about a third lower, the week between Christmas and New Year quiet; the minor holidays, on which schools and
+# government close and most offices open (Martin Luther King Jr. Day, Presidents' Day in the schools' winter
+# recess, Juneteenth, Columbus Day, Veterans Day, Election Day), a tenth or so lower; airports busiest on the travel
 # days before and after (the Wednesday before and the Sunday after Thanksgiving as the busiest; no figure was
 # found for taxi pickups at the airports on those days, so all of these are judgement).
 HOLIDAY_CITY = {
     "thanksgiving": 0.55, "black_friday": 0.72, "christmas_eve": 0.68, "christmas": 0.55,
     "quiet_week": 0.82, "new_years_eve": 0.88, "new_years_day": 0.66, "july_4": 0.62,
     "memorial_day": 0.68, "labor_day": 0.68,
+    "mlk_day": 0.86, "presidents_day": 0.84, "juneteenth": 0.88, "columbus_day": 0.90, "veterans_day": 0.90,
+    "election_day": 0.93,
 }  # fmt: skip
 HOLIDAY_AIRPORT = {
     "thanksgiving_eve": 1.35, "thanksgiving": 0.80, "thanksgiving_sunday": 1.40, "christmas_rush": 1.20,
     "christmas": 0.75, "new_year_return": 1.25, "holiday_friday": 1.15, "holiday_monday": 1.20,
+    "long_weekend_monday": 1.08,
 }  # fmt: skip
 # New Year's Eve night: the hours after midnight on January 1 are far busier than a normal early morning, about as
 # busy as a Saturday night's (judgement: the weekend night profile's 0-3 am is 3-5 times the weekday one's).

@@ -151,6 +151,15 @@ def holidays(year: int) -> tuple[dict[date, float], dict[date, float]]:
         memorial: city["memorial_day"],
         labor: city["labor_day"],
     }
+    mlk, presidents = _nth_weekday(year, 1, 0, 3), _nth_weekday(year, 2, 0, 3)
+    in_city |= {
+        mlk: city["mlk_day"],
+        presidents: city["presidents_day"],
+        date(year, 6, 19): city["juneteenth"],
+        _nth_weekday(year, 10, 0, 2): city["columbus_day"],
+        date(year, 11, 11): city["veterans_day"],
+        _nth_weekday(year, 11, 0, 1) + timedelta(days=1): city["election_day"],  # the Tuesday after the first Monday
+    }
     for day in range(26, 31):
         in_city[date(year, 12, day)] = city["quiet_week"]
     at_airports = {
@@ -165,6 +174,8 @@ def holidays(year: int) -> tuple[dict[date, float], dict[date, float]]:
         labor - timedelta(days=3): air["holiday_friday"],
         labor: air["holiday_monday"],
         july_4 - timedelta(days=1): air["holiday_friday"],
+        mlk: air["long_weekend_monday"],
+        presidents: air["long_weekend_monday"],
     }
     for day in range(20, 24):
         at_airports[date(year, 12, day)] = air["christmas_rush"]

@@ -341,3 +341,44 @@ def test_level_following_candidates_follow_a_zone_whose_demand_doubled(name):
     daily = rows_ahead.assign(forecast=model.predict(rows_ahead, names)).groupby("pulocationid").forecast.sum()
     assert daily[161] == pytest.approx(2 * 40 * 24, rel=0.15)  # not the 40 a day it had for five weeks
     assert daily[132] == pytest.approx(25 * 24, rel=0.12) and daily[48] == pytest.approx(30 * 24, rel=0.12)
+
+
+def test_the_minor_holidays_are_flagged_apart_from_the_city_holidays_and_keep_their_weekday():
+    hours = pd.date_range("2024-10-01", "2025-02-28 23:00", freq="h")
+    grid = pd.DataFrame({"pickup_hour": hours, "pulocationid": 161, "total_rides": 1.0})
+    frame, names = features.build_features(grid, 24)
+    days = frame.groupby(frame.pickup_hour.dt.normalize()).first()
+    minor = days.index[days.is_minor_holiday == 1].strftime("%m-%d").tolist()
+    city = days.index[days.is_city_holiday == 1].strftime("%m-%d").tolist()
+    # Columbus Day, Election Day (the Tuesday after the first Monday), Veterans Day, MLK Day, Presidents' Day.
+    assert minor == ["10-14", "11-05", "11-11", "01-20", "02-17"]
+    assert city == ["11-28", "12-25", "01-01"]
+    assert (days.is_holiday == days.is_minor_holiday + days.is_city_holiday).all()
+    assert days.loc["2025-02-17", "day_type"] == 0 and days.loc["2024-11-28", "day_type"] == features.SUNDAY
+    assert {"is_city_holiday", "is_minor_holiday"} <= set(names)
+
+
+@pytest.mark.parametrize("name", ["glm", "gbm", "profile", "blend"])
+def test_every_calendar_candidate_learns_the_minor_holidays_dip_from_the_ones_it_saw(name):
+    """Demand a fifth lower on each minor holiday: trained on Columbus, Election, Veterans and MLK Days, each calendar
+    candidate forecasts Presidents' Day a fifth below an ordinary Monday, not as one."""
+    rng = np.random.default_rng(7)
+    hours = pd.date_range("2024-10-01", "2025-02-17 23:00", freq="h")
+    frame, _ = features.build_features(pd.DataFrame({"pickup_hour": hours, "pulocationid": 161, "total_rides": 0}), 24)
+    shape = (1 + 0.6 * np.sin(2 * np.pi * hours.hour / 24)) * np.where(hours.day_of_week >= 5, 0.6, 1.0)
+    holiday = np.where(frame.is_minor_holiday == 1, 0.8, np.where(frame.is_city_holiday == 1, 0.6, 1.0))
+    rows = [
+        pd.DataFrame({"pickup_hour": hours, "pulocationid": zone, "total_rides": rng.poisson(base * shape * holiday)})
+        for zone, base in ((161, 60.0), (132, 40.0))
+    ]
+    actuals = pd.concat(rows, ignore_index=True)
+    inputs = Inputs(actuals, None, [132, 161], 24, actuals.pickup_hour.min())
+    forecasts = {}
+    for day in ("2025-02-10", "2025-02-17"):  # an ordinary Monday, then Presidents' Day
+        origin = pd.Timestamp(day)
+        model, names = backtest.fit_at(inputs, origin, lambda: make_candidate(name))
+        ahead, _ = inputs.forecast_frame(origin)
+        forecasts[day] = model.predict(ahead, names).sum()
+    expected_monday = (60.0 + 40.0) * 24
+    assert forecasts["2025-02-10"] == pytest.approx(expected_monday, rel=0.08)
+    assert forecasts["2025-02-17"] == pytest.approx(0.8 * expected_monday, rel=0.08)

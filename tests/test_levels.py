@@ -115,3 +115,23 @@ def test_the_coverage_alarm_s_range_holds_healthy_days_and_not_a_biased_one(held
                           upper_80=zones.forecast + (zones.upper_80 - zones.forecast) / 3)  # fmt: skip
     narrow_daily = inside(narrow, 80).groupby(narrow.pickup_hour.dt.normalize()).mean()
     assert (narrow_daily < low).sum() >= 26
+
+
+def test_a_zone_without_a_month_of_actuals_is_scored_where_it_has_them_and_the_totals_stay_coherent():
+    """The actuals hold a month's zones with a ride that month: a zone with none in January has no rows in it. The
+    refit whose week spans the new year reconciles December's hours with the zone, January's without."""
+    actuals = _actuals()
+    missing = (actuals.pulocationid == 18) & (actuals.pickup_hour >= "2025-01-01")
+    actuals = actuals[~missing]
+    week = pd.Timestamp("2024-12-30")
+    inputs = Inputs(
+        actuals, None, list(RATES), 24, actuals.pickup_hour.min(), PublicationRule(actuals_month_delay=None)
+    )
+    with numeric_threads(1):
+        found = levels.reconciled(levels.backtest_served(inputs, BOROUGHS, lambda: make_candidate("glm"), [week]))
+    zone = found[found.series == "city/Bronx/18"]
+    assert zone.pickup_hour.max() < pd.Timestamp("2025-01-01") and len(zone) == 2 * 24
+    bronx = found[found.series == "city/Bronx"].set_index("pickup_hour").forecast
+    zones = found[found.series.str.startswith("city/Bronx/")].groupby("pickup_hour").forecast.sum()
+    np.testing.assert_allclose(bronx.sort_index(), zones.reindex(bronx.index).sort_index(), atol=1e-6)
+    assert len(bronx) == 7 * 24

@@ -12,18 +12,30 @@ import functools
 import math
 
 import pandas as pd
-from pandas.tseries.holiday import USFederalHolidayCalendar
+from pandas.tseries.holiday import AbstractHolidayCalendar, Holiday, USFederalHolidayCalendar
 
 from taxi_core.zones import BOROUGH_COUNTY_FIPS, BOROUGH_SERIES_IDS, CITY_COUNTY_FIPS, CITY_SERIES_ID, load_zones
 
 CALENDAR_FEATURES = [
-    "hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday", "is_city_holiday", "day_type",
-    "hour_of_day_type",
+    "hour", "day_of_week", "is_weekend", "hour_of_week", "is_holiday", "is_city_holiday", "is_minor_holiday",
+    "day_type", "hour_of_day_type",
 ]  # fmt: skip
 # The federal holidays on which New York's offices and most shops close: the city's demand follows a Sunday's.
-# The other federal holidays (Martin Luther King Jr. Day, Presidents' Day, Juneteenth, Columbus Day, Veterans Day)
-# keep most offices open.
 CITY_HOLIDAYS = ("New Year's Day", "Memorial Day", "Independence Day", "Labor Day", "Thanksgiving Day", "Christmas Day")
+# Election Day: a New York public holiday (its schools close), the Tuesday after the first Monday in November: the
+# first Tuesday after November 1.
+ELECTION_DAY = Holiday("Election Day", month=11, day=1, offset=pd.offsets.Week(weekday=1))
+
+
+class NewYorkHolidays(AbstractHolidayCalendar):
+    """The federal holidays and Election Day. Beside the city holidays above, they are the *minor* holidays (Martin
+    Luther King Jr. Day, Presidents' Day, Juneteenth, Columbus Day, Veterans Day, Election Day): schools and
+    government close, most offices stay open, and demand keeps its weekday's shape at a lower (or, at the airports,
+    a higher) level."""
+
+    rules = [*USFederalHolidayCalendar.rules, ELECTION_DAY]
+
+
 SUNDAY = 6
 # The days whose demand no training window teaches: a city holiday and the day either side (the eve's early
 # departures, the Friday after Thanksgiving, the day off that bridges to a weekend), and Christmas Eve to New Year's
@@ -96,6 +108,7 @@ def build_features(
     frame["hour_of_week"] = frame.day_of_week * 24 + frame.hour
     frame["is_holiday"] = _holidays(frame.pickup_hour)
     frame["is_city_holiday"] = _holidays(frame.pickup_hour, CITY_HOLIDAYS)
+    frame["is_minor_holiday"] = frame.is_holiday - frame.is_city_holiday
     # A day's type: its day of the week, or Sunday on a city holiday.
     frame["day_type"] = frame.day_of_week.where(frame.is_city_holiday == 0, SUNDAY)
     frame["hour_of_day_type"] = frame.day_type * 24 + frame.hour
@@ -107,25 +120,25 @@ def build_features(
 
 
 @functools.cache
-def _federal_holidays(first_year: int, last_year: int) -> pd.Series:
-    """The federal holidays (day -> name) of whole years. Applying the calendar's rules takes pandas ~15 ms, and a
-    backtest builds features about a hundred times over the same years."""
+def _new_york_holidays(first_year: int, last_year: int) -> pd.Series:
+    """The holidays (day -> name) of whole years. Applying the calendar's rules takes pandas ~15 ms, and a backtest
+    builds features about a hundred times over the same years."""
     first, last = pd.Timestamp(first_year, 1, 1), pd.Timestamp(last_year, 12, 31)
-    holidays: pd.Series = USFederalHolidayCalendar().holidays(first, last, return_name=True)
+    holidays: pd.Series = NewYorkHolidays().holidays(first, last, return_name=True)
     return holidays
 
 
-def federal_holidays(first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
-    """The federal holidays (day -> name) of the years from ``first`` to ``last``, days outside them included."""
-    return _federal_holidays(first.year, last.year)
+def new_york_holidays(first: pd.Timestamp, last: pd.Timestamp) -> pd.Series:
+    """The holidays (day -> name) of the years from ``first`` to ``last``, days outside them included."""
+    return _new_york_holidays(first.year, last.year)
 
 
 def _holidays(hours: pd.Series, names: tuple[str, ...] | None = None) -> pd.Series:
-    """1 on the federal holidays (of ``names``, if given), else 0."""
+    """1 on the holidays (of ``names``, if given), else 0."""
     days = hours.dt.normalize()
     if days.empty:
         return pd.Series(0, index=hours.index)
-    holidays = federal_holidays(days.min(), days.max())
+    holidays = new_york_holidays(days.min(), days.max())
     if names is not None:
         holidays = holidays[holidays.isin(names)]
     flags: pd.Series = days.isin(holidays.index).astype(int)
@@ -138,7 +151,7 @@ def in_holiday_period(hours: pd.Series) -> pd.Series:
     if days.empty:
         return pd.Series(False, index=hours.index)
     reach = HOLIDAY_PERIOD_REACH_DAYS
-    calendar = federal_holidays(days.min() - pd.Timedelta(days=reach), days.max() + pd.Timedelta(days=reach))
+    calendar = new_york_holidays(days.min() - pd.Timedelta(days=reach), days.max() + pd.Timedelta(days=reach))
     holidays = calendar[calendar.isin(CITY_HOLIDAYS)].index
     near = [holiday + pd.Timedelta(days=shift) for holiday in holidays for shift in range(-reach, reach + 1)]
     (first_month, first_day), (last_month, last_day) = YEAR_END

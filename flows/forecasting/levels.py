@@ -167,22 +167,36 @@ def tree_of(series: Sequence[str]) -> Hierarchy:
 
 def reconciled(series: SeriesBacktest, origins: Sequence[pd.Timestamp] | None = None) -> pd.DataFrame:
     """The backtest's forecasts made coherent refit by refit, as serving makes each day's: ``series, pickup_hour,
-    origin, forecast_origin, model_forecast, forecast, total_rides, level, borough``."""
-    tree = tree_of(series.forecasts.series.unique().tolist())
+    origin, forecast_origin, model_forecast, forecast, total_rides, level, borough``.
+
+    A zone without actuals in some hours (a month it had no ride) is scored only where it has them: the hours of a
+    refit are reconciled in groups, each over the series present in all of its hours (a month's zones, mostly)."""
     wanted = series.forecasts if origins is None else series.forecasts[series.forecasts.origin.isin(list(origins))]
     rows = []
     for origin, refit in wanted.groupby("origin"):
-        refit = refit[refit.series.isin(tree.series)]
-        base = refit.rename(columns={"series": SERIES, "pickup_hour": HOUR, "predicted": "forecast"})
-        errors = reconciliation_errors(series.fits[series.fits.origin == origin])
-        coherent = hierarchy.reconcile(base, errors, tree).rename(columns={SERIES: "series", HOUR: "pickup_hour"})
-        rows.append(
-            refit.rename(columns={"predicted": "model_forecast"}).merge(
-                coherent, on=["series", "pickup_hour"], validate="one_to_one"
-            )
-        )
+        fits = series.fits[series.fits.origin == origin]
+        present = refit.groupby("pickup_hour").series.agg(lambda names: ",".join(sorted(names)))
+        for members, hours in present.groupby(present):
+            part = refit[refit.pickup_hour.isin(hours.index)]
+            rows.append(_reconciled_part(part, tree_of(str(members).split(",")), fits))
     found = pd.concat(rows, ignore_index=True)
+    tree = tree_of(found.series.unique().tolist())
     return found.assign(level=found.series.map(tree.level_of), borough=found.series.map(hierarchy.borough_of))
+
+
+def _reconciled_part(refit: pd.DataFrame, tree: Hierarchy, fits: pd.DataFrame) -> pd.DataFrame:
+    """One refit's hours made coherent over ``tree``; a series the refit's fit saw no hour of weighs as its level's
+    median series."""
+    refit = refit[refit.series.isin(tree.series)]
+    base = refit.rename(columns={"series": SERIES, "pickup_hour": HOUR, "predicted": "forecast"})
+    weights = fits.set_index("series").rms.reindex(tree.series)
+    level = pd.Series(tree.series, index=tree.series).map(tree.level_of)
+    weights = weights.fillna(weights.groupby(level).transform("median")).fillna(weights.median())
+    errors = reconciliation_errors(weights.rename_axis("series").reset_index())
+    coherent = hierarchy.reconcile(base, errors, tree).rename(columns={SERIES: "series", HOUR: "pickup_hour"})
+    return refit.rename(columns={"predicted": "model_forecast"}).merge(
+        coherent, on=["series", "pickup_hour"], validate="one_to_one"
+    )
 
 
 @dataclass(frozen=True)

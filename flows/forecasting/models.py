@@ -21,6 +21,8 @@ from taxi_core.errors import PipelineError
 BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.12, "max_iter": 120, "max_leaf_nodes": 31, "random_state": 0}
 # Newton-Cholesky: a few hundred one-hot columns and tens of thousands of rows, the case it is made for.
 GLM_PARAMS = {"alpha": 1e-4, "max_iter": 100, "solver": "newton-cholesky", "weather_spline_knots": 5}
+# A city holiday and a minor one move demand differently (features.NewYorkHolidays): each model learns each apart.
+HOLIDAY_FLAGS = ["is_city_holiday", "is_minor_holiday"]
 # What each weather setting means, recorded with the model version.
 WEATHER_USE = {
     None: "none",
@@ -100,7 +102,7 @@ class PoissonGlm:
         rows = rows.dropna(subset=weather)
         parts = [
             ("levels", OneHotEncoder(handle_unknown="ignore"), ["pulocationid", "hour_of_week"]),
-            ("holiday", "passthrough", ["is_holiday"]),
+            ("holidays", "passthrough", HOLIDAY_FLAGS),
         ]
         if weather:
             parts.append(("weather", SplineTransformer(n_knots=self.params["weather_spline_knots"]), weather))
@@ -117,7 +119,7 @@ class PoissonGlm:
         return forecast
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return ["pulocationid", "hour_of_week", "is_holiday", *_weather_columns(self.weather)]
+        return ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *_weather_columns(self.weather)]
 
 
 @dataclass
@@ -138,7 +140,7 @@ class ExpectedWeatherGlm:
     fill: dict[str, float] = field(default_factory=dict)
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return ["pulocationid", "hour_of_week", "is_holiday", *PERFECT_WEATHER_FEATURES, "tavg_known"]
+        return ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEATURES, "tavg_known"]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> ExpectedWeatherGlm:
         # Imported here: scikit-learn takes seconds to import, and most Metaflow tasks never fit.
@@ -152,7 +154,7 @@ class ExpectedWeatherGlm:
         splines = SplineTransformer(n_knots=self.params["weather_spline_knots"], degree=1)
         parts = [
             ("levels", OneHotEncoder(handle_unknown="ignore"), ["pulocationid", "hour_of_week"]),
-            ("holiday", "passthrough", ["is_holiday"]),
+            ("holidays", "passthrough", HOLIDAY_FLAGS),
             ("weather", splines, PERFECT_WEATHER_FEATURES),
         ]
         regression = PoissonRegressor(
@@ -173,7 +175,7 @@ class ExpectedWeatherGlm:
         return float(np.mean(rainy / dry))
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        known = rows[["pulocationid", "hour_of_week", "is_holiday"]].assign(
+        known = rows[["pulocationid", "hour_of_week", *HOLIDAY_FLAGS]].assign(
             prcp_same_day=0.0, tavg_same_day=rows.tavg_known.fillna(self.fill["tavg_same_day"])
         )
         forecast: np.ndarray = self.model.predict(known[_FITTED]) * self.rain_lift
@@ -182,7 +184,7 @@ class ExpectedWeatherGlm:
 
 # HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
 MAX_ZONE_CATEGORIES = 254
-_FITTED = ["pulocationid", "hour_of_week", "is_holiday", *PERFECT_WEATHER_FEATURES]
+_FITTED = ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEATURES]
 
 
 @dataclass
@@ -205,7 +207,7 @@ class GradientBoosting:
         return [*self._shape_features(), "recent_level"]
 
     def _shape_features(self) -> list[str]:
-        return ["pulocationid", "hour", "day_type", "hour_of_day_type", "is_holiday", *_weather_columns(self.weather)]
+        return ["pulocationid", "hour", "day_type", "hour_of_day_type", *HOLIDAY_FLAGS, *_weather_columns(self.weather)]
 
     def _frame(self, rows: pd.DataFrame) -> pd.DataFrame:
         # A category, not a number: zone 132 is not "more" than zone 48.
@@ -233,11 +235,14 @@ class GradientBoosting:
 
 @dataclass
 class WeeklyProfile:
-    """Each zone's mean rides per day type and hour over the training weeks, times the zone's recent level.
+    """Each zone's mean rides per day type and hour over the training weeks, times the zone's recent level, times its
+    minor-holiday lift on a minor holiday.
 
-    The shape is averaged over every training day but the city holidays (which count as Sundays when forecast);
+    The shape is averaged over every training day but the holidays (a city holiday counts as a Sunday when forecast);
     the level is the zone's rides over the last ``level_days`` known against what the shape expected of them,
-    steadied by ``prior_rides`` on both sides so a quiet zone's level does not swing on a few rides.
+    steadied by ``prior_rides`` on both sides so a quiet zone's level does not swing on a few rides. A minor holiday
+    keeps its weekday's shape: its lift is the zone's rides on the minor holidays the training saw against the same
+    hours of the weeks before, steadied by ``prior_rides`` toward every zone's lift together (1 when none was seen).
     """
 
     name: str = "profile"
@@ -245,24 +250,44 @@ class WeeklyProfile:
     params: dict[str, Any] = field(default_factory=lambda: {"level_days": 14, "prior_rides": 50.0})
     shape: pd.Series | None = None
     level: pd.Series | None = None
+    minor_holiday_lift: pd.Series | None = None
+    minor_holiday_lift_together: float = 1.0
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return ["pulocationid", "day_type", "hour", "is_city_holiday"]
+        return ["pulocationid", "day_type", "hour", "is_holiday", "is_minor_holiday", "seasonal_mean"]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> WeeklyProfile:
         keys = ["pulocationid", "day_type", "hour"]
-        self.shape = rows[rows.is_city_holiday == 0].groupby(keys).total_rides.mean().rename("typical")
-        recent = rows[rows.pickup_hour > rows.pickup_hour.max() - pd.Timedelta(days=self.params["level_days"])]
-        recent = recent[recent.is_city_holiday == 0].join(self.shape, on=keys)
-        sums = recent.groupby("pulocationid")[["total_rides", "typical"]].sum() + self.params["prior_rides"]
+        ordinary = rows[rows.is_holiday == 0]
+        self.shape = ordinary.groupby(keys).total_rides.mean().rename("typical")
+        recent = ordinary[ordinary.pickup_hour > rows.pickup_hour.max() - pd.Timedelta(days=self.params["level_days"])]
+        recent = recent.join(self.shape, on=keys)
+        prior = self.params["prior_rides"]
+        sums = recent.groupby("pulocationid")[["total_rides", "typical"]].sum() + prior
         self.level = (sums["total_rides"] / sums["typical"]).rename("level")
+        self.minor_holiday_lift, self.minor_holiday_lift_together = _minor_holiday_lift(rows, prior)
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        if self.shape is None or self.level is None:
+        if self.shape is None or self.level is None or self.minor_holiday_lift is None:
             raise RuntimeError("WeeklyProfile.predict before fit")  # an internal invariant: candidates forecast fitted
         found = rows.join(self.shape, on=["pulocationid", "day_type", "hour"]).join(self.level, on="pulocationid")
-        return (found["typical"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
+        lift = rows.pulocationid.map(self.minor_holiday_lift).fillna(self.minor_holiday_lift_together)
+        lift = lift.where(rows.is_minor_holiday == 1, 1.0)
+        return (found["typical"].fillna(0.0) * found["level"].fillna(1.0) * lift).to_numpy()
+
+
+def _minor_holiday_lift(rows: pd.DataFrame, prior_rides: float) -> tuple[pd.Series, float]:
+    """Each zone's rides on the training's minor holidays against the same hours of the weeks before, steadied by
+    ``prior_rides`` toward every zone's together; and that lift together (1, and no zone's, when none was seen)."""
+    seen = rows[(rows.is_minor_holiday == 1) & rows.seasonal_mean.notna()]
+    sums = seen.groupby("pulocationid")[["total_rides", "seasonal_mean"]].sum()
+    before = float(sums.seasonal_mean.sum())
+    together = float(sums.total_rides.sum()) / before if before > 0 else 1.0
+    lift = ((sums.total_rides + prior_rides * together) / (sums.seasonal_mean + prior_rides)).rename(
+        "minor_holiday_lift"
+    )
+    return lift, together
 
 
 @dataclass

@@ -64,6 +64,7 @@ from taxi_core.names import (
     RAW_WEATHER,
 )
 from taxi_core.settings import Settings, load_settings
+from taxi_core.training_history import first_forecastable_day
 
 if TYPE_CHECKING:
     from flows.forecasting.alarms import Alarm, Outcome
@@ -76,12 +77,13 @@ ACTUALS_KEY, WEATHER_KEY = table_key(ACTUALS), table_key(RAW_WEATHER)
 
 
 def daily_partitions(settings: Settings) -> DailyPartitionsDefinition:
-    """Every day from the first month, to the last month's end when the source has one, else to today: the day
-    in progress is a partition, as its forecast is made at its start.
+    """Every day from the first the loop can forecast (a version trained with the flow's defaults on the first
+    month's actuals onward), to the last month's end when the source has one, else to today: the day in progress is
+    a partition, as its forecast is made at its start.
 
     Keyed as the monthly partitions are (UTC, Dagster's default), so a day maps to its month; a key names a day of
     the data's own New York wall-clock time."""
-    start = f"{MonthWindow.from_partition_key(settings.first_month).start:%Y-%m-%d}"
+    start = f"{first_forecastable_day(MonthWindow.from_partition_key(settings.first_month).start.date()):%Y-%m-%d}"
     if not settings.last_month:
         return DailyPartitionsDefinition(start_date=start, end_offset=1)
     end = MonthWindow.from_partition_key(settings.last_month).end
@@ -270,7 +272,7 @@ def _coverage_band(version: str) -> tuple[float, float] | None:
 def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
     from flows.forecasting.accuracy import pooled  # the flow's modules load with the step, not with the definitions
 
-    city, zones = pooled(scores, "city"), pooled(scores)
+    city, zones, totals = pooled(scores, "city"), pooled(scores), pooled(scores, "borough")
     boroughs = scores[scores.level == "borough"].sort_values("series")
     table = [
         TableRecord({"borough": row["borough"], "rides": rides(row["rides"]), "MAE": rides(row["mae"]),
@@ -286,8 +288,17 @@ def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
         "zone_ratio_to_naive": MetadataValue.float(ratio(zones["ratio_to_naive"])),
         "zone_coverage_80_pct": MetadataValue.float(percent(zones["coverage_80"])),
         "zone_coverage_95_pct": MetadataValue.float(percent(zones["coverage_95"])),
+        "borough_totals_coverage_80_pct": MetadataValue.float(percent(totals["coverage_80"])),
+        "city_coverage_80_pct": MetadataValue.float(percent(city["coverage_80"])),
+        # Each borough total's own, so the asset's plots (by partition) show every level the checks judge.
+        **{f"coverage_80_pct_{_snake(row['borough'])}_total": MetadataValue.float(percent(row["coverage_80"]))
+           for row in boroughs.to_dict("records")},
         "boroughs": MetadataValue.table(table),
-    }
+    }  # fmt: skip
+
+
+def _snake(name: str) -> str:
+    return "_".join(name.lower().split())
 
 
 def _severity(alarm: "Alarm") -> AssetCheckSeverity:
