@@ -2,6 +2,7 @@
 
 import re
 
+import pandas as pd
 import pytest
 from dagster import AssetKey, build_sensor_context
 
@@ -270,6 +271,28 @@ def test_the_partitions_end_at_the_last_month_the_source_has(monkeypatch):
     monkeypatch.setenv("TAXI_LAST_MONTH", "2025-01")
     keys = build_definitions(load_settings()).resolve_job_def("monthly_ingestion").partitions_def.get_partition_keys()
     assert keys == ["2024-12-01", "2025-01-01"]
+
+
+def test_the_daily_partitions_start_on_the_first_day_a_version_can_forecast(monkeypatch):
+    """Six backtest weeks after at least two weeks of training: with actuals from December 1, a version trained with
+    the flow's defaults forecasts from January 26 at the earliest, so December and most of January are no partitions
+    to miss."""
+    from flows.run_settings import LEAST_TRAINING, resolve_settings
+
+    monkeypatch.setenv("TAXI_FIRST_MONTH", "2024-12")
+    monkeypatch.setenv("TAXI_LAST_MONTH", "2025-02")
+    definitions = build_definitions(load_settings())
+    keys = definitions.resolve_assets_def(
+        AssetKey(["nyc_taxi", "yellow_rides_daily_forecast"])
+    ).partitions_def.get_partition_keys()
+    assert keys[0] == "2025-01-26" and keys[-1] == "2025-02-28"
+    for first, enough in ((keys[0], True), ("2025-01-25", False)):
+        settings = resolve_settings(first, 84, 4, 2, 24, 0, False, "")
+        assert (settings.backtest_start - pd.Timestamp("2024-12-01") >= LEAST_TRAINING) is enough
+    accuracy = definitions.resolve_assets_def(
+        AssetKey(["nyc_taxi", "forecast_accuracy"])
+    ).partitions_def.get_partition_keys()
+    assert accuracy == keys
 
 
 def test_the_resources_carry_the_settings_whole(monkeypatch):

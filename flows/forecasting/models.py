@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 import pandas as pd
@@ -182,6 +182,33 @@ class ExpectedWeatherGlm:
         return forecast
 
 
+@dataclass(frozen=True)
+class MinorHolidayLift:
+    """How a zone's demand moves on a minor holiday, from the ones the training saw: each zone's rides on them
+    against the same hours of the weeks before (``seasonal_mean``), steadied by ``prior_rides`` toward every zone's
+    lift together. With none seen, no lift (1)."""
+
+    by_zone: pd.Series
+    together: float
+
+    FEATURES: ClassVar[tuple[str, ...]] = ("is_minor_holiday", "seasonal_mean")
+
+    @classmethod
+    def fit(cls, rows: pd.DataFrame, prior_rides: float = 50.0) -> MinorHolidayLift:
+        seen = rows[(rows.is_minor_holiday == 1) & rows.seasonal_mean.notna()]
+        sums = seen.groupby("pulocationid")[["total_rides", "seasonal_mean"]].sum()
+        before = float(sums.seasonal_mean.sum())
+        together = float(sums.total_rides.sum()) / before if before > 0 else 1.0
+        by_zone = (sums.total_rides + prior_rides * together) / (sums.seasonal_mean + prior_rides)
+        return cls(by_zone.rename("minor_holiday_lift"), together)
+
+    def of(self, rows: pd.DataFrame) -> np.ndarray:
+        """Each row's factor: its zone's lift on a minor holiday, else 1."""
+        lift = rows.pulocationid.map(self.by_zone).fillna(self.together)
+        factor: np.ndarray = lift.where(rows.is_minor_holiday == 1, 1.0).to_numpy(dtype=float)
+        return factor
+
+
 # HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
 MAX_ZONE_CATEGORIES = 254
 _FITTED = ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEATURES]
@@ -190,11 +217,13 @@ _FITTED = ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEAT
 @dataclass
 class GradientBoosting:
     """Poisson gradient boosting of a zone's rides relative to its recent level, on the zone, the day type and the hour
-    (and weather).
+    (and weather), times the zone's minor-holiday lift on a minor holiday.
 
     Levels move (the season, a trend) while a zone's week keeps its shape: the trees learn the shape as a share of
     the zone's mean hourly rides over the last week known (rows weighted by that level), and the forecast is the
     shape times the level, so a level the training weeks never saw is followed, not clipped to the nearest leaf.
+    A training window holds one or two minor holidays, too few hours for a split the trees would choose: they learn
+    the ordinary days, and a minor holiday takes the lift its like showed (:class:`MinorHolidayLift`).
     """
 
     name: str = "gbm"
@@ -202,12 +231,14 @@ class GradientBoosting:
     params: dict[str, Any] = field(default_factory=lambda: dict(BOOSTING_PARAMS))
     model: Any = None
     zones: list[int] = field(default_factory=list)
+    minor_holidays: MinorHolidayLift | None = None
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return [*self._shape_features(), "recent_level"]
+        return [*self._shape_features(), "recent_level", *MinorHolidayLift.FEATURES]
 
     def _shape_features(self) -> list[str]:
-        return ["pulocationid", "hour", "day_type", "hour_of_day_type", *HOLIDAY_FLAGS, *_weather_columns(self.weather)]
+        return ["pulocationid", "hour", "day_type", "hour_of_day_type", "is_city_holiday",
+                *_weather_columns(self.weather)]  # fmt: skip
 
     def _frame(self, rows: pd.DataFrame) -> pd.DataFrame:
         # A category, not a number: zone 132 is not "more" than zone 48.
@@ -218,6 +249,8 @@ class GradientBoosting:
         from sklearn.ensemble import HistGradientBoostingRegressor  # seconds to import: only fitting tasks pay
 
         rows = rows[rows.recent_level > 0]
+        self.minor_holidays = MinorHolidayLift.fit(rows)
+        rows = rows[rows.is_minor_holiday == 0]
         # The trees take at most MAX_ZONE_CATEGORIES categories: the busiest zones are their own, the rest share
         # the missing category (their week's shape is learned together; each keeps its own level).
         busiest = rows.groupby("pulocationid").total_rides.sum().sort_values(ascending=False, kind="stable")
@@ -229,7 +262,10 @@ class GradientBoosting:
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        forecast: np.ndarray = self.model.predict(self._frame(rows)) * rows.recent_level.fillna(0.0).to_numpy()
+        if self.minor_holidays is None:
+            raise RuntimeError("GradientBoosting.predict before fit")  # an internal invariant: fitted, then forecast
+        shape: np.ndarray = self.model.predict(self._frame(rows))
+        forecast: np.ndarray = shape * rows.recent_level.fillna(0.0).to_numpy() * self.minor_holidays.of(rows)
         return forecast
 
 
@@ -250,11 +286,10 @@ class WeeklyProfile:
     params: dict[str, Any] = field(default_factory=lambda: {"level_days": 14, "prior_rides": 50.0})
     shape: pd.Series | None = None
     level: pd.Series | None = None
-    minor_holiday_lift: pd.Series | None = None
-    minor_holiday_lift_together: float = 1.0
+    minor_holidays: MinorHolidayLift | None = None
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return ["pulocationid", "day_type", "hour", "is_holiday", "is_minor_holiday", "seasonal_mean"]
+        return ["pulocationid", "day_type", "hour", "is_holiday", *MinorHolidayLift.FEATURES]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> WeeklyProfile:
         keys = ["pulocationid", "day_type", "hour"]
@@ -265,29 +300,16 @@ class WeeklyProfile:
         prior = self.params["prior_rides"]
         sums = recent.groupby("pulocationid")[["total_rides", "typical"]].sum() + prior
         self.level = (sums["total_rides"] / sums["typical"]).rename("level")
-        self.minor_holiday_lift, self.minor_holiday_lift_together = _minor_holiday_lift(rows, prior)
+        self.minor_holidays = MinorHolidayLift.fit(rows, prior)
         return self
 
     def predict(self, rows: pd.DataFrame, features: list[str]) -> np.ndarray:
-        if self.shape is None or self.level is None or self.minor_holiday_lift is None:
+        if self.shape is None or self.level is None or self.minor_holidays is None:
             raise RuntimeError("WeeklyProfile.predict before fit")  # an internal invariant: candidates forecast fitted
         found = rows.join(self.shape, on=["pulocationid", "day_type", "hour"]).join(self.level, on="pulocationid")
-        lift = rows.pulocationid.map(self.minor_holiday_lift).fillna(self.minor_holiday_lift_together)
-        lift = lift.where(rows.is_minor_holiday == 1, 1.0)
-        return (found["typical"].fillna(0.0) * found["level"].fillna(1.0) * lift).to_numpy()
-
-
-def _minor_holiday_lift(rows: pd.DataFrame, prior_rides: float) -> tuple[pd.Series, float]:
-    """Each zone's rides on the training's minor holidays against the same hours of the weeks before, steadied by
-    ``prior_rides`` toward every zone's together; and that lift together (1, and no zone's, when none was seen)."""
-    seen = rows[(rows.is_minor_holiday == 1) & rows.seasonal_mean.notna()]
-    sums = seen.groupby("pulocationid")[["total_rides", "seasonal_mean"]].sum()
-    before = float(sums.seasonal_mean.sum())
-    together = float(sums.total_rides.sum()) / before if before > 0 else 1.0
-    lift = ((sums.total_rides + prior_rides * together) / (sums.seasonal_mean + prior_rides)).rename(
-        "minor_holiday_lift"
-    )
-    return lift, together
+        typical = (found["typical"].fillna(0.0) * found["level"].fillna(1.0)).to_numpy()
+        forecast: np.ndarray = typical * self.minor_holidays.of(rows)
+        return forecast
 
 
 @dataclass

@@ -127,10 +127,12 @@ def save_png(png: bytes, path: Path) -> Path:
     return path
 
 
-def accuracy_figure(days: pd.DataFrame) -> Figure:
-    """Each scored day: the zones' MAE against seasonal naive's, the city's bias, the zones' 80% coverage.
+def accuracy_figure(days: pd.DataFrame, band: tuple[float, float] | None = None) -> Figure:
+    """Each scored day: the zones' MAE against seasonal naive's, the city's bias, and the share of each level's hours
+    inside their 80% intervals (zones, borough totals, the city) against the zone alarm's ``band`` (shares).
 
-    ``days``: ``day, zone_ratio_to_naive, city_bias_pct, zone_coverage_80_pct``, one row per day."""
+    ``days``: ``day, zone_ratio_to_naive, city_bias_pct, zone_coverage_80_pct, borough_totals_coverage_80_pct,
+    city_coverage_80_pct``, one row per day."""
     figure, (ratio, bias, coverage) = plt.subplots(3, 1, figsize=(WIDE_FIGURE[0], 7), sharex=True)
     when = pd.to_datetime(days.day)
     ratio.plot(when, days.zone_ratio_to_naive, marker="o", color="tab:blue")
@@ -142,11 +144,16 @@ def accuracy_figure(days: pd.DataFrame) -> Figure:
     for limit in (-10, 10):
         bias.axhline(limit, color="tab:gray", linestyle="--", linewidth=1)
     bias.set_ylabel("city bias, %")
-    coverage.plot(when, days.zone_coverage_80_pct, marker="o", color="tab:green")
-    coverage.axhspan(60, 95, color="tab:green", alpha=0.08, label="alarm's range (60-95%)")
+    levels = (("zone", "zones", "tab:green"), ("borough_totals", "borough totals", "tab:purple"),
+              ("city", "the city", "tab:orange"))  # fmt: skip
+    for column, label, color in levels:
+        coverage.plot(when, days[f"{column}_coverage_80_pct"], marker="o", markersize=3, color=color, label=label)
+    if band is not None:
+        low, high = (100 * share for share in band)
+        coverage.axhspan(low, high, color="tab:green", alpha=0.08, label=f"zone alarm's range ({low:.0f}-{high:.0f}%)")
     coverage.axhline(80, color="tab:gray", linestyle="--", linewidth=1, label="80%")
-    coverage.set_ylabel("zone-hours in 80% interval, %")
-    coverage.legend(fontsize=9, loc="lower left")
+    coverage.set_ylabel("hours in 80% interval, %")
+    coverage.legend(fontsize=8, loc="lower left", ncol=3)
     coverage.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
     for axis in (ratio, bias, coverage):
         axis.grid(axis="y", alpha=0.3)

@@ -385,10 +385,14 @@ def _accuracy_chart(lakehouse: Catalog, keys: list[str]) -> MetadataValue:
     scores = scores[scores.day.astype(str).str[:7].isin(months)]
     days: list[dict[str, object]] = []
     for day, rows in scores.groupby(scores.day.astype(str)):
-        zones, city = accuracy.pooled(rows), accuracy.pooled(rows, "city")
+        zones, totals, city = (accuracy.pooled(rows, level) for level in ("zone", "borough", "city"))
         days.append({"day": day, "zone_ratio_to_naive": zones["ratio_to_naive"], "city_bias_pct": 100 * city["bias"],
-                     "zone_coverage_80_pct": 100 * zones["coverage_80"]})  # fmt: skip
-    figure = plots.accuracy_figure(pd.DataFrame(days))
+                     "zone_coverage_80_pct": 100 * zones["coverage_80"],
+                     "borough_totals_coverage_80_pct": 100 * totals["coverage_80"],
+                     "city_coverage_80_pct": 100 * city["coverage_80"]})  # fmt: skip
+    newest = scores[scores.day.astype(str) == max(keys)].model_version
+    band = _coverage_band(str(newest.iloc[0])) if len(newest) else None
+    figure = plots.accuracy_figure(pd.DataFrame(days), band)
     return png_markdown(plots.png_bytes(figure), f"forecast accuracy per day, {', '.join(sorted(months))}")
 
 
