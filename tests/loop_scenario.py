@@ -7,8 +7,9 @@ alone (the first version serves), a second on every candidate (promoted only if 
 third month forecast on the schedule's code path (each tick's run request run as the daemon would run it); the
 third month ingested; the scoring sensor's requests run; one day's forecast overwritten +30% and scored (its
 alarm must fire), then forecast and scored again; a third training on seasonal naive alone (not promoted when
-worse); one lineage pass. OUT.json holds the runs, their outcomes and timings; the tests read the truth from the
-state folder's Iceberg tables and Metaflow runs, the lineage's claims from its events and DataHub Lite.
+worse); one lineage pass; then the third version promoted by hand and a day of the month forecast again (the
+backfill after a later promotion). OUT.json holds the runs, their outcomes and timings; the tests read the truth
+from the state folder's Iceberg tables and Metaflow runs, the lineage's claims from its events and DataHub Lite.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ LOOP_MONTH = "2025-02"
 TRIPS = 20_000
 BIASED_DAY = "2025-02-12"
 BIAS = 1.3
+BACKFILLED_DAY = "2025-02-20"
 NAIVE_ONLY = "seasonal_naive"
 LEARNED = "seasonal_naive,profile,gbm,blend"
 # Each tick as the daemon evaluates the schedule: at its cron time on the day (UTC, as the partitions are keyed).
@@ -133,7 +135,35 @@ def play(settings) -> dict:
         record["model_json"] = json.loads(_printed(lineage_command, ["model", "--json"]))
         versions = [training["model_version"] for training in record["trainings"]]
         record["diff"] = _printed(lineage_command, ["diff", versions[1], versions[2]])
+        record["backfill_after_promotion"] = _backfill_after_promotion(catalog, instance, record["trainings"][-1], run)
     return record
+
+
+def _backfill_after_promotion(catalog, instance, newest: dict, run) -> dict:
+    """The newest version (trained on the loop month, not promoted) promoted by hand; then a day of the loop month
+    forecast again: the on-time rows' snapshot, the backfill's, its run and the run's own words on the version."""
+    from flows.forecasting import registry
+    from flows.forecasting.promotion import Decision
+    from taxi_core.names import DAILY_FORECAST, MODEL_NAME
+
+    decisions = registry.decisions(catalog, MODEL_NAME)
+    trained_through = decisions[decisions.challenger == newest["model_version"]].trained_through.iloc[-1]
+    reason = f"{newest['model_version']} promoted by hand, to backfill a day it was not trained before"
+    registry.record_decision(
+        catalog, MODEL_NAME, Decision(newest["model_version"], newest["serving"], True, reason), NAIVE_ONLY,
+        trained_through,
+    )  # fmt: skip
+    on_time = catalog.load_table(DAILY_FORECAST).current_snapshot().snapshot_id
+    done = run("daily_forecast", partition_key=BACKFILLED_DAY)
+    messages = [
+        entry.user_message for entry in instance.all_logs(done["run_id"]) if "forecast by" in (entry.user_message or "")
+    ]
+    return {
+        "day": BACKFILLED_DAY, "promoted": newest["model_version"], "trained_through": str(trained_through),
+        "serving_now": registry.serving_version(catalog, MODEL_NAME).version, "on_time_snapshot_id": on_time,
+        "backfill_snapshot_id": catalog.load_table(DAILY_FORECAST).current_snapshot().snapshot_id, "run": done,
+        "log": messages,
+    }  # fmt: skip
 
 
 def _printed(command, arguments: list[str]) -> str:

@@ -270,3 +270,24 @@ def test_taxi_lineage_model_shows_each_version_s_live_accuracy_and_diff_its_chan
     assert live[never_served] == {}
     said = " ".join(record["diff"].split())  # as one line: wherever the terminal width wrapped it
     assert "live accuracy:" in said and "not scored yet" in said
+
+
+def test_a_day_backfilled_after_a_later_version_s_promotion_is_its_on_time_forecast(record, tables):
+    """A version trained on the whole month, promoted: the month's day forecast again is the forecast it had on time,
+    by the version that served it then, and the run's log says why."""
+    backfill = record["backfill_after_promotion"]
+    assert backfill["run"]["success"] and backfill["serving_now"] == backfill["promoted"]
+    assert backfill["backfill_snapshot_id"] != backfill["on_time_snapshot_id"]  # the day was written again
+
+    def day_rows(snapshot_id: int) -> pd.DataFrame:
+        rows = _at(tables, DAILY_FORECAST, snapshot_id)
+        rows = rows[rows.forecast_day.astype(str) == backfill["day"]]
+        return rows.sort_values(["series", "pickup_hour"]).reset_index(drop=True)
+
+    on_time, again = day_rows(backfill["on_time_snapshot_id"]), day_rows(backfill["backfill_snapshot_id"])
+    assert len(again) == len(on_time) > 0
+    assert set(again.model_version) == set(on_time.model_version) != {backfill["promoted"]}
+    columns = ["series", "pickup_hour", "forecast", "lower_80", "upper_80", "lower_95", "upper_95", "data_end"]
+    pd.testing.assert_frame_equal(again[columns], on_time[columns])
+    (said,) = backfill["log"]
+    assert f"forecast by {on_time.model_version.iloc[0]}" in said and "the version serving at each day's start" in said

@@ -185,21 +185,32 @@ class ExpectedWeatherGlm:
 @dataclass(frozen=True)
 class MinorHolidayLift:
     """How a zone's demand moves on a minor holiday, from the ones the training saw: each zone's rides on them
-    against the same hours of the weeks before (``seasonal_mean``), steadied by ``prior_rides`` toward every zone's
-    lift together. With none seen, no lift (1)."""
+    against the same hours a week before and a week after (those the training holds, holidays left out), steadied by
+    ``prior_rides`` toward every zone's lift together. With none seen, no lift (1).
+
+    The weeks around, not the lags: a holiday in the window's first weeks has no lag inside the window, and a week
+    on either side is what the day would have been, whatever the season's trend."""
 
     by_zone: pd.Series
     together: float
 
-    FEATURES: ClassVar[tuple[str, ...]] = ("is_minor_holiday", "seasonal_mean")
+    FEATURES: ClassVar[tuple[str, ...]] = ("is_minor_holiday", "is_holiday")
 
     @classmethod
     def fit(cls, rows: pd.DataFrame, prior_rides: float = 50.0) -> MinorHolidayLift:
-        seen = rows[(rows.is_minor_holiday == 1) & rows.seasonal_mean.notna()]
-        sums = seen.groupby("pulocationid")[["total_rides", "seasonal_mean"]].sum()
-        before = float(sums.seasonal_mean.sum())
+        seen = rows[rows.is_minor_holiday == 1]
+        ordinary = rows[rows.is_holiday == 0].set_index(["pulocationid", "pickup_hour"]).total_rides
+        around = [
+            ordinary.reindex(pd.MultiIndex.from_arrays([seen.pulocationid, seen.pickup_hour + shift])).to_numpy()
+            for shift in (-WEEK_APART, WEEK_APART)
+        ]
+        known = ~np.isnan(around[0]) | ~np.isnan(around[1])
+        reference = np.where(known, np.nanmean(np.where(known, around, 0.0), axis=0), np.nan)
+        compared = seen.assign(reference=reference)[known]
+        sums = compared.groupby("pulocationid")[["total_rides", "reference"]].sum()
+        before = float(sums.reference.sum())
         together = float(sums.total_rides.sum()) / before if before > 0 else 1.0
-        by_zone = (sums.total_rides + prior_rides * together) / (sums.seasonal_mean + prior_rides)
+        by_zone = (sums.total_rides + prior_rides * together) / (sums.reference + prior_rides)
         return cls(by_zone.rename("minor_holiday_lift"), together)
 
     def of(self, rows: pd.DataFrame) -> np.ndarray:
@@ -209,6 +220,7 @@ class MinorHolidayLift:
         return factor
 
 
+WEEK_APART = pd.Timedelta(days=7)
 # HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
 MAX_ZONE_CATEGORIES = 254
 _FITTED = ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEATURES]
@@ -289,7 +301,7 @@ class WeeklyProfile:
     minor_holidays: MinorHolidayLift | None = None
 
     def used_features(self, features: list[str] | None = None) -> list[str]:
-        return ["pulocationid", "day_type", "hour", "is_holiday", *MinorHolidayLift.FEATURES]
+        return ["pulocationid", "day_type", "hour", *MinorHolidayLift.FEATURES]
 
     def fit(self, rows: pd.DataFrame, features: list[str]) -> WeeklyProfile:
         keys = ["pulocationid", "day_type", "hour"]
