@@ -34,9 +34,13 @@ BOROUGH_JUDGED_FROM = 30
 # The share of the zones a borough is expected to show pickups in that must have them. A zone's pickups in a month
 # vary like a Poisson count of its share of the neighbours' trips, so the zones expected to show are the sum over
 # the borough's zones of the chance of at least one pickup: a source with few trips there (green taxis on Staten
-# Island: a handful a month in a test's sample) is expected to show few, and is judged only from this many.
+# Island: a handful a month in a test's sample) is expected to show few, and is judged only from this many...
 BOROUGH_ZONES_MIN = 0.5
 BOROUGH_ZONES_JUDGED_FROM = 4
+# ...and only when so few zones showing is beyond chance: the count of zones with a pickup is a sum of each zone's
+# chance, and at most this likely to fall so low (eight trips over eight zones show in two about one month in
+# thirty, in none one in three thousand).
+BOROUGH_ZONES_CHANCE = 0.001
 
 
 def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_ZONES_TRIP_SHARE) -> set[int]:
@@ -211,6 +215,7 @@ class BoroughFigures:
     expected_trips: float
     zones: int
     expected_zones: float
+    zone_chances: tuple[float, ...] = ()  # each zone's chance of at least one pickup
 
     @property
     def ratio(self) -> float:
@@ -225,12 +230,28 @@ class BoroughFigures:
                 f"{self.expected_trips:,.0f} ({self.ratio:.2f}x; {low:.2f}x-{high:.0f}x accepted)"
             )
         expected = self.expected_zones
-        if expected >= BOROUGH_ZONES_JUDGED_FROM and self.zones < BOROUGH_ZONES_MIN * expected:
+        few = expected >= BOROUGH_ZONES_JUDGED_FROM and self.zones < BOROUGH_ZONES_MIN * expected
+        chance = at_most(self.zones, self.zone_chances)
+        if few and chance < BOROUGH_ZONES_CHANCE:
             found.append(
                 f"{self.borough} has pickups in {self.zones} zones where its trips in the neighbours predict "
-                f"{expected:.0f} (at least {BOROUGH_ZONES_MIN:.0%} needed)"
+                f"{expected:.0f} (at least {BOROUGH_ZONES_MIN:.0%} needed; by chance alone {chance:.1g})"
             )
         return found
+
+
+def at_most(count: int, chances: tuple[float, ...]) -> float:
+    """The chance that at most ``count`` of independent events with ``chances`` happen (1 with none given)."""
+    if not chances:
+        return 1.0
+    # The distribution of how many happen, one event at a time: O(events^2) for a borough's few dozen zones.
+    happened = [1.0]
+    for chance in chances:
+        happened = [
+            (happened[k] if k < len(happened) else 0.0) * (1 - chance) + (happened[k - 1] * chance if k else 0.0)
+            for k in range(len(happened) + 1)
+        ]
+    return float(sum(happened[: count + 1]))
 
 
 def borough_figures(month: Mapping[int, int], month_total: int, facts: MonthFacts) -> list[BoroughFigures]:
@@ -252,6 +273,7 @@ def borough_figures(month: Mapping[int, int], month_total: int, facts: MonthFact
                 expected_trips=share * month_total,
                 zones=sum(1 for zone in zones if month.get(zone, 0) > 0),
                 expected_zones=sum(1 - math.exp(-trips) for trips in expected),
+                zone_chances=tuple(1 - math.exp(-trips) for trips in expected),
             )
         )
     return figures

@@ -290,3 +290,23 @@ def test_the_zone_audits_expect_the_zones_chance_would_show(scale, shown_share, 
     measured = Measured({"rows": sum(month.values()), ZONES_WITH_PICKUPS: shown, CALENDAR: TripCalendar(month, {}, {})})
     assert zones_like_recent_months(measured, facts).passed is zones_pass
     assert boroughs_like_recent_months(measured, facts).passed is borough_passes
+
+
+@pytest.mark.parametrize(("shown", "passes"), [(2, True), (0, False)])
+def test_a_borough_s_few_zones_showing_fail_only_beyond_chance(shown, passes):
+    """Green taxis on Staten Island: eight trips a month over eight zones. Two zones showing where five are expected
+    happens by chance about one month in thirty; none showing, about one in three thousand: damage."""
+    from forecast_assets.audits import Measured
+    from forecast_assets.trip_calendar import CALENDAR, TripCalendar
+    from forecast_assets.trip_zones import ZONES_WITH_PICKUPS, boroughs_like_recent_months
+
+    zones = list(range(1, 9))
+    month = {zone: 4 for zone in zones[:shown]}
+    facts = MonthFacts(
+        MonthWindow.from_partition_key("2025-02-01"),
+        neighbours=_neighbours(dict.fromkeys(zones, 1)),
+        zones=ZoneReference(dict.fromkeys(zones, "Staten Island"), "a test's lookup"),
+    )
+    measured = Measured({"rows": 8, ZONES_WITH_PICKUPS: list(month), CALENDAR: TripCalendar(month, {}, {})})
+    result = boroughs_like_recent_months(measured, facts)
+    assert result.passed is passes, result.description
