@@ -189,6 +189,9 @@ def test_a_worse_version_is_not_promoted_and_a_better_one_is_with_the_reason(rec
     assert better["promoted"] and better["serving"] == better["model_version"]
     assert not worse["promoted"] and worse["serving"] == better["model_version"]
     decisions = tables.load_table(PROMOTIONS).scan().to_pandas().sort_values("decided_at")
+    # The last decision is the hand promotion the backfill test made after the trainings.
+    assert decisions.challenger.iloc[-1] == record["backfill_after_promotion"]["promoted"]
+    decisions = decisions.iloc[:-1]
     assert decisions.challenger.tolist() == [t["model_version"] for t in record["trainings"]]
     assert decisions.promoted.tolist() == [True, True, False]
     assert decisions.reason.tolist() == [t["promotion"] for t in record["trainings"]]
