@@ -1,18 +1,21 @@
-"""How the flow's model selection does on weeks it never saw, across the year, measured as the flow measures it.
+"""How a version does on weeks it never saw, at every level it serves, across the year, measured as the flow
+measures it.
 
-    uv run python benchmarks/forecast_quality.py --scale full \\
-        --periods 2024-02:2024-04 2024-05:2024-07 2024-07:2024-09 2024-09:2024-11 2024-10:2024-12 2024-12:2025-02 \\
+    ./run python benchmarks/forecast_quality.py --periods 2024-11:2025-02 2024-10:2025-01 2024-08:2024-11 \\
         --json .state/benchmarks/forecast_quality.json
 
 Each period is FIRST:LAST month of actuals; its forecast origin is the hour after LAST ends. For each
 period the benchmark writes the sample months (kept in the state folder's benchmarks/ for the next
 run), builds the hourly actuals from the trip files as the ingestion job does (every zone with a
 ride, every hour, zeros filled) and the daily weather the sample published, then runs the flow's own
-code: the zone choice on what the backtest's first week knew, the weekly refits forecasting day by
-day from what was published at each day's start, and the held-out selection, with and without the
-weather candidates. It prints each held-out week (the champion chosen on the weeks before it, its
-MAE against seasonal naive with a day-resampled range and against the origin-knowable oracle, the
-80% and 95% intervals' coverage), then coverage per borough and per day and each candidate's time.
+code: every zone with rides served (or the ``--zones`` busiest), each borough's total and the city backtested with
+the same weekly refits, forecasting day by day from what was published at each day's start; the held-out
+selection on the zones, with and without the weather candidates; each held-out week's champion reconciled across
+the levels and each day's intervals calibrated per level on the hours before it. It prints each period's figures
+per level and borough, the city's forecast on each holiday held out, each held-out week's zones (the champion
+chosen on the weeks before it, its MAE against seasonal naive with a day-resampled range and against the
+origin-knowable oracle, the 80% and 95% intervals' coverage), then over every period each level and borough's
+held-out hours, MAE against naive and coverage, and each candidate's time.
 ``--json PATH`` writes one object per held-out week, weather setting, level and borough.
 """
 
