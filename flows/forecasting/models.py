@@ -182,6 +182,10 @@ class ExpectedWeatherGlm:
         return forecast
 
 
+# A minor holiday is compared with the same hours this far before and after it.
+WEEK_APART = pd.Timedelta(days=7)
+
+
 @dataclass(frozen=True)
 class MinorHolidayLift:
     """How a zone's demand moves on a minor holiday, from the ones the training saw: each zone's rides on them
@@ -220,7 +224,6 @@ class MinorHolidayLift:
         return factor
 
 
-WEEK_APART = pd.Timedelta(days=7)
 # HistGradientBoostingRegressor's limit on a categorical feature's values (its max_bins, 255, less the missing bin).
 MAX_ZONE_CATEGORIES = 254
 _FITTED = ["pulocationid", "hour_of_week", *HOLIDAY_FLAGS, *PERFECT_WEATHER_FEATURES]

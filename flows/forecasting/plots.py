@@ -153,7 +153,7 @@ def accuracy_figure(days: pd.DataFrame, band: tuple[float, float] | None = None)
         coverage.axhspan(low, high, color="tab:green", alpha=0.08, label=f"zone alarm's range ({low:.0f}-{high:.0f}%)")
     coverage.axhline(80, color="tab:gray", linestyle="--", linewidth=1, label="80%")
     coverage.set_ylabel("hours in 80% interval, %")
-    coverage.legend(fontsize=8, loc="lower left", ncol=3)
+    coverage.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, frameon=False)
     coverage.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
     for axis in (ratio, bias, coverage):
         axis.grid(axis="y", alpha=0.3)
