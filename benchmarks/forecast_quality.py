@@ -22,6 +22,7 @@ held-out hours, MAE against naive and coverage, and each candidate's time.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -128,13 +129,16 @@ def evaluate(source, period: Period, args) -> PeriodResult:
     boroughs = borough_of_zones()
     print(f"{settings.describe()}; {len(zones)} zones served (their boroughs' totals and the city's summed from them)")
     inputs = Inputs(window[window.pulocationid.isin(zones)], weather, zones, 24, settings.window_start)
-    served, seconds = {}, {}
+    served, seconds, zone_backtests = {}, {}, []
     with numeric_threads(share_of_cores(1)):
         for name in settings.candidates:
             began = time.perf_counter()
-            served[name] = levels.backtest_served(inputs, boroughs, lambda name=name: make_candidate(name), origins)
+            make = functools.partial(make_candidate, name)
+            found, fits = levels.zone_backtest(inputs, make, origins)
+            zone_backtests.append(found)
+            served[name] = levels.backtest_series(inputs, boroughs, make, origins, found, fits)
             seconds[name] = round(time.perf_counter() - began, 1)
-    predictions = pd.concat([zone_rows(found, name) for name, found in served.items()], ignore_index=True)
+    predictions = pd.concat(zone_backtests, ignore_index=True)
     oracle = oracle_rates(source, period.months)
     reconciled = {}
 
@@ -170,16 +174,6 @@ def evaluate(source, period: Period, args) -> PeriodResult:
         f"{name} {value}" for name, value in seconds.items()
     ))  # fmt: skip
     return PeriodResult(weeks, pd.concat(days, ignore_index=True), seconds)
-
-
-def zone_rows(found, candidate: str) -> pd.DataFrame:
-    """A candidate's zone forecasts of a served backtest, as the selection reads a backtest."""
-    from flows.forecasting import hierarchy
-
-    zones = found.forecasts[found.forecasts.series.map(hierarchy.zone_of).notna()]
-    return zones.assign(pulocationid=zones.series.map(hierarchy.zone_of).astype("int64"), candidate=candidate).drop(
-        columns="series"
-    )
 
 
 def week_records(period: Period, with_weather: bool, week, scored: pd.DataFrame, base: pd.DataFrame, oracle) -> list:

@@ -43,6 +43,7 @@ def _settings_or_exit() -> Settings:
 apply_tool_environment(_settings_or_exit())
 
 # isort: split
+import functools
 import time
 from pathlib import Path
 
@@ -293,27 +294,17 @@ class TrainForecastModelFlow(FlowSpec):
             f"forecasting day by day, {len(self.backtest_zone_ids)} zones, {threads} thread(s)"
         )
         began = time.perf_counter()
-        served = self._inputs(self.zone_ids)
-        fits: list[pd.DataFrame] = []
-
-        def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
-            fits.append(levels.fit_errors(model, served, origin, names).assign(origin=origin))
-
+        served, make = self._inputs(self.zone_ids), functools.partial(make_candidate, candidate)
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
         with numeric_threads(threads):
-            every_zone = self.backtest_zone_ids == self.zone_ids
-            self.backtest = backtest.rolling_origin_backtest(
-                self._inputs(self.backtest_zone_ids), lambda: make_candidate(candidate), weeks, on_origin=print,
-                on_fit=keep_fit if every_zone else None,
-            )  # fmt: skip
-            zone_backtest = self.backtest
-            if not every_zone:  # each level is evaluated on what the version serves: every zone
-                zone_backtest = backtest.rolling_origin_backtest(
-                    served, lambda: make_candidate(candidate), weeks, on_fit=keep_fit
-                )
-            self.series_backtest = levels.backtest_series(
-                served, self._boroughs(), lambda: make_candidate(candidate), weeks, zone_backtest, pd.concat(fits)
+            # Each level is evaluated on what the version serves: every zone, whatever zones choose the champion.
+            zone_backtest, fits = levels.zone_backtest(served, make, weeks, on_origin=print)
+            self.backtest = (
+                zone_backtest
+                if self.backtest_zone_ids == self.zone_ids
+                else backtest.rolling_origin_backtest(self._inputs(self.backtest_zone_ids), make, weeks)
             )
+            self.series_backtest = levels.backtest_series(served, self._boroughs(), make, weeks, zone_backtest, fits)
         self.backtest_seconds = time.perf_counter() - began
         print(f"{candidate}: backtest done in {self.backtest_seconds:.1f} s")
         self.next(self.evaluate)

@@ -144,17 +144,29 @@ def backtest_series(
     return SeriesBacktest(forecasts[columns].reset_index(drop=True), fits[["origin", "series", "rms"]])
 
 
-def backtest_served(
-    zones: Inputs, boroughs: Mapping[int, str], make_model: Callable[[], Forecaster], origins: list[pd.Timestamp]
-) -> SeriesBacktest:
-    """Every served zone and total backtested with the same refits, each refit's fit errors kept."""
+def zone_backtest(
+    zones: Inputs,
+    make_model: Callable[[], Forecaster],
+    origins: list[pd.Timestamp],
+    on_origin: Callable[[backtest.OriginScore], None] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``zones`` backtested (:func:`backtest.rolling_origin_backtest`) and each refit's fit errors (``origin,
+    pulocationid, rms``), which weigh the series in the reconciliation."""
     fits: list[pd.DataFrame] = []
 
     def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
         fits.append(fit_errors(model, zones, origin, names).assign(origin=origin))
 
-    zone_backtest = backtest.rolling_origin_backtest(zones, make_model, origins, on_fit=keep_fit)
-    return backtest_series(zones, boroughs, make_model, origins, zone_backtest, pd.concat(fits))
+    found = backtest.rolling_origin_backtest(zones, make_model, origins, on_origin=on_origin, on_fit=keep_fit)
+    return found, pd.concat(fits, ignore_index=True)
+
+
+def backtest_served(
+    zones: Inputs, boroughs: Mapping[int, str], make_model: Callable[[], Forecaster], origins: list[pd.Timestamp]
+) -> SeriesBacktest:
+    """Every served zone and total backtested with the same refits, each refit's fit errors kept."""
+    found, fits = zone_backtest(zones, make_model, origins)
+    return backtest_series(zones, boroughs, make_model, origins, found, fits)
 
 
 def tree_of(series: Sequence[str]) -> Hierarchy:
