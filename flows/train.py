@@ -180,6 +180,7 @@ class TrainForecastModelFlow(FlowSpec):
     held_out_levels: pd.DataFrame
     level_intervals: LevelIntervals
     coverage_band: tuple[float, float]
+    bias_band: tuple[float, float]
     held_out_png: bytes
     backtest_png: bytes
     backtest_plot_path: str
@@ -409,7 +410,7 @@ class TrainForecastModelFlow(FlowSpec):
         # What every day's forecast is made with while this version serves (forecast_assets' daily_forecast).
         self.served = serving.fit_served(
             self.model_version, self.champion, lambda: make_candidate(self.champion), inputs, self.settings.as_of,
-            boroughs, (model, self.features), self.level_intervals, self.coverage_band,
+            boroughs, (model, self.features), self.level_intervals, self.coverage_band, self.bias_band,
         )  # fmt: skip
         unnamed = sorted(set(self.forecast.pulocationid[self.forecast.zone.isna()]))
         if unnamed:
@@ -520,6 +521,7 @@ class TrainForecastModelFlow(FlowSpec):
         scored = levels.evaluate(reconciled, champions, series[backtest.BASELINE].forecasts)
         self.held_out_levels = levels.by_level(scored)
         self.coverage_band = levels.coverage_band(scored)
+        self.bias_band = levels.bias_band(scored)
         self.held_out_summary = self.held_out_summary | levels.summary(self.held_out_levels)
         self.level_intervals = levels.calibrate(reconciled(self.champion), self.settings.as_of)
 

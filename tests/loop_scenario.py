@@ -28,7 +28,8 @@ MONTHS = ["2024-12", "2025-01"]
 LOOP_MONTH = "2025-02"
 TRIPS = 20_000
 BIASED_DAY = "2025-02-12"
-BIAS = 1.3
+# A forecast gone wrong: twice the rides, beyond any healthy day's spread at the scenario's 20,000 trips a month.
+BIAS = 2.0
 BACKFILLED_DAY = "2025-02-20"
 NAIVE_ONLY = "seasonal_naive"
 LEARNED = "seasonal_naive,profile,gbm,blend"
@@ -119,8 +120,9 @@ def play(settings) -> dict:
                 record["scoring"].append(done)
 
         score("month published")
-        biased = _overwrite_biased(catalog, loop_tables, pd.Timestamp(BIASED_DAY))
-        record["biased"] = {"day": BIASED_DAY, "forecast_snapshot_id": biased}
+        biased, version = _overwrite_biased(catalog, loop_tables, pd.Timestamp(BIASED_DAY))
+        record["biased"] = {"day": BIASED_DAY, "forecast_snapshot_id": biased, "model_version": version}
+        record["biased"]["version_bias_band"] = _bias_band(version)
         record["biased"]["run"] = run("score_forecasts", partition_key=BIASED_DAY)
         record["biased"]["checks"] = _checks(instance, AssetCheckKey, ACCURACY_KEY, BIASED_DAY)
         record["forecast_again"] = run("daily_forecast", partition_key=BIASED_DAY)
@@ -179,14 +181,22 @@ def _key(name: str):
     return AssetKey(name.split("/"))
 
 
-def _overwrite_biased(catalog, loop_tables, day) -> int:
-    """The day's forecast as written, every figure times BIAS: a forecast gone wrong, as a new table version."""
+def _overwrite_biased(catalog, loop_tables, day) -> tuple[int, str]:
+    """The day's forecast as written, every figure times BIAS: a forecast gone wrong, as a new table version; and
+    the version that forecast it."""
     rows, _ = loop_tables.read_daily_forecast(catalog, day.date())
     scaled = ["forecast", "lower_80", "upper_80", "lower_95", "upper_95", "model_forecast"]
     rows[scaled] = rows[scaled] * BIAS
-    return loop_tables.write_daily_forecasts(
-        catalog, rows, str(rows.model_version.iloc[0]), int(rows.actuals_snapshot_id.iloc[0])
-    )
+    version = str(rows.model_version.iloc[0])
+    return loop_tables.write_daily_forecasts(catalog, rows, version, int(rows.actuals_snapshot_id.iloc[0])), version
+
+
+def _bias_band(version: str) -> list[float]:
+    """The healthy range of the city's bias the version kept from its held-out days, as Metaflow stored it."""
+    from metaflow import Run, namespace
+
+    namespace(None)
+    return list(Run(version).data.served.bias_band)
 
 
 def _checks(instance, check_key, asset_key, day: str) -> dict:

@@ -32,8 +32,8 @@ def test_a_good_day_passes_every_alarm():
 
 
 @pytest.mark.parametrize(("bias", "passed"), [(0.3, False), (-0.12, False), (0.099, True), (-0.05, True)])
-def test_the_city_s_bias_beyond_10_percent_warns(bias, passed):
-    outcome = _outcomes(_scores("2025-02-10", city_bias=bias))["city_bias_within_10pct"]
+def test_the_city_s_bias_beyond_10_percent_warns_for_a_version_without_its_own_range(bias, passed):
+    outcome = _outcomes(_scores("2025-02-10", city_bias=bias))["city_bias_in_range"]
     assert outcome.passed is passed and outcome.alarm.severity == alarms.WARN
     assert outcome.metadata["city_bias_pct"] == pytest.approx(100 * bias)
 
@@ -76,6 +76,14 @@ def test_a_scored_day_is_scored_again_only_when_forecast_again_or_its_month_repu
 @pytest.mark.parametrize(("coverage", "passed"), [(0.70, False), (0.90, False), (0.76, True), (0.84, True)])
 def test_coverage_outside_the_version_s_healthy_range_warns(coverage, passed):
     day = _scores("2025-02-10", coverage=coverage)
-    outcome = alarms.evaluate(day, day.iloc[0:0], coverage_band=(0.75, 0.85))[1]
+    outcome = alarms.evaluate(day, day.iloc[0:0], alarms.HealthyRanges(zone_coverage_80=(0.75, 0.85)))[1]
     assert outcome.alarm.name == "zone_coverage_80_in_range" and outcome.passed is passed
     assert (outcome.metadata["healthy_low_pct"], outcome.metadata["healthy_high_pct"]) == (75.0, 85.0)
+
+
+@pytest.mark.parametrize(("bias", "passed"), [(0.25, False), (-0.2, False), (0.15, True), (-0.12, True)])
+def test_the_city_s_bias_outside_the_version_s_healthy_range_warns(bias, passed):
+    day = _scores("2025-02-10", city_bias=bias)
+    outcome = alarms.evaluate(day, day.iloc[0:0], alarms.HealthyRanges(city_bias=(-0.18, 0.2)))[0]
+    assert outcome.alarm.name == "city_bias_in_range" and outcome.passed is passed
+    assert (outcome.metadata["healthy_low_pct"], outcome.metadata["healthy_high_pct"]) == (-18.0, 20.0)

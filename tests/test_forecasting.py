@@ -49,6 +49,19 @@ def test_lag_features_look_back_within_a_zone():
     assert not set(features.WEATHER_FEATURES) & set(names)
 
 
+def test_a_zone_absent_from_a_published_hour_had_no_ride_and_an_unpublished_hour_is_unknown():
+    actuals = _actuals(days=30, zones=(132, 161))
+    absent = (actuals.pulocationid == 132) & (actuals.pickup_hour >= "2025-01-20")
+    end = actuals.pickup_hour.max() + pd.Timedelta(hours=1) + pd.Timedelta(days=2)
+    grid = features.complete_grid(actuals[~absent], [132, 161], actuals.pickup_hour.min(), end)
+    later = grid[grid.pickup_hour >= "2025-01-20"].set_index(["pulocationid", "pickup_hour"]).total_rides
+    published = later.index.get_level_values("pickup_hour") <= actuals.pickup_hour.max()
+    assert (later[published].loc[132] == 0).all()
+    assert later[published].loc[161].equals(actuals[actuals.pulocationid == 161].set_index("pickup_hour").total_rides
+                                            .loc["2025-01-20":].astype(later.dtype))  # fmt: skip
+    assert later[~published].isna().all() and (~published).sum() == 2 * 2 * 24
+
+
 def _weather(days: pd.DatetimeIndex, prcp=1.0) -> pd.DataFrame:
     return pd.DataFrame({"county_fips": "36061", "date": days, "prcp": prcp, "tavg": 3.0})
 

@@ -117,21 +117,38 @@ def test_the_coverage_alarm_s_range_holds_healthy_days_and_not_a_biased_one(held
     assert (narrow_daily < low).sum() >= 26
 
 
-def test_a_zone_without_a_month_of_actuals_is_scored_where_it_has_them_and_the_totals_stay_coherent():
-    """The actuals hold a month's zones with a ride that month: a zone with none in January has no rows in it. The
-    refit whose week spans the new year reconciles December's hours with the zone, January's without."""
+def test_the_bias_alarm_s_range_holds_healthy_days_and_not_a_forecast_twice_or_half_the_rides(held_out):
+    """The fixture's days swing by 8% (its shocks) and more (its counts): the range is that spread, not 10%."""
+    low, high = levels.bias_band(held_out)
+    city = held_out[held_out.level == "city"]
+    days = city.groupby(city.pickup_hour.dt.normalize())[["forecast", "total_rides"]].sum()
+    bias = days.forecast / days.total_rides - 1
+    assert len(bias) == 28 and low < 0 < high
+    assert ((bias < low) | (bias > high)).sum() <= 2
+    ordinary = days[~in_holiday_period(days.index.to_series()).to_numpy()]
+    assert ((2.0 * ordinary.forecast / ordinary.total_rides - 1) > high).all()
+    assert ((0.5 * ordinary.forecast / ordinary.total_rides - 1) < low).all()
+
+
+def test_a_zone_without_a_month_of_actuals_had_no_ride_in_it_and_every_candidate_forecasts_it():
+    """The actuals hold a month's zones with a ride that month: a zone with none in January has no rows in it, and
+    its January hours count as 0 rides, as the daily scoring counts them. Seasonal naive, which reads last week's
+    hour, forecasts it too (it was NaN, and its reconciliation failed), and the totals stay coherent."""
     actuals = _actuals()
     missing = (actuals.pulocationid == 18) & (actuals.pickup_hour >= "2025-01-01")
     actuals = actuals[~missing]
-    week = pd.Timestamp("2024-12-30")
+    week = pd.Timestamp("2025-01-06")
     inputs = Inputs(
         actuals, None, list(RATES), 24, actuals.pickup_hour.min(), PublicationRule(actuals_month_delay=None)
     )
-    with numeric_threads(1):
-        found = levels.reconciled(levels.backtest_served(inputs, BOROUGHS, lambda: make_candidate("glm"), [week]))
-    zone = found[found.series == "city/Bronx/18"]
-    assert zone.pickup_hour.max() < pd.Timestamp("2025-01-01") and len(zone) == 2 * 24
-    bronx = found[found.series == "city/Bronx"].set_index("pickup_hour").forecast
-    zones = found[found.series.str.startswith("city/Bronx/")].groupby("pickup_hour").forecast.sum()
-    np.testing.assert_allclose(bronx.sort_index(), zones.reindex(bronx.index).sort_index(), atol=1e-6)
-    assert len(bronx) == 7 * 24
+    for candidate in ("glm", "seasonal_naive"):
+        with numeric_threads(1):
+            served = levels.backtest_served(inputs, BOROUGHS, lambda name=candidate: make_candidate(name), [week])
+        found = levels.reconciled(served)
+        zone = found[found.series == "city/Bronx/18"]
+        assert len(zone) == 7 * 24 and (zone.total_rides == 0).all() and zone.forecast.notna().all(), candidate
+        bronx = found[found.series == "city/Bronx"].set_index("pickup_hour")
+        zones = found[found.series.str.startswith("city/Bronx/")].groupby("pickup_hour")
+        np.testing.assert_allclose(bronx.forecast.sort_index(), zones.forecast.sum().reindex(bronx.index).sort_index(),
+                                   atol=1e-6)  # fmt: skip
+        assert (bronx.total_rides == zones.total_rides.sum().reindex(bronx.index)).all(), candidate

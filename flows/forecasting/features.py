@@ -78,10 +78,15 @@ def zone_counties() -> dict[int, str]:
 
 
 def complete_grid(actuals: pd.DataFrame, zones: list[int], start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
-    """Every (zone, hour) in ``[start, end)``; hours without actuals are NaN (the future, or a gap)."""
+    """Every (zone, hour) in ``[start, end)``. An hour the actuals hold for any zone is published: a zone without a
+    row in it had no ride (the table keeps a month's zones with a ride that month), so it counts 0. An hour they hold
+    for no zone is NaN (the future, or a month not published)."""
     hours = pd.date_range(start, end, freq="h", inclusive="left")
     grid = pd.MultiIndex.from_product([zones, hours], names=["pulocationid", "pickup_hour"]).to_frame(index=False)
-    return grid.merge(actuals, on=["pulocationid", "pickup_hour"], how="left")
+    found = grid.merge(actuals, on=["pulocationid", "pickup_hour"], how="left")
+    published = found.pickup_hour.isin(actuals.pickup_hour.unique())
+    found["total_rides"] = found.total_rides.mask(found.total_rides.isna() & published, 0)
+    return found
 
 
 def build_features(

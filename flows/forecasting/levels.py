@@ -340,17 +340,36 @@ def summary(table: pd.DataFrame) -> dict[str, float]:
     return figures
 
 
-# A healthy day's zone coverage strays from the held-out days' mean by at most this many of their standard deviations
-# (a normal day-to-day spread: outside it on about 1 day in 370), and never by less than ``LEAST_BAND`` either way.
+# A healthy day's figure strays from the held-out days' centre by at most this many of their standard deviations (a
+# normal day-to-day spread: outside it on about 1 day in 370), and never by less than its level's least half-width.
 BAND_DEVIATIONS = 3.0
 LEAST_BAND = 0.02
+LEAST_BIAS_BAND = 0.05
+MAD_TO_SD = 1.4826
 
 
 def coverage_band(rows: pd.DataFrame, level: str = "zone") -> tuple[float, float]:
     """The range a healthy day's share of ``level``-hours inside their 80% interval falls in, from the held-out days
-    (``rows`` of :func:`evaluate`): the alarm's range, calibrated to how much a day's coverage varies at that level."""
+    (``rows`` of :func:`evaluate`): the alarm's range, calibrated to how much a day's coverage varies at that level.
+    Holiday-period days count: their intervals are widened on purpose, and their coverage is a healthy day's."""
     mine = rows[rows.level == level]
     daily = inside(mine, 80).groupby(mine.pickup_hour.dt.normalize()).mean()
     centre = float(daily.mean())
     half = max(BAND_DEVIATIONS * float(daily.std(ddof=1)) if len(daily) > 1 else 0.0, LEAST_BAND)
     return round(max(centre - half, 0.0), 4), round(min(centre + half, 1.0), 4)
+
+
+def bias_band(rows: pd.DataFrame, level: str = "city") -> tuple[float, float]:
+    """The range a healthy day's bias of ``level`` (its forecast rides minus its rides, as a share of its rides)
+    falls in, from the held-out days (``rows`` of :func:`evaluate`).
+
+    A shock day (a storm, a holiday) is what this alarm is for, so the range is read from the ordinary days, around
+    their median and with their median absolute deviation: one such day among 28 does not widen it for the rest."""
+    mine = rows[rows.level == level]
+    ordinary = mine[~in_holiday_period(mine.pickup_hour).to_numpy()]
+    days = (ordinary if len(ordinary) else mine).groupby(mine.pickup_hour.dt.normalize())
+    sums = days[["forecast", "total_rides"]].sum()
+    bias = (sums.forecast - sums.total_rides) / sums.total_rides.clip(lower=1.0)
+    centre = float(bias.median())
+    half = max(BAND_DEVIATIONS * MAD_TO_SD * float((bias - centre).abs().median()), LEAST_BIAS_BAND)
+    return round(centre - half, 4), round(centre + half, 4)

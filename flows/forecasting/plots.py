@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from PIL import Image as PILImage  # noqa: E402
 
+from flows.forecasting.alarms import BIAS_RANGE, COVERAGE_RANGE, HealthyRanges  # noqa: E402
 from flows.forecasting.backtest import ranked  # noqa: E402
 from flows.forecasting.selection import RANGE_COLUMN  # noqa: E402
 
@@ -127,9 +128,10 @@ def save_png(png: bytes, path: Path) -> Path:
     return path
 
 
-def accuracy_figure(days: pd.DataFrame, band: tuple[float, float] | None = None) -> Figure:
-    """Each scored day: the zones' MAE against seasonal naive's, the city's bias, and the share of each level's hours
-    inside their 80% intervals (zones, borough totals, the city) against the zone alarm's ``band`` (shares).
+def accuracy_figure(days: pd.DataFrame, healthy: HealthyRanges | None = None) -> Figure:
+    """Each scored day: the zones' MAE against seasonal naive's, the city's bias against its alarm's range, and the
+    share of each level's hours inside their 80% intervals (zones, borough totals, the city) against the zone
+    alarm's range (``healthy``: the serving version's; the fixed defaults without one).
 
     ``days``: ``day, zone_ratio_to_naive, city_bias_pct, zone_coverage_80_pct, borough_totals_coverage_80_pct,
     city_coverage_80_pct``, one row per day."""
@@ -140,17 +142,20 @@ def accuracy_figure(days: pd.DataFrame, band: tuple[float, float] | None = None)
     ratio.set_ylabel("zones' MAE / naive")
     ratio.set_ylim(0, max(1.2, float(days.zone_ratio_to_naive.max()) * 1.1))
     ratio.legend(fontsize=9, loc="lower left")
-    bias.bar(when, days.city_bias_pct, color=["tab:red" if abs(b) > 10 else "tab:blue" for b in days.city_bias_pct])
-    for limit in (-10, 10):
-        bias.axhline(limit, color="tab:gray", linestyle="--", linewidth=1)
+    healthy = healthy or HealthyRanges()
+    bias_low, bias_high = (100 * share for share in healthy.city_bias or BIAS_RANGE)
+    outside = [not bias_low <= value <= bias_high for value in days.city_bias_pct]
+    bias.bar(when, days.city_bias_pct, color=["tab:red" if out else "tab:blue" for out in outside])
+    bias.axhspan(bias_low, bias_high, color="tab:blue", alpha=0.08)
+    bias.text(0.005, 0.04, f"alarm's range {bias_low:+.0f}% to {bias_high:+.0f}%", transform=bias.transAxes, fontsize=8)
+    bias.axhline(0, color="tab:gray", linewidth=1)
     bias.set_ylabel("city bias, %")
     levels = (("zone", "zones", "tab:green"), ("borough_totals", "borough totals", "tab:purple"),
               ("city", "the city", "tab:orange"))  # fmt: skip
     for column, label, color in levels:
         coverage.plot(when, days[f"{column}_coverage_80_pct"], marker="o", markersize=3, color=color, label=label)
-    if band is not None:
-        low, high = (100 * share for share in band)
-        coverage.axhspan(low, high, color="tab:green", alpha=0.08, label=f"zone alarm's range ({low:.0f}-{high:.0f}%)")
+    low, high = (100 * share for share in healthy.zone_coverage_80 or COVERAGE_RANGE)
+    coverage.axhspan(low, high, color="tab:green", alpha=0.08, label=f"zone alarm's range ({low:.0f}-{high:.0f}%)")
     coverage.axhline(80, color="tab:gray", linestyle="--", linewidth=1, label="80%")
     coverage.set_ylabel("hours in 80% interval, %")
     coverage.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, frameon=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from flows.forecasting import features
@@ -91,9 +92,18 @@ class Inputs:
         return rows, names
 
     def targets(self, rows: pd.DataFrame) -> pd.Series:
-        """The actuals of ``rows``' hours and zones (NaN where none were read): to score, never to forecast."""
+        """The actuals of ``rows``' hours and zones: to score, never to forecast. As in the features
+        (:func:`~flows.forecasting.features.complete_grid`), a zone without a row in an hour read had no ride;
+        an hour not read is NaN."""
         wanted = pd.MultiIndex.from_frame(rows[list(self._rides.index.names)])
-        return pd.Series(self._rides.reindex(wanted).to_numpy(), name="total_rides")
+        found = self._rides.reindex(wanted).to_numpy()
+        read = rows.pickup_hour.isin(self._hours_read).to_numpy()
+        return pd.Series(np.where(np.isnan(found) & read, 0.0, found), name="total_rides")
+
+    @cached_property
+    def _hours_read(self) -> pd.Index:
+        hours: pd.Index = pd.Index(self.actuals.pickup_hour.unique())
+        return hours
 
     @cached_property
     def _rides(self) -> pd.Series:

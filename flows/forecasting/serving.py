@@ -54,6 +54,8 @@ class ServedModel:
     trained_through: pd.Timestamp  # the end of the actuals it was trained on (excluded): it serves no day before
     # The range a healthy day's zone coverage (80%) falls in, from the version's held-out days: the alarm's.
     coverage_band: tuple[float, float] | None = None
+    # The range a healthy day's city bias falls in, from the same days.
+    bias_band: tuple[float, float] | None = None
 
     @property
     def rule(self) -> PublicationRule:
@@ -80,6 +82,7 @@ def fit_served(
     zone_model_and_features: tuple[Forecaster, list[str]],
     intervals: LevelIntervals,
     coverage_band: tuple[float, float] | None = None,
+    bias_band: tuple[float, float] | None = None,
 ) -> ServedModel:
     """The version's served model: the zones' (fitted by the caller), the totals' fitted on ``zones``' actuals
     summed, each series' in-sample fit, and ``intervals`` (calibrated on the version's reconciled backtest). A zone
@@ -98,7 +101,7 @@ def fit_served(
     return ServedModel(
         version, champion, sorted(served_boroughs), served_boroughs, zone_model, zone_features, total_model,
         total_features, intervals, fits, zones.rule.weather_delay_days, zones.weather is not None, origin,
-        coverage_band,
+        coverage_band, bias_band,
     )  # fmt: skip
 
 

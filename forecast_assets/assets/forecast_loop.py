@@ -67,7 +67,7 @@ from taxi_core.settings import Settings, load_settings
 from taxi_core.training_history import first_forecastable_day
 
 if TYPE_CHECKING:
-    from flows.forecasting.alarms import Alarm, Outcome
+    from flows.forecasting.alarms import Alarm, HealthyRanges, Outcome
     from flows.forecasting.registry import Serving
     from flows.forecasting.serving import ServedModel
 
@@ -254,19 +254,21 @@ def daily_forecast_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDe
 
 
 @functools.cache
-def _coverage_band(version: str) -> tuple[float, float] | None:
-    """The healthy range of a day's zone coverage the version's held-out days set (``None`` for a version trained
-    before it did, or whose run is gone)."""
+def _healthy_ranges(version: str) -> "HealthyRanges":
+    """The ranges of a healthy day the version's held-out days set (the fixed defaults for a version trained before
+    it kept them, or whose run is gone)."""
     from metaflow import Run, namespace  # Metaflow loads only when a day is scored
     from metaflow.exception import MetaflowNotFound
+
+    from flows.forecasting.alarms import HealthyRanges
 
     namespace(None)
     try:
         data = Run(version).data
     except MetaflowNotFound:
-        return None
+        return HealthyRanges()
     served = data.served if data is not None and "served" in data else None
-    return getattr(served, "coverage_band", None)
+    return HealthyRanges(getattr(served, "bias_band", None), getattr(served, "coverage_band", None))
 
 
 def _score_metadata(scores: pd.DataFrame) -> dict[str, MetadataValue]:
@@ -357,8 +359,7 @@ def forecast_accuracy_asset(days: DailyPartitionsDefinition) -> AssetsDefinition
                 "actuals_snapshot_id": snapshot_text(actuals_snapshot),
                 **_score_metadata(scores), **input_versions_metadata(read),
             }  # fmt: skip
-            band = _coverage_band(version)
-            scored.append((f"{day:%Y-%m-%d}", metadata, alarms.evaluate(scores, recent, band)))
+            scored.append((f"{day:%Y-%m-%d}", metadata, alarms.evaluate(scores, recent, _healthy_ranges(version))))
         if scored:
             # The month's days in one picture, on the newest day scored: what Dagster's partition plots would show.
             scored[-1][1]["accuracy_by_day"] = _accuracy_chart(lakehouse, [key for key, _, _ in scored])
@@ -391,8 +392,8 @@ def _accuracy_chart(lakehouse: Catalog, keys: list[str]) -> MetadataValue:
                      "borough_totals_coverage_80_pct": 100 * totals["coverage_80"],
                      "city_coverage_80_pct": 100 * city["coverage_80"]})  # fmt: skip
     newest = scores[scores.day.astype(str) == max(keys)].model_version
-    band = _coverage_band(str(newest.iloc[0])) if len(newest) else None
-    figure = plots.accuracy_figure(pd.DataFrame(days), band)
+    healthy = _healthy_ranges(str(newest.iloc[0])) if len(newest) else None
+    figure = plots.accuracy_figure(pd.DataFrame(days), healthy)
     return png_markdown(plots.png_bytes(figure), f"forecast accuracy per day, {', '.join(sorted(months))}")
 
 
@@ -453,8 +454,8 @@ def accuracy_checks(days: DailyPartitionsDefinition) -> list[AssetChecksDefiniti
             recent = loop_tables.read_accuracy(
                 lakehouse, [(day - pd.Timedelta(days=back)).date() for back in range(1, alarms.ROLLING_DAYS)]
             )
-            band = _coverage_band(str(scores.model_version.iloc[0])) if len(scores) else None
-            outcome = next(o for o in alarms.evaluate(scores, recent, band) if o.alarm.name == alarm.name)
+            healthy = _healthy_ranges(str(scores.model_version.iloc[0])) if len(scores) else None
+            outcome = next(o for o in alarms.evaluate(scores, recent, healthy) if o.alarm.name == alarm.name)
             return AssetCheckResult(passed=outcome.passed, metadata=outcome.metadata, severity=_severity(alarm))
 
         return check
