@@ -1,4 +1,7 @@
-"""`taxi`: prepare local state and run the pipeline end to end on the embedded default."""
+"""`taxi`: prepare local state and run the pipeline end to end on the embedded default.
+
+Its arguments are read and checked before anything heavy loads: pandas, pyiceberg, Spark and Dagster load only with
+the command that needs them, so a mistyped option or ``--help`` answers at once (tests/test_cli_imports.py)."""
 
 from __future__ import annotations
 
@@ -21,14 +24,15 @@ from taxi_core.names import LOCATION_NAME, TLC_FIRST_MONTH
 from taxi_core.progress import print_now, reporting_while
 from taxi_core.settings import Settings, SettingsError, load_settings, write_settings_file
 from taxi_core.tool_env import child_environment
-from taxi_demo import demo_undo, local_state
+from taxi_demo import local_state
 from taxi_demo.local_cluster import profile as cluster_profile
-from taxi_demo.sample_source import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
+from taxi_demo.scale import DEMO_SCALE_TRIPS, FULL_SCALE_TRIPS
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
     from dagster._core.workspace.context import WorkspaceRequestContext
 
+    from taxi_demo.demo_undo import Before
     from taxi_demo.pipeline_run import RunOutcome
 
 # The last month is the loop's: forecast day by day from the months before it, then published and scored.
@@ -167,6 +171,8 @@ def run_demo(
     stages: Stages,
     profile: dict[str, str] | None = None,
 ) -> int:
+    from taxi_demo import demo_undo  # pyiceberg: only a command that reads the tables loads it
+
     problem = history_problem(months, demo_undo.published_actuals_months(settings))
     if problem:
         print(f"taxi: error: {problem}", file=sys.stderr)
@@ -194,7 +200,9 @@ def run_demo(
     return 0 if succeeded else 1
 
 
-def _say_what_is_left(settings: Settings, before: demo_undo.Before, settled: list[str], ingested: list[str]) -> None:
+def _say_what_is_left(settings: Settings, before: Before, settled: list[str], ingested: list[str]) -> None:
+    from taxi_demo import demo_undo
+
     changed = before.changes(settings)
     if not changed:
         print("No table changed: every published table is as it was before the demo.")
@@ -401,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         return keep_cluster_up(settings)
     if args.command == "undo":
+        from taxi_demo import demo_undo
+
         return demo_undo.undo(settings)
     if args.command == "migrate-times":
         return migrate_times(settings)

@@ -33,11 +33,10 @@ from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import ZONE_LOOKUP, Zone, load_zones
 from taxi_demo import city_facts, demand_model
 from taxi_demo.demand_model import DemandSpec
+from taxi_demo.scale import DEMO_SCALE_TRIPS
 
 log = logging.getLogger(__name__)
 
-FULL_SCALE_TRIPS = 3_000_000
-DEMO_SCALE_TRIPS = 150_000
 DEFAULT_SEED = 2024
 TRIP_DIR, WEATHER_DIR, ZONES_DIR, TRUTH_DIR = "trip-data", "nclimgrid-daily", "misc", "truth"
 # The folder of each source's files that is not a TLC trip source (those are all in TRIP_DIR, as TLC publishes them).
