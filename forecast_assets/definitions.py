@@ -28,6 +28,7 @@ from forecast_assets.assets.lakehouse_tables import actuals_asset, source_table_
 from forecast_assets.assets.source_files import source_file_asset
 from forecast_assets.assets.training import run_training_flow
 from forecast_assets.automation import ingestion_jobs, source_sensors, training_job
+from forecast_assets.dagster_previews import previews_relied_on
 from forecast_assets.lakehouse.spark_session import SparkOptions
 from forecast_assets.loop_automation import (
     accuracy_job,
@@ -74,6 +75,11 @@ def resources_for(settings: Settings) -> Resources:
 
 
 def build_definitions(settings: Settings, resources: Mapping[str, object] | None = None) -> Definitions:
+    with previews_relied_on():
+        return _definitions(settings, resources)
+
+
+def _definitions(settings: Settings, resources: Mapping[str, object] | None) -> Definitions:
     # Metaflow and DataHub read their configuration when first imported: the bridge is imported once
     # the tool environment is in place (see defs()).
     from bridge.run.sensor import lineage_sensor

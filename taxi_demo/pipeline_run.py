@@ -70,7 +70,11 @@ def code_location(instance: DagsterInstance) -> Iterator[WorkspaceRequestContext
     target = WorkspaceFileTarget(paths=[str(WORKSPACE_FILE)])
     with ExitStack() as stack:
         with reporting_while(print_now, "  loading", ends=False):
-            process_context = stack.enter_context(WorkspaceProcessContext(instance, target))
+            # The code server's own INFO lines ("Starting Dagster code server ...") say nothing to a demo's reader;
+            # its warnings and errors still show.
+            process_context = stack.enter_context(
+                WorkspaceProcessContext(instance, target, code_server_log_level="WARNING")
+            )
             workspace = process_context.create_request_context()
         location_error = workspace.get_code_location_error(LOCATION_NAME)
         if location_error is not None:

@@ -57,6 +57,17 @@ def test_the_readme_pipeline_command_runs_everything(demo):
     assert demo.stdout.index("Training") < demo.stdout.index("Ingesting 2025-02")
 
 
+def test_the_demo_s_output_has_no_framework_warnings_nor_colour_codes(demo):
+    """Its output captured (not a terminal), as in a log: the previews the project relies on (Dagster's Beta and
+    Preview warnings, 30 lines a demo) and the code server's own lines say nothing to the reader."""
+    printed = demo.stdout + demo.stderr
+    noise = [
+        line for line in printed.splitlines() if re.search(r"BetaWarning|PreviewWarning|dagster\.code_server", line)
+    ]
+    assert noise == []
+    assert "\x1b[" not in printed
+
+
 def test_the_flow_runs_by_hand_from_the_project_root(flow_by_hand):
     assert flow_by_hand.returncode == 0, flow_by_hand.stdout[-4000:] + flow_by_hand.stderr[-4000:]
     assert "Task finished successfully" in flow_by_hand.stdout + flow_by_hand.stderr

@@ -4,7 +4,6 @@ Each writes its month with write-audit-publish: readers of the published tables,
 downstream assets and the training flow included, never see a month that failed its checks.
 """
 
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -16,7 +15,6 @@ from dagster import (
     AssetSpec,
     Failure,
     PartitionsDefinition,
-    PreviewWarning,
     multi_asset,
 )
 
@@ -32,6 +30,7 @@ from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
+from forecast_assets.dagster_previews import previews_relied_on
 from forecast_assets.lakehouse.metadata_reading import read_metadata
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
@@ -56,9 +55,7 @@ ACTUALS_CODE_VERSION = "3"
 
 
 def check_spec(audit: Audit, asset_key: AssetKey, partitions: PartitionsDefinition | None) -> AssetCheckSpec:
-    # Partitioned checks are a Dagster preview feature; we rely on it knowingly.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PreviewWarning)
+    with previews_relied_on():
         return AssetCheckSpec(
             audit.name, asset=asset_key, description=audit.description, blocking=audit.blocking,
             partitions_def=partitions,
