@@ -74,6 +74,16 @@ def test_every_zone_borough_and_the_city_add_up_each_hour(served):
     assert set(rows.data_end) == {pd.Timestamp("2025-01-01")}
 
 
+def test_a_long_forecast_says_each_day_of_its_path_as_it_reaches_it(served):
+    """The days from the data's end to the last one asked, for the zones and then the totals: what the daily
+    forecast step reports every 10 s while a month of days is forecast."""
+    heard: list[str] = []
+    serving.forecast(served, _actuals(), None, [pd.Timestamp("2025-01-03"), pd.Timestamp("2025-01-05")],
+                     on_day=heard.append)  # fmt: skip
+    path = [f"{day:%Y-%m-%d}" for day in pd.date_range("2025-01-01", "2025-01-05")]
+    assert heard == [f"zones, {day}" for day in path] + [f"totals, {day}" for day in path]
+
+
 def test_nothing_published_after_a_day_s_start_moves_its_forecast(served):
     actuals = _actuals()
     day = pd.Timestamp("2025-01-12")

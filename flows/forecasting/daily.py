@@ -10,7 +10,7 @@ a month later gives the forecast the day would have had.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -23,7 +23,12 @@ DAY = pd.Timedelta(days=1)
 
 
 def forecast_days(
-    model: Forecaster, inputs: Inputs, days: Sequence[pd.Timestamp], names: list[str], known: pd.DataFrame | None = None
+    model: Forecaster,
+    inputs: Inputs,
+    days: Sequence[pd.Timestamp],
+    names: list[str],
+    known: pd.DataFrame | None = None,
+    on_day: Callable[[pd.Timestamp], None] = lambda day: None,
 ) -> pd.DataFrame:
     """Each of ``days`` forecast by ``model`` from ``inputs`` as published at the day's start (under
     ``inputs.rule``), with ``forecast_origin`` (the day) and ``data_end`` (where the actuals it read end).
@@ -31,7 +36,8 @@ def forecast_days(
     One pass forward from the data's end serves every day published with the same data: the path from the
     data's end to a day is the same whichever later day it leads to. ``known`` holds days of that path already
     forecast by this model from the same data (``pickup_hour, pulocationid, predicted, data_end``): they stand in
-    as they were, not forecast again, so tomorrow's forecast costs one day, not the whole path.
+    as they were, not forecast again, so tomorrow's forecast costs one day, not the whole path. ``on_day`` hears
+    each day of the path as its forecast begins (a long path's progress).
     """
     rows = []
     for data_end, targets in _by_data_end(inputs, days):
@@ -40,6 +46,7 @@ def forecast_days(
         chain = _chain(inputs.published_at(max(targets)), first_day)
         earlier = _known_path(known, first_day, len(inputs.zones))
         while day <= max(targets):
+            on_day(day)
             if day in earlier and day not in targets:
                 kept = chain.actuals.dtypes
                 forecast = earlier[day].astype({"pickup_hour": kept.pickup_hour, "pulocationid": kept.pulocationid})

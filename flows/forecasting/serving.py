@@ -111,22 +111,34 @@ def forecast(
     weather: pd.DataFrame | None,
     days: Sequence[pd.Timestamp],
     known: pd.DataFrame | None = None,
+    on_day: Callable[[str], None] = lambda where: None,
 ) -> pd.DataFrame:
     """Each of ``days`` forecast by ``served`` from what was published at its start: every zone, borough and the
     city per hour (``FORECAST_COLUMNS``), reconciled, with intervals.
 
     ``known``: earlier days this version forecast from the same actuals (``FORECAST_COLUMNS``' rows), whose own
     forecasts stand in for the actuals not yet published instead of being made again (``daily.forecast_days``).
+    ``on_day`` hears where the forecast is (``zones, 2025-02-14``), for a long run's progress.
     """
     start, _ = served.reads_from(days)
     rule = served.rule
     zone_known, total_known = _known_by_model(known)
     zone_inputs = Inputs(actuals[actuals.pulocationid.isin(served.zones)], weather, served.zones, 24, start, rule)
-    zone_days = daily.forecast_days(served.zone_model, zone_inputs, days, served.zone_features, zone_known)
+    zone_days = daily.forecast_days(
+        served.zone_model,
+        zone_inputs,
+        days,
+        served.zone_features,
+        zone_known,
+        lambda day: on_day(f"zones, {day:%Y-%m-%d}"),
+    )
     zone_days[SERIES] = [hierarchy.series_name(served.boroughs[zone], zone) for zone in zone_days.pulocationid]
     total_rows, names = totals_actuals(zone_inputs.actuals, served.boroughs)
     totals = Inputs(total_rows, weather, sorted(names), 24, start, rule)
-    total_days = daily.forecast_days(served.total_model, totals, days, served.total_features, total_known)
+    total_days = daily.forecast_days(
+        served.total_model, totals, days, served.total_features, total_known,
+        lambda day: on_day(f"totals, {day:%Y-%m-%d}"),
+    )  # fmt: skip
     total_days[SERIES] = total_days.pulocationid.map(names)
     base = pd.concat([zone_days, total_days], ignore_index=True).rename(
         columns={"pickup_hour": HOUR, "predicted": "model_forecast"}

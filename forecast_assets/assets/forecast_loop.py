@@ -63,6 +63,7 @@ from taxi_core.names import (
     MODEL_PROMOTIONS,
     RAW_WEATHER,
 )
+from taxi_core.progress import reporting_while
 from taxi_core.settings import Settings, load_settings
 from taxi_core.training_history import first_forecastable_day
 
@@ -190,7 +191,10 @@ def _forecast_days(
     earlier = loop_tables.read_earlier_days(
         lakehouse, data_end.date(), (min(wanted) - pd.Timedelta(days=1)).date(), version.version, actuals_snapshot
     )
-    rows = serving.forecast(served, actuals, weather, wanted, known=earlier)
+    # A month's days take minutes on a busy machine: the step says where it is every 10 s.
+    reached = {"now": "starting"}
+    with reporting_while(context.log.info, f"Forecasting {_days_text(wanted)}", lambda: reached["now"], ends=False):
+        rows = serving.forecast(served, actuals, weather, wanted, earlier, lambda now: reached.update(now=now))
     held = checks.daily_intervals_hold(rows)
     if not held.passed:  # nothing is written: the table keeps the forecasts it had
         raise Failure(description=f"{DAILY_FORECAST}: {held.metadata['failure']}", metadata=held.metadata)
