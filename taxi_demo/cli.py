@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dotenv import dotenv_values
 
+from taxi_core.interrupts import uninterrupted
 from taxi_core.months import MonthInvalid, parse_month
 from taxi_core.names import LOCATION_NAME, TLC_FIRST_MONTH
 from taxi_core.progress import print_now, reporting_while
@@ -194,9 +195,11 @@ def run_demo(
         print("\nStopped (Ctrl-C).")
         succeeded = False
     finally:
-        write_settings(settings, source.environment, source.truth_dir, profile, [*settled, *ingested])
+        with uninterrupted():
+            write_settings(settings, source.environment, source.truth_dir, profile, [*settled, *ingested])
     if not succeeded:
-        _say_what_is_left(settings, before, settled, ingested)
+        with uninterrupted():
+            _say_what_is_left(settings, before, settled, ingested)
     return 0 if succeeded else 1
 
 

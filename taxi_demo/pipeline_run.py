@@ -18,6 +18,7 @@ from pathlib import Path
 from dagster import AssetKey, AssetMaterialization, DagsterEvent, DagsterEventType, DagsterInstance
 from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.event_api import EventLogRecord
+from dagster._core.storage.dagster_run import DagsterRun
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 from dagster._core.utils import coerce_valid_log_level
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
@@ -26,6 +27,7 @@ from dagster_shared.error import SerializableErrorInfo
 
 from forecast_assets.assets.table_metadata import ROW_COUNT, SNAPSHOT_ID
 from taxi_core.errors import PipelineError
+from taxi_core.interrupts import uninterrupted
 from taxi_core.months import MonthWindow
 from taxi_core.names import LOCATION_NAME
 from taxi_core.progress import SilenceWatch, print_now, reporting_while
@@ -37,6 +39,8 @@ INGESTION_JOB, REFERENCE_JOB, TRAINING_JOB = "monthly_ingestion", "reference_dat
 FORECAST_JOB, SCORING_JOB = "daily_forecast", "score_forecasts"
 QUIET: dict[str, object] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 POLL_SECONDS = 0.5
+# After a Ctrl-C, how long the demo waits for the run it follows to stop before it says what it left.
+STOP_SECONDS = 120.0
 SUMMARY_EVENTS = {
     DagsterEventType.ASSET_MATERIALIZATION,
     DagsterEventType.ASSET_CHECK_EVALUATION,
@@ -175,35 +179,12 @@ def _create_run(
 
 
 def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
-    """Block until the run has finished, then summarise it from the event log.
-
-    The run prints its own log; while it says nothing (its process starting, on a busy machine 20 s and more), the
-    wait says what the run is doing, from its newest event."""
-    run = instance.get_run_by_id(run_id)
-    newest: list[EventLogRecord | None] = [None]  # the run's newest event record: what the silence watch names
-
-    def running() -> str:
-        entry = newest[0].event_log_entry if newest[0] is not None else None
-        step = entry.step_key if entry is not None else None
-        return f"  run {run_id[:8]} (" + (f"step {step}" if step else "starting its process") + ")"
-
-    cursor: str | None = None
-    watch = SilenceWatch(print_now, running)
-    with watch.watching():
-        while run is not None and not run.is_finished:
-            time.sleep(POLL_SECONDS)
-            found = instance.get_records_for_run(run_id, cursor=cursor)
-            cursor = found.cursor if found.records else cursor
-            # Only what the run's console shows counts as said: its INFO lines, not Dagster's debug events.
-            shown = [
-                record
-                for record in found.records
-                if coerce_valid_log_level(record.event_log_entry.level) >= logging.INFO
-            ]
-            if shown:
-                newest[0] = shown[-1]
-                watch.heard()
-            run = instance.get_run_by_id(run_id)
+    """Block until the run has finished, then summarise it from the event log."""
+    try:
+        run = _follow(instance, run_id)
+    except KeyboardInterrupt:
+        _let_it_stop(instance, run_id)
+        raise
     if run is None:
         msg = (
             f"Run {run_id} disappeared from the Dagster instance at {instance.root_directory} while the demo waited "
@@ -229,6 +210,56 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
         elif not outcome.problems:
             outcome.problems.append(f"run FAILED: {event.message}")
     return outcome
+
+
+def _follow(instance: DagsterInstance, run_id: str) -> DagsterRun | None:
+    """The run once it has finished. It prints its own log; while it says nothing (its process starting, on a busy
+    machine 20 s and more), the wait says what the run is doing, from its newest event."""
+    run = instance.get_run_by_id(run_id)
+    newest: list[EventLogRecord | None] = [None]  # the run's newest event record: what the silence watch names
+
+    def running() -> str:
+        entry = newest[0].event_log_entry if newest[0] is not None else None
+        step = entry.step_key if entry is not None else None
+        return f"  run {run_id[:8]} (" + (f"step {step}" if step else "starting its process") + ")"
+
+    cursor: str | None = None
+    watch = SilenceWatch(print_now, running)
+    with watch.watching():
+        while run is not None and not run.is_finished:
+            time.sleep(POLL_SECONDS)
+            found = instance.get_records_for_run(run_id, cursor=cursor)
+            cursor = found.cursor if found.records else cursor
+            # Only what the run's console shows counts as said: its INFO lines, not Dagster's debug events.
+            shown = [
+                record
+                for record in found.records
+                if coerce_valid_log_level(record.event_log_entry.level) >= logging.INFO
+            ]
+            if shown:
+                newest[0] = shown[-1]
+                watch.heard()
+            run = instance.get_run_by_id(run_id)
+    return run
+
+
+def _let_it_stop(instance: DagsterInstance, run_id: str) -> None:
+    """After a Ctrl-C: the run stopped (the terminal interrupted its process too; Dagster is asked as well, for an
+    interrupt that reached the demo alone) and waited for, at most ``STOP_SECONDS``, so that what it prints as it
+    stops comes before the demo's summary, not after the prompt. A second Ctrl-C does not cut the wait short."""
+    print(f"\nCtrl-C: stopping run {run_id[:8]}, then saying what each table holds", flush=True)
+    deadline = time.monotonic() + STOP_SECONDS
+    with uninterrupted(), reporting_while(print_now, f"  run {run_id[:8]} stopping", ends=False):
+        try:
+            instance.run_launcher.terminate(run_id)
+        except Exception:  # noqa: BLE001 - the code server may be stopping already: the run stops with it
+            logging.getLogger(__name__).debug("terminate %s", run_id, exc_info=True)
+        while time.monotonic() < deadline:
+            run = instance.get_run_by_id(run_id)
+            if run is None or run.is_finished:
+                return
+            time.sleep(POLL_SECONDS)
+    print(f"  run {run_id[:8]} has not stopped in {STOP_SECONDS:.0f} s: `./run dagster dev` shows it", flush=True)
 
 
 def _events(
