@@ -204,7 +204,7 @@ def run_demo(
 
 
 def _say_what_is_left(settings: Settings, before: Before, settled: list[str], ingested: list[str]) -> None:
-    from taxi_demo import demo_undo
+    from taxi_demo import demo_undo  # pyiceberg: loaded only once the demo has run
 
     changed = before.changes(settings)
     if not changed:
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster":
         return keep_cluster_up(settings)
     if args.command == "undo":
-        from taxi_demo import demo_undo
+        from taxi_demo import demo_undo  # pyiceberg: only this command reads the tables
 
         return demo_undo.undo(settings)
     if args.command == "migrate-times":

@@ -264,7 +264,7 @@ def _healthy_ranges(version: str) -> "HealthyRanges":
     from metaflow import Run, namespace  # Metaflow loads only when a day is scored
     from metaflow.exception import MetaflowNotFound
 
-    from flows.forecasting.alarms import HealthyRanges
+    from flows.forecasting.alarms import HealthyRanges  # the flow's modules load with the step
 
     namespace(None)
     try:
