@@ -30,20 +30,22 @@ REFUSALS = [
     ["taxi-lineage", "nope"],
 ]
 READS = [
-    ["taxi-lineage", "show", "nyc_taxi.yellow_rides_hourly"],
-    ["taxi-lineage", "show", "nyc_taxi.yellow_rides_hourly.total_rides"],
+    ["taxi-lineage", "show", "nyc_taxi.yellow_rides_hourly_actuals"],
+    ["taxi-lineage", "show", "nyc_taxi.yellow_rides_hourly_actuals.total_rides"],
     ["taxi-lineage", "model"],
     ["taxi-lineage", "status"],
 ]
 
 
-def timed(command: list[str], repeat: int) -> list[float]:
-    seconds = []
+def timed(command: list[str], repeat: int) -> tuple[list[float], set[int]]:
+    """Each run's wall seconds, and the exit codes seen (a refusal's is 2, a read's 0)."""
+    seconds, codes = [], set()
     for _ in range(repeat):
         began = time.perf_counter()
-        subprocess.run([str(ROOT / "run"), *command], cwd=ROOT, capture_output=True, check=False)
+        done = subprocess.run([str(ROOT / "run"), *command], cwd=ROOT, capture_output=True, check=False)
         seconds.append(time.perf_counter() - began)
-    return seconds
+        codes.add(done.returncode)
+    return seconds, codes
 
 
 def main() -> int:
@@ -60,11 +62,11 @@ def main() -> int:
     )
     floor = None
     for command in commands:
-        seconds = timed(command, args.repeat)
+        seconds, codes = timed(command, args.repeat)
         median = statistics.median(seconds)
         floor = floor or median
-        print(f"  {median:6.2f} s median ({min(seconds):.2f}-{max(seconds):.2f}), {median / floor:4.1f}x the floor  "
-              f"./run {' '.join(command)}")  # fmt: skip
+        print(f"  {median:6.2f} s median ({min(seconds):.2f}-{max(seconds):.2f}), {median / floor:4.1f}x the floor, "
+              f"exit {','.join(map(str, sorted(codes)))}  ./run {' '.join(command)}")  # fmt: skip
     return 0
 
 
