@@ -244,16 +244,13 @@ def _follow(instance: DagsterInstance, run_id: str) -> DagsterRun | None:
 
 
 def _let_it_stop(instance: DagsterInstance, run_id: str) -> None:
-    """After a Ctrl-C: the run stopped (the terminal interrupted its process too; Dagster is asked as well, for an
-    interrupt that reached the demo alone) and waited for, at most ``STOP_SECONDS``, so that what it prints as it
-    stops comes before the demo's summary, not after the prompt. A second Ctrl-C does not cut the wait short."""
-    print(f"\nCtrl-C: stopping run {run_id[:8]}, then saying what each table holds", flush=True)
+    """After a Ctrl-C: wait for the run to stop, at most ``STOP_SECONDS``, so that what its processes print as they
+    stop (the terminal interrupted them too) comes before the demo's summary, not after the prompt. A second Ctrl-C
+    does not cut the wait short. The run is not also cancelled through Dagster: that marks it ended at once, while
+    its processes are still stopping and printing."""
+    print(f"\nCtrl-C: waiting for run {run_id[:8]} to stop, then saying what each table holds", flush=True)
     deadline = time.monotonic() + STOP_SECONDS
     with uninterrupted(), reporting_while(print_now, f"  run {run_id[:8]} stopping", ends=False):
-        try:
-            instance.run_launcher.terminate(run_id)
-        except Exception:  # noqa: BLE001 - the code server may be stopping already: the run stops with it
-            logging.getLogger(__name__).debug("terminate %s", run_id, exc_info=True)
         while time.monotonic() < deadline:
             run = instance.get_run_by_id(run_id)
             if run is None or run.is_finished:

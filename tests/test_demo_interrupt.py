@@ -68,7 +68,7 @@ def test_ctrl_c_twice_stops_the_run_and_ends_with_the_summary_and_nothing_after_
         # The reference data's run is under way: its worker and its Spark JVM are in the group too.
         output.wait_for("Starting Spark", timeout=600)
         os.killpg(group, signal.SIGINT)
-        output.wait_for("Ctrl-C: stopping run", timeout=60)
+        output.wait_for("Ctrl-C: waiting for run", timeout=60)
         os.killpg(group, signal.SIGINT)  # again, impatient
         code = demo.wait(timeout=ENDS_WITHIN_SECONDS)
         exited = time.monotonic()
