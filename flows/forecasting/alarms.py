@@ -1,16 +1,17 @@
 """The alarms on a scored forecast day: what a demand planner is told to look at, and how loudly.
 
-- The city's bias: a day's forecast rides over or under its rides by more than the version's held-out days
-  were (their mean plus or minus three of their standard deviations, ``levels.bias_band``) warns; a version
-  without one is held to 10% either way. A day's weather or an event can do that once; a model gone wrong
-  does it every day, which the last alarm catches.
+- The city's bias: a day's forecast rides over or under its rides by more than the version's held-out
+  ordinary days were (their median plus or minus three standard deviations, read from their median absolute
+  deviation: ``levels.bias_band``) warns; a version without one is held to 10% either way. A day's weather or
+  an event can do that once; a model gone wrong does it every day, which the last alarm catches.
 - The zones' 80% intervals: the share of a day's zone-hours inside them outside the range the version's
-  held-out days set (the same rule, ``levels.coverage_band``) warns; a version without one is held to 60-95%.
-
-Both ranges are the level's own day-to-day spread as the version's held-out days showed it, so a healthy
-month warns on a day or two, not on every shock a fixed limit would call a fault.
+  held-out days set (their mean plus or minus three standard deviations: ``levels.coverage_band``) warns; a
+  version without one is held to 60-95%.
 - Beaten by naive: over the last 7 scored days, the zones' summed errors above seasonal naive's is an
   error, and blocks what reads the scores: the serving version is worse than the baseline it must beat.
+
+The first two ranges are the level's own day-to-day spread as the version's held-out days showed it, so a
+healthy month warns on a day or two, not on every shock a fixed limit would call a fault.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ CITY_BIAS = Alarm(
     WARN,
     False,
     "The city's bias of the day (its forecast rides minus its rides, as a share of its rides) is inside the range the "
-    "serving version's held-out days set (their mean +/- 3 standard deviations; "
+    "serving version's held-out ordinary days set (their median +/- 3 standard deviations, at least +/- 5 points; "
     f"{BIAS_RANGE[0]:+.0%} to {BIAS_RANGE[1]:+.0%} for a version without one).",
 )
 ZONE_COVERAGE = Alarm(
