@@ -367,8 +367,8 @@ def bias_band(rows: pd.DataFrame, level: str = "city") -> tuple[float, float]:
     their median and with their median absolute deviation: one such day among 28 does not widen it for the rest."""
     mine = rows[rows.level == level]
     ordinary = mine[~in_holiday_period(mine.pickup_hour).to_numpy()]
-    days = (ordinary if len(ordinary) else mine).groupby(mine.pickup_hour.dt.normalize())
-    sums = days[["forecast", "total_rides"]].sum()
+    read = ordinary if len(ordinary) else mine
+    sums = read.groupby(read.pickup_hour.dt.normalize())[["forecast", "total_rides"]].sum()
     bias = (sums.forecast - sums.total_rides) / sums.total_rides.clip(lower=1.0)
     centre = float(bias.median())
     half = max(BAND_DEVIATIONS * MAD_TO_SD * float((bias - centre).abs().median()), LEAST_BIAS_BAND)
