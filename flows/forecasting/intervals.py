@@ -161,7 +161,7 @@ def _scale(mu: np.ndarray, dispersion: float) -> np.ndarray:
     return scale
 
 
-def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, shares: list[float]) -> list[float]:
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, shares: list[float]) -> list[float]:
     """The weighted quantiles of ``values`` at each of ``shares``, sorting once."""
     order = np.argsort(values, kind="stable")
     values, weights = values[order], weights[order]
@@ -180,7 +180,7 @@ def _calibrate(mu: np.ndarray, y: np.ndarray, weights: np.ndarray) -> Calibratio
     dispersion = max(float(spread), 0.0)
     scaled = (y - mu) / _scale(mu, dispersion)
     shares = [share for level in CALIBRATED_LEVELS for share in _tails(level)]
-    found = iter(_weighted_quantiles(scaled, weights, shares))
+    found = iter(weighted_quantiles(scaled, weights, shares))
     quantiles = {level: (next(found), next(found)) for level in CALIBRATED_LEVELS}
     effective = float(weights.sum() ** 2 / (weights**2).sum())
     return Calibration(dispersion, quantiles, effective)

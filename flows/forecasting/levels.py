@@ -6,7 +6,8 @@ A candidate is backtested on every zone the version serves and, with the same re
 series' in-sample fit at that refit (:func:`reconciled`). Intervals are then calibrated per level on the reconciled
 errors of the hours before the day they are used on (:func:`calibrate`): the zones grouped by borough and, below a
 few rides, by the forecast's size (counts near zero miss like counts, not like their borough); each total on its own
-errors. The held-out weeks are scored per level and per borough (:func:`evaluate`), which is what a version's
+errors, read as a day's shared shock and its hours' noise (:mod:`~flows.forecasting.day_shocks`): a total's hours
+miss together. The held-out weeks are scored per level and per borough (:func:`evaluate`), which is what a version's
 cards, metadata and ``taxi-lineage model`` report.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from flows.forecasting import backtest, hierarchy
+from flows.forecasting.day_shocks import TotalIntervals, fit_totals
 from flows.forecasting.features import in_holiday_period
 from flows.forecasting.hierarchy import HOUR, SERIES, VALUE, Hierarchy
 from flows.forecasting.intervals import (
@@ -214,10 +216,11 @@ def _reconciled_part(refit: pd.DataFrame, tree: Hierarchy, fits: pd.DataFrame) -
 @dataclass(frozen=True)
 class LevelIntervals:
     """The intervals a version serves with: the zones' (by borough, and by size below a few rides) and the totals'
-    (each its own), each calibrated on its level's reconciled errors."""
+    (each its own day's shock and hours' noise), each calibrated on its level's reconciled errors. A version trained
+    before the totals' day shocks keeps the totals' scaled-error quantiles (an ``IntervalModel``)."""
 
     zones: IntervalModel
-    totals: IntervalModel
+    totals: TotalIntervals | IntervalModel
 
     def bounds(self, rows: pd.DataFrame) -> pd.DataFrame:
         """``lower_80, upper_80, lower_95, upper_95`` for ``rows`` (``series, level, borough, pickup_hour,
@@ -257,11 +260,12 @@ def calibrate(rows: pd.DataFrame, day: pd.Timestamp) -> LevelIntervals:
     elapsed: pd.Series[pd.Timedelta] = day - ordinary.pickup_hour
     age = (elapsed / RECENCY_HALF_LIFE).to_numpy(dtype=float)
     weights = pd.Series(0.5**age, index=ordinary.index)
-    models = []
-    for is_zone in (True, False):
-        part = ordinary[(ordinary.level == "zone") == is_zone]
-        models.append(fit_intervals(part.forecast, part.total_rides, _groups(part), weights[part.index]))
-    return LevelIntervals(*models)
+    zones = ordinary[ordinary.level == "zone"]
+    totals = ordinary[ordinary.level != "zone"]
+    return LevelIntervals(
+        fit_intervals(zones.forecast, zones.total_rides, _groups(zones), weights[zones.index]),
+        fit_totals(totals, weights[totals.index]),
+    )
 
 
 def with_intervals(rows: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
