@@ -87,3 +87,13 @@ def test_no_error_to_fit_on_is_said_as_such():
     empty = pd.DataFrame({"series": [], "pickup_hour": pd.to_datetime([]), "forecast": [], "total_rides": []})
     with pytest.raises(intervals.NoErrorsToCalibrateOn, match="totals"):
         day_shocks.fit_totals(empty, pd.Series([], dtype=float))
+
+
+def test_the_day_to_day_spread_is_the_shock_s_with_the_count_noise_taken_out():
+    rng = np.random.default_rng(11)
+    # At 2 rides an hour (about 58 a day) a day's count noise alone puts more variance in its ratio than the shock.
+    for rides in (5_000, 2):
+        history = _days(rng, pd.Timestamp("2025-01-01"), 120, rides, SHOCK)
+        spread = _day_shocks(history).by_series["city"].spread
+        assert spread == pytest.approx(SHOCK, rel=0.2)
+    assert _day_shocks(history).spread_summary() == f"city {100 * spread:.1f}"

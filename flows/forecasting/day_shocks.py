@@ -75,6 +75,11 @@ class TotalIntervals:
     def by_group(self) -> dict[str, DayShock]:
         return self.by_series
 
+    def spread_summary(self) -> str:
+        """Each total's day-to-day spread, as a percentage of its forecast (``city 7.1, city/Bronx 9.8``)."""
+        named = sorted(name for name in self.by_series if name != POOLED)
+        return ", ".join(f"{name} {100 * self.by_series[name].spread:.1f}" for name in named)
+
     def bounds(
         self, predicted: npt.ArrayLike, groups: pd.Series | None = None, holiday_period: npt.ArrayLike | None = None
     ) -> pd.DataFrame:

@@ -238,7 +238,10 @@ class LevelIntervals:
     def as_metadata(self) -> dict[str, str]:
         zone_groups = sorted(group for group in self.zones.by_group if group != "all zones")
         total_groups = sorted(group for group in self.totals.by_group if group != "all zones")
-        return {"interval_zone_groups": ", ".join(zone_groups), "interval_total_groups": ", ".join(total_groups)}
+        found = {"interval_zone_groups": ", ".join(zone_groups), "interval_total_groups": ", ".join(total_groups)}
+        if isinstance(self.totals, TotalIntervals):
+            found["interval_total_day_shock_sd_pct"] = self.totals.spread_summary()
+        return found
 
 
 def _groups(rows: pd.DataFrame) -> pd.Series:
