@@ -50,6 +50,9 @@ class Lane:
         """``scratch(name)``: a new folder for a run's files (pytest's ``tmp_path_factory.mktemp``)."""
         self.runs = {run.name: run for run in runs}
         self.scratch = scratch
+        # The session's environment as it began: the in-line tests change os.environ (monkeypatch) while a run
+        # starts, and a run must not inherit what a test set for itself (an OpenLineage URL, a state folder).
+        self.environment = dict(os.environ)
         self.outcomes: dict[str, Future[Any]] = {}
         self.stopping = threading.Event()
         self.processes: set[subprocess.Popen[str]] = set()  # the commands in flight, one per track at most

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from taxi_core.settings import Settings, load_settings
@@ -21,9 +22,11 @@ def cluster_home() -> Path:
     return home
 
 
-def profile_environment(home: Path) -> dict[str, str]:
-    """A clean environment for the profile in ``home``, on free ports, as a user's shell would give it."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(OWN_PREFIXES)}
+def profile_environment(home: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A clean environment for the profile in ``home``, on free ports, as a user's shell would give it, from
+    ``base`` (default: this process's environment)."""
+    base = os.environ if base is None else base
+    env = {key: value for key, value in base.items() if not key.startswith(OWN_PREFIXES)}
     env |= {
         "TAXI_STATE_DIR": str(home),
         "TAXI_CLUSTER_SPARK_PORT": str(free_port()),
@@ -32,7 +35,7 @@ def profile_environment(home: Path) -> dict[str, str]:
         "TAXI_SPARK_DRIVER_MEMORY": "1g",
         # The folder is new: a class archive would be recorded (a slower JVM) and hardly used (tests/conftest.py).
         "TAXI_SPARK_CLASS_ARCHIVE": "false",
-        "USER": os.environ.get("USER") or "taxi",
+        "USER": base.get("USER") or "taxi",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     return env

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -79,7 +78,8 @@ def _scenario(lane: Lane, name: str, module: str) -> tuple[Path, Path]:
     """Run the scenario ``module`` (``OUT.json STATE_DIR``) in a state folder of its own; its record and folder."""
     folder = lane.scratch(name)
     out, state = folder / "record.json", folder / "state"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
+    own = ("TAXI_", "DAGSTER_", "METAFLOW_", "OPENLINEAGE")
+    environment = {k: v for k, v in lane.environment.items() if not k.startswith(own)}
     environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
     command = [sys.executable, "-m", module, str(out), str(state)]
     finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
@@ -111,7 +111,7 @@ class ClusterDemo:
 def cluster_demo(lane: Lane) -> ClusterDemo:
     """`taxi demo --profile cluster` on the test months, at the embedded tests' scale."""
     home = cluster_home()
-    env = profile_environment(home)
+    env = profile_environment(home, lane.environment)
     command = taxi_command(
         "demo", "--profile", "cluster", "--months", *TEST_MONTHS, "--scale", str(TEST_TRIPS_PER_MONTH)
     )

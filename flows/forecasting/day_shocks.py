@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
 # The Student-t quantile function alone: scipy.stats costs every Metaflow task a second of imports.
 from scipy.special import stdtrit
 
