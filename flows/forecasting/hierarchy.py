@@ -107,10 +107,16 @@ def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarch
         # The solver converts the dense problem to sparse and says so on every call: a hint, not a fault.
         warnings.filterwarnings("ignore", message="Converted matrix", module="qpsolvers")
         reconciled: pd.DataFrame = reconciler.reconcile(
-            Y_hat_df=forecasts[[SERIES, HOUR, "forecast"]],
-            Y_df=errors[[SERIES, HOUR, VALUE, "forecast"]],
+            Y_hat_df=_plain_ids(forecasts[[SERIES, HOUR, "forecast"]]),
+            Y_df=_plain_ids(errors[[SERIES, HOUR, VALUE, "forecast"]]),
             S_df=hierarchy.summing,
             tags=tags,
         )
     column = next(name for name in reconciled.columns if name.startswith("forecast/"))
     return reconciled[[SERIES, HOUR]].assign(forecast=reconciled[column].clip(lower=0.0).to_numpy())
+
+
+def _plain_ids(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its series names as Python strings: the reconciler walks them one by one, which costs a third of
+    its time over pandas' Arrow-backed strings."""
+    return frame.assign(**{SERIES: frame[SERIES].astype(object)})

@@ -195,7 +195,10 @@ def reconciled(series: SeriesBacktest, origins: Sequence[pd.Timestamp] | None = 
             rows.append(_reconciled_part(part, tree_of(str(members).split(",")), fits))
     found = pd.concat(rows, ignore_index=True)
     tree = tree_of(found.series.unique().tolist())
-    return found.assign(level=found.series.map(tree.level_of), borough=found.series.map(hierarchy.borough_of))
+    names = found.series.unique().tolist()  # each name read once, not once per hour
+    level = {name: tree.level_of(name) for name in names}
+    borough = {name: hierarchy.borough_of(name) for name in names}
+    return found.assign(level=found.series.map(level), borough=found.series.map(borough))
 
 
 def _reconciled_part(refit: pd.DataFrame, tree: Hierarchy, fits: pd.DataFrame) -> pd.DataFrame:
