@@ -61,6 +61,8 @@ class Lane:
         self.seconds: dict[str, float] = {}  # how long each run took
         self.ended: dict[str, float] = {}  # when each run ended, in seconds from the lane's start
         self.waited: dict[str, float] = {}  # how long the session waited for each
+        self.pids: dict[str, list[int]] = {}  # the commands each run started: benchmarks/suite_cost.py reads them
+        self._running = threading.local()  # the run this thread works on
 
     def start(self, names: Sequence[str]) -> None:
         """Queue the runs ``names`` and start working through them in the background, a thread per track."""
@@ -100,6 +102,7 @@ class Lane:
         # A group of its own: SIGINT reaches every process it started, as Ctrl-C in a terminal would.
         process = subprocess.Popen(command, stdout=PIPE, stderr=PIPE, text=True, process_group=0, **popen)
         self.processes.add(process)
+        self.pids.setdefault(getattr(self._running, "name", "?"), []).append(process.pid)
         try:
             out, err = process.communicate(timeout=timeout)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
@@ -135,6 +138,7 @@ class Lane:
             future.set_exception(LaneStopped(name))
             return
         started = time.monotonic()
+        self._running.name = name
         try:
             outcome = self.runs[name].work(self)
             self.seconds[name] = time.monotonic() - started
@@ -169,13 +173,17 @@ def _signal(process: subprocess.Popen[str] | None, number: int) -> None:
 
 
 def report(lane: Lane) -> list[str]:
-    """A line per run the lane did: its track, how long it took, when it ended and how long the session waited for
-    it."""
+    """A line per run the lane did: its track, how long it took, when it ended, how long the session waited for it
+    and the process ids of the commands it ran (which ``benchmarks/suite_cost.py`` charges its work to)."""
     return [
         f"{name} (track {lane.runs[name].track}): {seconds:.0f} s, done {lane.ended.get(name, 0.0):.0f} s after the "
-        f"lane started, waited for {lane.waited.get(name, 0.0):.0f} s"
+        f"lane started, waited for {lane.waited.get(name, 0.0):.0f} s, pid {_pids(lane, name)}"
         for name, seconds in lane.seconds.items()
     ]
+
+
+def _pids(lane: Lane, name: str) -> str:
+    return ",".join(str(pid) for pid in lane.pids.get(name, []))
 
 
 def needed_by(runs: Sequence[EndToEndRun], items: Iterable[Any]) -> list[str]:

@@ -80,7 +80,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
     lane = config.stash.get(_LANE, None)
     if lane is not None and lane.seconds:
-        terminalreporter.section("whole-pipeline runs (tests/end_to_end.py)")
+        terminalreporter.section(f"whole-pipeline runs (tests/end_to_end.py), session pid {os.getpid()}")
         for line in report(lane):
             terminalreporter.write_line(line)
 
