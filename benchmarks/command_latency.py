@@ -28,6 +28,9 @@ REFUSALS = [
     ["taxi", "demo", "--nope"],
     ["taxi-lineage", "--help"],
     ["taxi-lineage", "nope"],
+    # The flow's own launcher: Metaflow reads its options once the flow's module is imported.
+    ["python", "flows/train.py", "run", "--nope"],
+    ["python", "flows/train.py", "--help"],
 ]
 READS = [
     ["taxi-lineage", "show", "nyc_taxi.yellow_rides_hourly_actuals"],
