@@ -97,3 +97,12 @@ def test_the_day_to_day_spread_is_the_shock_s_with_the_count_noise_taken_out():
         spread = _day_shocks(history).by_series["city"].spread
         assert spread == pytest.approx(SHOCK, rel=0.2)
     assert _day_shocks(history).spread_summary() == f"city {100 * spread:.1f}"
+
+
+def test_a_long_forecast_gets_the_bounds_each_of_its_rows_gets_alone():
+    rng = np.random.default_rng(5)
+    shock = _day_shocks(_days(rng, pd.Timestamp("2025-02-01"), DAYS, 500, SHOCK)).by_series["city"]
+    forecasts = rng.uniform(100, 900, 1_201)  # more rows than are weighed at once
+    together = shock.bounds(forecasts, 80)
+    alone = np.vstack([shock.bounds(forecasts[index : index + 1], 80) for index in (0, 499, 500, 1_200)])
+    assert together[[0, 499, 500, 1_200]] == pytest.approx(alone)

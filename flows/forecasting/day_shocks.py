@@ -43,6 +43,7 @@ SHOCK_SHARES = (np.arange(60) + 0.5) / 60
 NOISE_SHARES = tuple(float(share) for share in (np.arange(100) + 0.5) / 100)
 # Half a ride on both sides of a day's ratio: a day with no ride and no forecast is no shock, not an undefined one.
 HALF_RIDE = 0.5
+ROWS_AT_ONCE = 500
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,15 @@ class DayShock:
         """``(lower, upper)`` per forecast: the ``level``% central interval of the day's shock and the hour's noise."""
         freedom = max(self.days - 1.0, 1.0)
         shocks = self.mean + self.spread * np.sqrt(1 + 1 / self.days) * stdtrit(freedom, SHOCK_SHARES)
-        expected = np.multiply.outer(predicted, np.exp(shocks))
-        spread = np.sqrt(self.noise * np.maximum(expected, 1.0))
-        outcomes = expected[:, :, None] + spread[:, :, None] * np.asarray(self.noise_quantiles)[None, None, :]
         outside = (1 - level / 100) / 2
-        found: np.ndarray = np.quantile(outcomes.reshape(len(predicted), -1), [outside, 1 - outside], axis=1).T
+        found = np.zeros((len(predicted), 2))
+        # A few hundred rows at a time: each row weighs 6,000 outcomes (48 kB), a year of hours 420 MB at once.
+        for start in range(0, len(predicted), ROWS_AT_ONCE):
+            expected = np.multiply.outer(predicted[start : start + ROWS_AT_ONCE], np.exp(shocks))
+            spread = np.sqrt(self.noise * np.maximum(expected, 1.0))
+            outcomes = expected[:, :, None] + spread[:, :, None] * np.asarray(self.noise_quantiles)[None, None, :]
+            rows = outcomes.reshape(len(expected), -1)
+            found[start : start + ROWS_AT_ONCE] = np.quantile(rows, [outside, 1 - outside], axis=1).T
         return found
 
 
