@@ -121,25 +121,24 @@ def fit_day_shock(
             "mu": np.clip(np.asarray(predicted, dtype=float), 0.0, None),
             "y": np.asarray(actual, dtype=float),
             "w": np.asarray(weights, dtype=float),
-            "floor": np.maximum(np.clip(np.asarray(predicted, dtype=float), 0.0, None), 1.0),
         }
     )
+    frame["floor"] = np.maximum(frame.mu, 1.0)  # an hour's count variance per unit of noise, as the scale reads it
     per_day = frame.groupby(["series", "day"]).agg(
         mu=("mu", "sum"), y=("y", "sum"), w=("w", "mean"), floor=("floor", "sum")
     )
     shocks = pd.Series(np.log((per_day.y + HALF_RIDE) / (per_day.mu + HALF_RIDE)), index=per_day.index)
     adjusted = frame.mu * np.exp(shocks.reindex(pd.MultiIndex.from_frame(frame[["series", "day"]])).to_numpy())
     errors = frame.y - adjusted
-    noise = max(
-        float(np.average(errors**2, weights=frame.w) / np.average(np.maximum(adjusted, 1.0), weights=frame.w)), 1e-6
-    )
+    adjusted_floor = np.maximum(adjusted, 1.0)
+    noise = max(float(np.average(errors**2, weights=frame.w) / np.average(adjusted_floor, weights=frame.w)), 1e-6)
     day_weights = per_day.w.to_numpy()
     days = float(day_weights.sum() ** 2 / (day_weights**2).sum())
     mean = float(np.average(shocks, weights=day_weights))
     variance = float(np.average((shocks - mean) ** 2, weights=day_weights)) * days / max(days - 1.0, 1.0)
     # What a day's count noise alone adds to its log ratio: the variance of its sum over the sum squared.
     count_noise = float(np.average(noise * per_day.floor / (per_day.mu + HALF_RIDE) ** 2, weights=day_weights))
-    scaled = (errors / np.sqrt(noise * np.maximum(adjusted, 1.0))).to_numpy()
+    scaled = (errors / np.sqrt(noise * adjusted_floor)).to_numpy()
     quantiles = weighted_quantiles(scaled, frame.w.to_numpy(), list(NOISE_SHARES))
     return DayShock(mean, float(np.sqrt(max(variance - count_noise, 0.0))), days, noise, tuple(quantiles))
 

@@ -194,8 +194,8 @@ def reconciled(series: SeriesBacktest, origins: Sequence[pd.Timestamp] | None = 
             part = refit[refit.pickup_hour.isin(hours.index)]
             rows.append(_reconciled_part(part, tree_of(str(members).split(",")), fits))
     found = pd.concat(rows, ignore_index=True)
-    tree = tree_of(found.series.unique().tolist())
     names = found.series.unique().tolist()  # each name read once, not once per hour
+    tree = tree_of(names)
     level = {name: tree.level_of(name) for name in names}
     borough = {name: hierarchy.borough_of(name) for name in names}
     return found.assign(level=found.series.map(level), borough=found.series.map(borough))
