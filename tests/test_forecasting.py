@@ -130,6 +130,25 @@ def test_nothing_unpublished_at_a_forecast_s_origin_moves_it(name):
     pd.testing.assert_series_equal(*forecasts)
 
 
+@pytest.mark.parametrize("hindsight", [False, True])
+@pytest.mark.parametrize("rule", [PublicationRule(), PublicationRule(weather_delay_days=0), PublicationRule(3, 1)])
+@pytest.mark.parametrize("horizon", [24, 48])
+def test_a_week_s_days_featured_at_once_are_each_day_s_own_frame(hindsight, rule, horizon):
+    """A backtest's week is featured in one build: each day's rows are exactly those its own origin gives, its
+    weather published or not (a gap in NOAA's days included), under either publication rule."""
+    actuals = _actuals(days=42)
+    days = pd.date_range("2025-01-01", "2025-02-11")
+    weather = _weather(days, prcp=np.random.default_rng(2).gamma(0.9, 9.0, len(days)))
+    weather = weather[weather.date != "2025-02-01"]  # a day NOAA never published: the day before stands in
+    inputs = Inputs(actuals, weather, [132, 161], horizon, actuals.pickup_hour.min(), rule)
+    origins = list(pd.date_range("2025-02-02", periods=7, freq="D"))
+    together = inputs.forecast_frames(origins, hours=24, hindsight=hindsight)
+    for origin, (rows, names) in zip(origins, together, strict=True):
+        alone, alone_names = inputs.forecast_frame(origin, hours=24, hindsight=hindsight)
+        assert names == alone_names
+        pd.testing.assert_frame_equal(rows, alone, check_exact=True)
+
+
 def test_the_hindsight_scenario_is_told_the_target_day_s_weather_and_nothing_else_is():
     actuals = _actuals(days=42)
     end = pd.Timestamp("2025-02-12")

@@ -47,22 +47,24 @@ def rolling_origin_backtest(
     origins: list[pd.Timestamp],
     span: pd.Timedelta = WEEK,
     on_origin: Callable[[OriginScore], None] | None = None,
-    on_fit: Callable[[pd.Timestamp, Forecaster, list[str]], None] | None = None,
+    on_fit: Callable[[pd.Timestamp, Forecaster, list[str], pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Refit at each origin on what was published then, and forecast the ``span`` after it day by day.
 
     Each day of the span is forecast from its own start with the features published then, by the
     model fitted at the span's origin: what a weekly retrain serving daily forecasts would have
     delivered. Every hour is scored against its actuals; ``origin`` names the refit, ``forecast_origin``
-    the day's forecast. Each refit done is reported; ``on_fit`` is handed each refit's model.
+    the day's forecast. Each refit done is reported; ``on_fit`` is handed each refit's model and the rows it was
+    fitted on.
     """
     results = []
     for number, origin in enumerate(origins, start=1):
         began = time.perf_counter()
-        model, names = fit_at(inputs, origin, make_model)
+        history, names = inputs.training_frame(origin)
+        model = make_model().fit(history, names)
         if on_fit is not None:
-            on_fit(origin, model, names)
-        days = [forecast_day(model, inputs, day, names) for day in _days(origin, span)]
+            on_fit(origin, model, names, history)
+        days = forecast_days_from_origins(model, inputs, _days(origin, span), names)
         scored = pd.concat(days, ignore_index=True).assign(origin=origin, candidate=model.name)
         scored = scored.dropna(subset=["total_rides"]).reset_index(drop=True)
         results.append(scored)
@@ -80,11 +82,23 @@ def fit_at(inputs: Inputs, origin: pd.Timestamp, make_model: Callable[[], Foreca
 
 def forecast_day(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
     """A fitted model's forecast of the day from ``origin``, from what was published then, with its actuals."""
-    rows, _ = inputs.forecast_frame(origin, hours=DAY_HOURS, hindsight=sees_hindsight(model))
-    forecast = rows[["pickup_hour", "pulocationid"]].assign(
-        forecast_origin=origin, predicted=model.predict(rows, names)
-    )
-    return forecast.assign(total_rides=inputs.targets(forecast).to_numpy())
+    (day,) = forecast_days_from_origins(model, inputs, [origin], names)
+    return day
+
+
+def forecast_days_from_origins(
+    model: Forecaster, inputs: Inputs, origins: list[pd.Timestamp], names: list[str]
+) -> list[pd.DataFrame]:
+    """:func:`forecast_day` of each of ``origins``, their features built at once (:meth:`Inputs.forecast_frames`)
+    and each day predicted on its own rows."""
+    frames = inputs.forecast_frames(origins, hours=DAY_HOURS, hindsight=sees_hindsight(model))
+    days = []
+    for origin, (rows, _) in zip(origins, frames, strict=True):
+        forecast = rows[["pickup_hour", "pulocationid"]].assign(
+            forecast_origin=origin, predicted=model.predict(rows, names)
+        )
+        days.append(forecast.assign(total_rides=inputs.targets(forecast).to_numpy()))
+    return days
 
 
 def _days(origin: pd.Timestamp, span: pd.Timedelta) -> list[pd.Timestamp]:

@@ -84,12 +84,11 @@ def totals_inputs(zones: Inputs, boroughs: Mapping[int, str]) -> tuple[Inputs, d
     return Inputs(rows, zones.weather, sorted(names), zones.horizon_hours, zones.start, zones.rule), names
 
 
-def fit_errors(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
-    """How well a model fitted at ``origin`` fits each of its series over the days before it: one row per series
-    (``pulocationid, rms``), the root mean square of its in-sample errors, which weighs the series in the
+def fit_errors(model: Forecaster, history: pd.DataFrame, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:
+    """How well a model fitted at ``origin`` on ``history`` fits each of its series over the days before it: one row
+    per series (``pulocationid, rms``), the root mean square of its in-sample errors, which weighs the series in the
     reconciliation (minimum trace's ``wls_var`` uses exactly that mean square)."""
-    rows, _ = inputs.training_frame(origin)
-    rows = rows[rows.pickup_hour >= origin - DAY * RECONCILIATION_DAYS]
+    rows = history[history.pickup_hour >= origin - DAY * RECONCILIATION_DAYS]
     squared = (rows.total_rides.to_numpy(dtype=float) - model.predict(rows, names)) ** 2
     rms = pd.Series(squared, index=rows.pulocationid.to_numpy()).groupby(level=0).mean() ** 0.5
     return rms.rename_axis("pulocationid").rename("rms").reset_index()
@@ -131,8 +130,8 @@ def backtest_series(
     totals, total_names = totals_inputs(zones, boroughs)
     total_fits: list[pd.DataFrame] = []
 
-    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
-        total_fits.append(fit_errors(model, totals, origin, names).assign(origin=origin))
+    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str], history: pd.DataFrame) -> None:
+        total_fits.append(fit_errors(model, history, origin, names).assign(origin=origin))
 
     total_backtest = backtest.rolling_origin_backtest(totals, make_model, origins, on_fit=keep_fit)
     names = series_names(zones.zones, boroughs, total_names)
@@ -156,8 +155,8 @@ def zone_backtest(
     pulocationid, rms``), which weigh the series in the reconciliation."""
     fits: list[pd.DataFrame] = []
 
-    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str]) -> None:
-        fits.append(fit_errors(model, zones, origin, names).assign(origin=origin))
+    def keep_fit(origin: pd.Timestamp, model: Forecaster, names: list[str], history: pd.DataFrame) -> None:
+        fits.append(fit_errors(model, history, origin, names).assign(origin=origin))
 
     found = backtest.rolling_origin_backtest(zones, make_model, origins, on_origin=on_origin, on_fit=keep_fit)
     return found, pd.concat(fits, ignore_index=True)

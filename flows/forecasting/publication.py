@@ -10,6 +10,7 @@ days' observed weather and is never a forecast.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -89,6 +90,45 @@ class Inputs:
             known = Inputs(known.actuals, self.weather, self.zones, self.horizon_hours, self.start, self.rule)
         frame, names = known._features(start, end, origin)
         rows = frame[frame.pickup_hour >= origin].drop(columns=["total_rides"]).reset_index(drop=True)
+        return rows, names
+
+    def forecast_frames(
+        self, origins: Sequence[pd.Timestamp], hours: int, hindsight: bool = False
+    ) -> list[tuple[pd.DataFrame, list[str]]]:
+        """:meth:`forecast_frame` of each of ``origins``, their features built once where that gives each origin's
+        own: under end-of-hour publication, with ``hours`` no longer than the horizon and origins at one hour of
+        the day, a row's lags and level reach only hours before its origin, and its known weather only days
+        published by it, whatever was published later. The target days' observed weather, which no origin has
+        published, stays empty unless ``hindsight``. A backtest's week costs one feature build, not seven."""
+        ordered = sorted(origins)
+        shared = (
+            self.rule.actuals_month_delay is None
+            and hours <= self.horizon_hours
+            and len({origin.hour for origin in ordered}) <= 1
+        )
+        if not shared or len(ordered) < 2:
+            return [self.forecast_frame(origin, hours, hindsight) for origin in origins]
+        frame, names = self._span_frame(ordered[0], ordered[-1], hours, hindsight)
+        span = pd.Timedelta(hours=hours)
+        return [
+            (frame[(frame.pickup_hour >= origin) & (frame.pickup_hour < origin + span)].reset_index(drop=True), names)
+            for origin in origins
+        ]
+
+    def _span_frame(
+        self, first: pd.Timestamp, last: pd.Timestamp, hours: int, hindsight: bool
+    ) -> tuple[pd.DataFrame, list[str]]:
+        """The rows from ``first`` to ``hours`` after ``last``, featured from what is published at ``last``."""
+        end = last + pd.Timedelta(hours=hours)
+        start = max(self.start, first - FEATURE_HISTORY - pd.Timedelta(hours=self.horizon_hours))
+        known = self.published_at(last)
+        if hindsight and self.weather is not None:
+            known = Inputs(known.actuals, self.weather, self.zones, self.horizon_hours, self.start, self.rule)
+        frame, names = known._features(start, end, first)
+        rows = frame[frame.pickup_hour >= first].drop(columns=["total_rides"])
+        if not hindsight:
+            # No origin has published its own target days' weather: as each origin's own frame has it.
+            rows = rows.assign(**{column: np.nan for column in features.PERFECT_WEATHER_FEATURES if column in rows})
         return rows, names
 
     def targets(self, rows: pd.DataFrame) -> pd.Series:
