@@ -37,6 +37,20 @@ def test_a_zone_missing_from_the_lookup_is_named_with_the_fix():
         hierarchy.series_frame(_actuals().assign(pulocationid=264), BOROUGHS)
 
 
+def test_the_totals_alone_are_the_hierarchy_s_totals_even_where_zones_had_no_row():
+    """The training's totals, summed without building every zone's series, are the series frame's own totals, hour
+    by hour, with a borough's zones absent for a day (no ride) and an unknown zone refused alike."""
+    actuals = _actuals()
+    actuals = actuals[~(actuals.pulocationid.isin([7, 132]) & (actuals.pickup_hour < "2024-03-05"))]
+    frame, tree = hierarchy.series_frame(actuals, BOROUGHS)
+    expected = frame[frame.unique_id.map(tree.level_of) != "zone"]
+    key = [hierarchy.SERIES, hierarchy.HOUR]
+    found = hierarchy.totals(actuals, BOROUGHS).sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(found, expected.sort_values(key).reset_index(drop=True), check_dtype=False)
+    with pytest.raises(hierarchy.ZoneWithoutBorough, match=r"zones \[264\]"):
+        hierarchy.totals(actuals.assign(pulocationid=264), BOROUGHS)
+
+
 def test_reconciled_forecasts_add_up_and_trust_the_series_forecast_best():
     actuals = _actuals(days=21, seed=1)
     frame, tree = hierarchy.series_frame(actuals, BOROUGHS)

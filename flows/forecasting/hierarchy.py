@@ -69,12 +69,7 @@ def series_frame(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[pd
     """
     from hierarchicalforecast.utils import aggregate  # imported where used: it pulls in its solvers
 
-    missing = sorted(set(actuals.pulocationid) - set(boroughs))
-    if missing:
-        raise ZoneWithoutBorough(
-            f"zones {missing[:10]} have rides but are not in the zone lookup: publish the lookup again "
-            "(job reference_data) so every zone has a borough"
-        )
+    check_boroughs(actuals, boroughs)
     bottom = pd.DataFrame(
         {
             CITY: CITY,
@@ -86,6 +81,28 @@ def series_frame(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[pd
     )
     frame, summing, levels = aggregate(bottom, [[CITY], [CITY, "borough"], [CITY, "borough", "zone"]])
     return frame, Hierarchy(summing, {name: levels[key] for name, key in zip(LEVELS, levels, strict=True)})
+
+
+def check_boroughs(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> None:
+    """Every zone with rides in ``actuals`` has a borough, so a total holds it."""
+    missing = sorted(set(actuals.pulocationid) - set(boroughs))
+    if missing:
+        raise ZoneWithoutBorough(
+            f"zones {missing[:10]} have rides but are not in the zone lookup: publish the lookup again "
+            "(job reference_data) so every zone has a borough"
+        )
+
+
+def totals(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> pd.DataFrame:
+    """Each borough's and the city's rides per hour (``unique_id, ds, y``): the hierarchy's totals alone, summed
+    as :func:`series_frame` sums them, without building every zone's series."""
+    check_boroughs(actuals, boroughs)
+    rides = actuals.total_rides.astype(float).to_numpy()
+    hours = actuals.pickup_hour.to_numpy()
+    borough = (CITY + "/" + actuals.pulocationid.map(boroughs)).to_numpy()
+    levels = [pd.Series(rides).groupby(hours).sum().rename_axis(HOUR).reset_index(name=VALUE).assign(**{SERIES: CITY})]
+    by_borough = pd.Series(rides).groupby([borough, hours]).sum().rename_axis([SERIES, HOUR]).reset_index(name=VALUE)
+    return pd.concat([*levels, by_borough], ignore_index=True)[[SERIES, HOUR, VALUE]]
 
 
 def reconcile(forecasts: pd.DataFrame, errors: pd.DataFrame, hierarchy: Hierarchy) -> pd.DataFrame:

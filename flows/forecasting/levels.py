@@ -63,8 +63,7 @@ def total_id(series: str) -> int:
 def totals_actuals(actuals: pd.DataFrame, boroughs: Mapping[int, str]) -> tuple[pd.DataFrame, dict[int, str]]:
     """Each borough's and the city's rides per hour, as the actuals' columns under their total ids; and each id's
     series."""
-    frame, tree = hierarchy.series_frame(actuals, boroughs)
-    totals = frame[frame[SERIES].map(tree.level_of) != "zone"]
+    totals = hierarchy.totals(actuals, boroughs)
     names = {total_id(series): series for series in totals[SERIES].unique()}
     ids = {series: identifier for identifier, series in names.items()}
     rows = pd.DataFrame(
