@@ -72,7 +72,15 @@ from flows.forecasting import (
 from flows.forecasting.checks import CheckMetadata
 from flows.forecasting.intervals import IntervalModel, count_aware_groups
 from flows.forecasting.levels import LevelIntervals, SeriesBacktest
-from flows.forecasting.models import CANDIDATES, WEATHER_USE, Forecaster, is_scenario, make_candidate, needs_weather
+from flows.forecasting.models import (
+    CANDIDATES,
+    WEATHER_USE,
+    Forecaster,
+    fits_with_scikit_learn,
+    is_scenario,
+    make_candidate,
+    needs_weather,
+)
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.serving import ServedModel
 from flows.forecasting.threads import numeric_threads, share_of_cores
@@ -297,7 +305,7 @@ class TrainForecastModelFlow(FlowSpec):
         began = time.perf_counter()
         served, make = self._inputs(self.zone_ids), functools.partial(make_candidate, candidate)
         # The candidates' branches run at once: each takes its share of the cores, not all of them.
-        with numeric_threads(threads):
+        with numeric_threads(threads, scikit_learn=fits_with_scikit_learn(candidate)):
             # Each level is evaluated on what the version serves: every zone, whatever zones choose the champion.
             zone_backtest, fits = levels.zone_backtest(served, make, weeks, on_origin=print)
             self.backtest = (

@@ -192,3 +192,32 @@ def test_the_thread_limit_reaches_openmp_and_blas_in_a_fresh_process():
     found = json.loads(probe.stdout.strip().splitlines()[-1])
     assert found["openmp_for_boosting"] == 1
     assert found["pools"] and set(found["pools"].values()) == {1}
+
+
+WITHOUT_SCIKIT_LEARN_PROBE = """
+import json, sys
+import numpy as np, pandas as pd
+from flows.forecasting import levels
+from flows.forecasting.backtest import backtest_weeks
+from flows.forecasting.models import WITHOUT_SCIKIT_LEARN, make_candidate
+from flows.forecasting.publication import Inputs
+from flows.forecasting.threads import numeric_threads
+hours = pd.date_range("2025-01-01", periods=35 * 24, freq="h")
+actuals = pd.concat([pd.DataFrame({"pickup_hour": hours, "pulocationid": zone, "total_rides": 5.0 + zone % 7})
+                     for zone in (4, 13, 132)], ignore_index=True)
+inputs = Inputs(actuals, None, [4, 13, 132], 24, hours[0])
+boroughs = {4: "Manhattan", 13: "Manhattan", 132: "Queens"}
+for name in sorted(WITHOUT_SCIKIT_LEARN):
+    with numeric_threads(1, scikit_learn=False):
+        levels.backtest_served(inputs, boroughs, lambda: make_candidate(name), backtest_weeks(hours[-1], 1))
+print(json.dumps(sorted(module for module in sys.modules if module.split(".")[0] == "sklearn")))
+"""
+
+
+def test_the_candidates_said_to_need_no_scikit_learn_backtest_every_level_without_loading_it():
+    """Their Metaflow tasks skip its import (seconds each): were one of them to load it after all, its thread limit
+    would miss OpenMP's pool."""
+    probe = subprocess.run(
+        [sys.executable, "-c", WITHOUT_SCIKIT_LEARN_PROBE], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(probe.stdout.strip().splitlines()[-1]) == []

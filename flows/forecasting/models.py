@@ -369,6 +369,15 @@ def make_candidate(name: str) -> Forecaster:
     return CANDIDATES[name]()
 
 
+# The candidates that fit with pandas and numpy alone: their tasks need not load scikit-learn. Any other, a new one
+# included, is taken to need it.
+WITHOUT_SCIKIT_LEARN = frozenset({"seasonal_naive", "profile"})
+
+
+def fits_with_scikit_learn(name: str) -> bool:
+    return name not in WITHOUT_SCIKIT_LEARN
+
+
 def uses_weather(name: str) -> bool:
     return make_candidate(name).weather is not None
 

@@ -35,7 +35,7 @@ def noise_floor_by_zone(backtest: pd.DataFrame, truth_dir: Path | None) -> pd.Da
 
 def _true_rate_forecasts(backtest: pd.DataFrame, truth_dir: Path | None) -> pd.DataFrame | None:
     cells = backtest.drop_duplicates(["pickup_hour", "pulocationid"])[["pickup_hour", "pulocationid", "total_rides"]]
-    months = sorted({f"{hour:%Y-%m}" for hour in cells.pickup_hour})
+    months = sorted(set(cells.pickup_hour.drop_duplicates().dt.strftime("%Y-%m")))
     truth = true_rates(truth_dir, months)
     if truth is None:
         return None

@@ -20,17 +20,21 @@ def share_of_cores(branches: int, cores: int | None = None) -> int:
     return max(1, (cores or os.cpu_count() or 1) // max(branches, 1))
 
 
-def load_numeric_libraries() -> None:
-    """Load the libraries that start thread pools (BLAS through numpy, OpenMP through scikit-learn)."""
+def load_numeric_libraries(scikit_learn: bool = True) -> None:
+    """Load the libraries that start thread pools (BLAS through numpy, OpenMP through scikit-learn): scikit-learn
+    only when it will fit, as importing it costs a Metaflow task seconds."""
     import numpy  # noqa: F401  BLAS
-    import sklearn.ensemble  # noqa: F401  OpenMP, through the gradient boosting's compiled loops
-    import sklearn.linear_model  # noqa: F401
+
+    if scikit_learn:
+        import sklearn.ensemble  # noqa: F401  OpenMP, through the gradient boosting's compiled loops
+        import sklearn.linear_model  # noqa: F401
 
 
 @contextmanager
-def numeric_threads(limit: int) -> Iterator[None]:
-    """At most ``limit`` threads in every numeric thread pool, the libraries loaded first so the limit holds."""
-    load_numeric_libraries()
+def numeric_threads(limit: int, scikit_learn: bool = True) -> Iterator[None]:
+    """At most ``limit`` threads in every numeric thread pool, the libraries loaded first so the limit holds;
+    without ``scikit_learn``, for work that never loads it (a candidate of pandas and numpy alone)."""
+    load_numeric_libraries(scikit_learn)
     with threadpool_limits(limits=limit):
         yield
 
