@@ -4,7 +4,9 @@
   flow by hand there (:mod:`tests.test_first_hour`);
 - the ground-truth scenario, which records what really happened (:mod:`tests.test_ground_truth`);
 - the forecasting loop through a month (:mod:`tests.test_forecast_loop`);
-- the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`).
+- the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`);
+- a state folder built by the real jobs, to be moved (:mod:`tests.test_state_folder_moves`);
+- writers racing on one table of a PostgreSQL catalog (:mod:`tests.test_concurrent_publication`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LOGIN_SHELL_SECONDS = 1800
 SCENARIO_SECONDS = 1800
 CLUSTER_DEMO_SECONDS = 1800
+RIG_SECONDS = 1800
+# The tests' own state and tool settings must not leak into a process on a state folder of its own.
+OWN_PREFIXES = ("TAXI_", "DAGSTER_", "METAFLOW_", "OPENLINEAGE")
 
 
 def readme_command(number: int) -> str:
@@ -78,13 +84,18 @@ def _scenario(lane: Lane, name: str, module: str) -> tuple[Path, Path]:
     """Run the scenario ``module`` (``OUT.json STATE_DIR``) in a state folder of its own; its record and folder."""
     folder = lane.scratch(name)
     out, state = folder / "record.json", folder / "state"
-    own = ("TAXI_", "DAGSTER_", "METAFLOW_", "OPENLINEAGE")
-    environment = {k: v for k, v in lane.environment.items() if not k.startswith(own)}
-    environment["TAXI_SPARK_CLASS_ARCHIVE"] = "false"  # a new state folder: see tests/conftest.py
     command = [sys.executable, "-m", module, str(out), str(state)]
+    environment = own_state_environment(lane.environment)
     finished = lane.run(command, timeout=SCENARIO_SECONDS, cwd=PROJECT_ROOT, env=environment)
     assert finished.returncode == 0, finished.stderr[-4000:]
     return out, state
+
+
+def own_state_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without the session's state and tool settings: a process on a state folder of its own."""
+    environment = {key: value for key, value in base.items() if not key.startswith(OWN_PREFIXES)}
+    # A new state folder: a class archive would be recorded and hardly used (see tests/conftest.py).
+    return environment | {"TAXI_SPARK_CLASS_ARCHIVE": "false"}
 
 
 def truth_record(lane: Lane) -> dict[str, Any]:
@@ -119,9 +130,48 @@ def cluster_demo(lane: Lane) -> ClusterDemo:
     return ClusterDemo(home, env, done)
 
 
+@dataclass(frozen=True)
+class BuiltState:
+    folder: Path  # the run's scratch folder
+    state: Path  # the state folder the real jobs built, in it
+    built: dict[str, Any]  # what the jobs' process read from it (tests.moved_state_rig)
+
+
+def moved_state(lane: Lane) -> BuiltState:
+    """A month ingested by the real jobs into a state folder of its own, for the moves to come."""
+    folder = lane.scratch("moves")
+    state, out = folder / "original" / "state", folder / "built.json"
+    state.parent.mkdir()
+    command = [sys.executable, "-m", "tests.moved_state_rig", "build", str(state), str(out)]
+    environment = own_state_environment(lane.environment) | {"TAXI_SPARK_DRIVER_MEMORY": "2g"}
+    finished = lane.run(command, timeout=RIG_SECONDS, cwd=PROJECT_ROOT, env=environment)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return BuiltState(folder, state, json.loads(out.read_text()))
+
+
+@dataclass(frozen=True)
+class Race:
+    home: Path  # the catalog's PostgreSQL data and the table's files
+    writers: list[dict[str, Any]]  # each writer's returncode, stdout and stderr
+
+
+def publication_race(lane: Lane) -> Race:
+    """Writers racing on one table (:mod:`tests.publication_race`), in a state folder PostgreSQL can reach."""
+    home = cluster_home()
+    out = lane.scratch("race") / "writers.json"
+    command = [sys.executable, "-m", "tests.publication_race", str(home), str(out)]
+    environment = own_state_environment(lane.environment)
+    finished = lane.run(command, timeout=RIG_SECONDS, cwd=PROJECT_ROOT, env=environment)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return Race(home, json.loads(out.read_text()))
+
+
 # Two tracks of about the same length (each ~10 min alone on this 2-core machine), in the order the lane is expected
-# to finish the runs: the cluster's module, which has the most left to do once its run is done, first.
+# to finish the runs: the two short ones first (their modules' tests can then run any time), then the cluster's,
+# whose module has the most left to do once its run is done.
 RUNS = (
+    EndToEndRun("moved-state", fixture="moves", work=moved_state, track=1),
+    EndToEndRun("publication-race", fixture="race", work=publication_race, track=1),
     EndToEndRun("cluster-demo", fixture="cluster_run", work=cluster_demo, track=1),
     EndToEndRun("readme-demo", fixture="fresh_copy_demo", work=readme_demo, track=0),
     EndToEndRun("flow-by-hand", fixture="flow_by_hand", work=flow_by_hand, track=0),

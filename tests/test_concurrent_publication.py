@@ -1,7 +1,9 @@
 """Several writers publishing months of one Iceberg table at once, on a PostgreSQL catalog.
 
 Each writer is its own process with its own Spark session, as concurrent Dagster runs are; the table
-starts absent, so the first rounds also race to create it. Every round must land exactly once.
+starts absent, so the first rounds also race to create it. Every round must land exactly once. The race runs
+in the background lane (:mod:`tests.publication_race`, :mod:`tests.end_to_end`); here its catalog is started again
+on the data it left, and read.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -17,56 +18,45 @@ from forecast_assets.lakehouse.commits import LOST_COMMIT_RACE
 from forecast_assets.lakehouse.snapshots import CHERRY_PICK_SOURCE, PARTITION_PROPERTY
 from taxi_core.catalog import CatalogConfig, open_catalog
 from taxi_core.names import NAMESPACE
-from taxi_core.settings import PROJECT_ROOT
 from taxi_demo.local_cluster.postgres_server import LocalPostgres
 from taxi_demo.local_cluster.services import free_port
-from tests.cluster_rig import cluster_home, profile_environment, settings_in
+from tests.cluster_rig import settings_in
+from tests.end_to_end import Race
+from tests.publication_race import CATALOG_DATABASE, MONTHS, ROUNDS, TABLE, catalog_environment
 from tests.publication_writer import ROWS_PER_ROUND, round_values
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
-TABLE = "publication_race"
-MONTHS = ["2024-05", "2024-06", "2024-07"]
-ROUNDS = 12
 ICEBERG_RETRY = "Retrying task after failure"
 
 
 @pytest.fixture(scope="module")
-def catalog_env():
-    home = cluster_home()
-    postgres = LocalPostgres(home / "postgres", free_port())
-    server = postgres.start(["iceberg"])
+def race(end_to_end) -> Race:
+    outcome: Race = end_to_end.outcome("publication-race")
+    yield outcome
+    shutil.rmtree(outcome.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def catalog_env(race):
+    """The race's catalog, its PostgreSQL started again on the data the race left."""
+    postgres = LocalPostgres(race.home / "postgres", free_port())
+    server = postgres.start([CATALOG_DATABASE])
     try:
-        catalog = {"TAXI_CATALOG": "postgres", "TAXI_CATALOG_URL": postgres.url("iceberg")}
-        # One core each: the writers race on the catalog, not for the machine's cores.
-        env = profile_environment(home) | catalog | {"TAXI_SPARK_MASTER": "local[1]"}
-        yield env
+        yield catalog_environment(race.home, postgres)
     finally:
         postgres.stop(server)
-        shutil.rmtree(home, ignore_errors=True)
 
 
-def _writers(env: dict[str, str]) -> list[subprocess.CompletedProcess]:
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.publication_writer", TABLE, month, str(writer), str(ROUNDS)],
-            env=env,
-            cwd=PROJECT_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for writer, month in enumerate(MONTHS)
+def _writers(race: Race) -> list[subprocess.CompletedProcess]:
+    return [
+        subprocess.CompletedProcess([], writer["returncode"], writer["stdout"], writer["stderr"])
+        for writer in race.writers
     ]
-    done = []
-    for process in processes:
-        stdout, stderr = process.communicate(timeout=900)
-        done.append(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
-    return done
 
 
-def test_writers_racing_on_one_table_each_publish_every_round_once(catalog_env):
-    writers = _writers(catalog_env)
+def test_writers_racing_on_one_table_each_publish_every_round_once(race, catalog_env):
+    writers = _writers(race)
 
     for writer in writers:
         assert writer.returncode == 0, _what_failed(writer.stderr)

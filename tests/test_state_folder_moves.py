@@ -34,6 +34,7 @@ from taxi_core.metaflow_relocation import relocate_metaflow_records
 from taxi_core.relocation import Move
 from taxi_core.settings import PROJECT_ROOT, load_settings, write_settings_file
 from taxi_core.tool_env import tool_environment
+from tests.end_to_end import BuiltState, own_state_environment
 from tests.moved_state_rig import PYICEBERG_TABLE, pyiceberg_snapshots
 
 RIG_SECONDS = 1800
@@ -272,8 +273,7 @@ def test_a_copied_metaflow_datastore_reads_its_own_artifacts(tmp_path):
 
 def run_rig(command: str, state: Path, out: Path) -> tuple[dict[str, Any], str]:
     """:mod:`tests.moved_state_rig` in a process of its own on ``state``: what it read, and what it said."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_", "METAFLOW_"))}
-    environment |= {"TAXI_SPARK_CLASS_ARCHIVE": "false", "TAXI_SPARK_DRIVER_MEMORY": "2g"}
+    environment = own_state_environment(os.environ) | {"TAXI_SPARK_DRIVER_MEMORY": "2g"}
     finished = subprocess.run(
         [sys.executable, "-m", "tests.moved_state_rig", command, str(state), str(out)],
         cwd=PROJECT_ROOT,
@@ -306,11 +306,11 @@ class Moves:
 
 
 @pytest.fixture(scope="module")
-def moves(tmp_path_factory) -> Moves:
-    root = tmp_path_factory.mktemp("moves")
-    original = root / "original" / "state"
-    original.parent.mkdir()
-    built, _ = run_rig("build", original, root / "built.json")
+def moves(end_to_end) -> Moves:
+    """The state folder the real jobs built (run in the background lane: :mod:`tests.end_to_end`), copied twice and
+    moved."""
+    original_state: BuiltState = end_to_end.outcome("moved-state")
+    root, original, built = original_state.folder, original_state.state, original_state.built
     original_before = tree(original)
     by_pyiceberg, by_spark = root / "copy_a" / "state", root / "copy_b" / "state"
     shutil.copytree(original, by_pyiceberg, symlinks=True)
