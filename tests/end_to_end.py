@@ -6,7 +6,8 @@
 - the forecasting loop through a month (:mod:`tests.test_forecast_loop`);
 - the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`);
 - a state folder built by the real jobs, to be moved (:mod:`tests.test_state_folder_moves`);
-- writers racing on one table of a PostgreSQL catalog (:mod:`tests.test_concurrent_publication`).
+- writers racing on one table of a PostgreSQL catalog (:mod:`tests.test_concurrent_publication`);
+- mypy's strict check of the product's packages (:mod:`tests.test_architecture`).
 """
 
 from __future__ import annotations
@@ -166,10 +167,16 @@ def publication_race(lane: Lane) -> Race:
     return Race(home, json.loads(out.read_text()))
 
 
+def type_check(lane: Lane) -> subprocess.CompletedProcess[str]:
+    """``mypy`` over the product's packages, as configured in pyproject.toml (strict)."""
+    return lane.run([sys.executable, "-m", "mypy"], timeout=RIG_SECONDS, cwd=PROJECT_ROOT, env=lane.environment)
+
+
 # Two tracks of about the same length (each ~10 min alone on this 2-core machine), in the order the lane is expected
-# to finish the runs: the two short ones first (their modules' tests can then run any time), then the cluster's,
+# to finish the runs: the three short ones first (their modules' tests can then run any time), then the cluster's,
 # whose module has the most left to do once its run is done.
 RUNS = (
+    EndToEndRun("type-check", fixture="type_check", work=type_check, track=1),
     EndToEndRun("moved-state", fixture="moves", work=moved_state, track=1),
     EndToEndRun("publication-race", fixture="race", work=publication_race, track=1),
     EndToEndRun("cluster-demo", fixture="cluster_run", work=cluster_demo, track=1),

@@ -6,6 +6,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from taxi_core.settings import PROJECT_ROOT
 
 PACKAGES = ("taxi_core", "bridge", "flows", "forecast_assets", "taxi_demo")
@@ -21,7 +23,14 @@ def test_the_import_contracts_hold():
     assert "Contracts: 5 kept, 0 broken." in result.stdout
 
 
-def test_every_product_package_type_checks_strictly():
+@pytest.fixture(scope="module")
+def type_check(end_to_end) -> subprocess.CompletedProcess[str]:
+    """``mypy`` over the product's packages, run in the background lane (:mod:`tests.end_to_end`)."""
+    result: subprocess.CompletedProcess[str] = end_to_end.outcome("type-check")
+    return result
+
+
+def test_every_product_package_type_checks_strictly(type_check):
     """mypy --strict over every package of the product (configured in pyproject.toml): no error, no
     silenced module."""
     config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
@@ -31,9 +40,8 @@ def test_every_product_package_type_checks_strictly():
         modules = [override["module"]] if isinstance(override["module"], str) else override["module"]
         if any(module in PACKAGES or module.startswith(ours) for module in modules):
             assert not {"ignore_errors", "follow_imports", "disallow_untyped_defs"} & set(override), override
-    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=PROJECT_ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout[-4000:]
-    assert result.stdout.startswith("Success: no issues found")
+    assert type_check.returncode == 0, type_check.stdout[-4000:]
+    assert type_check.stdout.startswith("Success: no issues found")
 
 
 def _deferred_imports(path: Path) -> list[tuple[int, str]]:
