@@ -19,8 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
-import pandas as pd
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -42,24 +40,16 @@ def main() -> int:
     parser.add_argument("--candidates", default="seasonal_naive,profile,glm,gbm,blend,gbm_weather,glm_perfect_weather")
     args = parser.parse_args()
 
-    from forecast_quality import month_actuals, month_weather
+    from forecast_quality import sample_history
 
     from flows.forecasting import backtest, levels
     from flows.forecasting.models import make_candidate
     from flows.forecasting.publication import Inputs
     from flows.forecasting.threads import numeric_threads
     from flows.run_settings import resolve_settings
-    from taxi_core.settings import load_settings
     from taxi_core.zones import load_zones
-    from taxi_demo.cli import trips_per_month
-    from taxi_demo.sample_source import SampleSource
 
-    trips = trips_per_month(args.scale)
-    source = SampleSource(load_settings().path("benchmarks", f"sample_{trips}"), trips_per_month=trips)
-    source.write_months(args.months)
-    actuals = pd.concat([month_actuals(source, month) for month in args.months], ignore_index=True)
-    weather = pd.concat([month_weather(source, month) for month in args.months], ignore_index=True)
-    as_of = str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
+    actuals, weather, as_of = sample_history(args.scale, args.months)
     settings = resolve_settings(as_of, 63, 4, 2, 24, 0, True, args.candidates)
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window, None)

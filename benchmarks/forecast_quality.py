@@ -317,6 +317,21 @@ def month_actuals(source, month: str) -> pd.DataFrame:
     return counts.reindex(grid, fill_value=0).reset_index().astype({"pulocationid": "int32", "total_rides": "int64"})
 
 
+def sample_history(scale: str, months: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The sample's actuals and weather of ``months`` at ``scale`` (written once under the state folder's
+    benchmarks), and the hour after the newest actual: a training's ``as_of``."""
+    from taxi_core.settings import load_settings  # the benchmarks' state folder, read when the benchmark runs
+    from taxi_demo.cli import trips_per_month
+    from taxi_demo.sample_source import SampleSource
+
+    trips = trips_per_month(scale)
+    source = SampleSource(load_settings().path("benchmarks", f"sample_{trips}"), trips_per_month=trips)
+    source.write_months(months)
+    actuals = pd.concat([month_actuals(source, month) for month in months], ignore_index=True)
+    weather = pd.concat([month_weather(source, month) for month in months], ignore_index=True)
+    return actuals, weather, str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
+
+
 def month_weather(source, month: str) -> pd.DataFrame:
     """The daily weather the sample published for a month, one column per element, as the flow reads it."""
     from taxi_demo.demand_model import daily_weather

@@ -24,8 +24,6 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-import pandas as pd
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 WAYS = ("branches", "branches, limit before import", "one process")
@@ -81,22 +79,14 @@ def main() -> int:
     parser.add_argument("--skip-before", action="store_true", help="leave out the way with the limit before import")
     args = parser.parse_args()
 
-    from forecast_quality import month_actuals, month_weather
+    from forecast_quality import sample_history
 
     from flows.forecasting import backtest
     from flows.forecasting.models import CANDIDATES
     from flows.forecasting.publication import Inputs
     from flows.run_settings import resolve_settings
-    from taxi_core.settings import load_settings
-    from taxi_demo.cli import trips_per_month
-    from taxi_demo.sample_source import SampleSource
 
-    trips = trips_per_month(args.scale)
-    source = SampleSource(load_settings().path("benchmarks", f"sample_{trips}"), trips_per_month=trips)
-    source.write_months(args.months)
-    actuals = pd.concat([month_actuals(source, month) for month in args.months], ignore_index=True)
-    weather = pd.concat([month_weather(source, month) for month in args.months], ignore_index=True)
-    as_of = str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
+    actuals, weather, as_of = sample_history(args.scale, args.months)
     settings = resolve_settings(as_of, 63, 4, 2, 24, 50, True, ",".join(CANDIDATES))
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window[window.pickup_hour < settings.backtest_start], settings.zones)

@@ -60,8 +60,7 @@ def rolling_origin_backtest(
     results = []
     for number, origin in enumerate(origins, start=1):
         began = time.perf_counter()
-        history, names = inputs.training_frame(origin)
-        model = make_model().fit(history, names)
+        model, names, history = fitted_at(inputs, origin, make_model)
         if on_fit is not None:
             on_fit(origin, model, names, history)
         days = forecast_days_from_origins(model, inputs, _days(origin, span), names)
@@ -76,8 +75,16 @@ def rolling_origin_backtest(
 
 def fit_at(inputs: Inputs, origin: pd.Timestamp, make_model: Callable[[], Forecaster]) -> tuple[Forecaster, list[str]]:
     """A new model fitted on every hour before ``origin``, as published at ``origin``; and the feature names."""
+    model, names, _ = fitted_at(inputs, origin, make_model)
+    return model, names
+
+
+def fitted_at(
+    inputs: Inputs, origin: pd.Timestamp, make_model: Callable[[], Forecaster]
+) -> tuple[Forecaster, list[str], pd.DataFrame]:
+    """:func:`fit_at`, with the rows the model learned from (what its fit errors are measured on)."""
     history, names = inputs.training_frame(origin)
-    return make_model().fit(history, names), names
+    return make_model().fit(history, names), names, history
 
 
 def forecast_day(model: Forecaster, inputs: Inputs, origin: pd.Timestamp, names: list[str]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from flows.forecasting import daily, hierarchy, levels
+from flows.forecasting import backtest, daily, hierarchy, levels
 from flows.forecasting.hierarchy import HOUR, SERIES, Hierarchy
 from flows.forecasting.intervals import INTERVAL_COLUMNS
 from flows.forecasting.levels import LevelIntervals, UnknownBorough, total_id, totals_actuals
@@ -89,8 +89,7 @@ def fit_served(
     the lookup gives no borough is in no total, and not served."""
     served_boroughs = {zone: boroughs[zone] for zone in zones.zones if zone in boroughs}
     totals, total_names = levels.totals_inputs(zones, served_boroughs)
-    total_history, total_features = totals.training_frame(origin)
-    total_model = make_model().fit(total_history, total_features)
+    total_model, total_features, total_history = backtest.fitted_at(totals, origin, make_model)
     zone_model, zone_features = zone_model_and_features
     names = levels.series_names(sorted(served_boroughs), served_boroughs, total_names)
     fits = pd.concat(
