@@ -38,6 +38,7 @@ class LineageServer(BackgroundServer):
     header required (401 without it); ``hold`` seconds is how long each request is held before the answer (a
     slow or hanging backend), and ``release()`` ends every hold at once; ``tls`` serves HTTPS with that server context.
     ``framing`` is how each answer is framed (see :data:`FRAMINGS`); ``connections`` counts those accepted.
+    ``failure_headers`` go with every answer that is not a success (e.g. ``Retry-After``).
     """
 
     def __init__(
@@ -50,12 +51,13 @@ class LineageServer(BackgroundServer):
         authorization: str | None = None,
         tls: ssl.SSLContext | None = None,
         framing: str = "length",
+        failure_headers: dict[str, str] | None = None,
     ):
         assert framing in FRAMINGS, framing
         self.framing, self.connections = framing, 0
         self.port, self.received, self.refused, self.attempts = port, [], [], Counter()
         self.refuse, self.hold, self.fail, self.released = refuse, hold, fail, threading.Event()
-        self.drop = drop
+        self.drop, self.failure_headers = drop, failure_headers or {}
         self.headers: list[dict[str, str]] = []
         self.arrived = threading.Condition()
         server = self
@@ -101,6 +103,8 @@ class LineageServer(BackgroundServer):
                     self.send_response_only(100)
                     self.end_headers()
                 self.send_response(status)
+                for name, value in (server.failure_headers if status >= 300 else {}).items():
+                    self.send_header(name, value)
                 if server.framing == "chunked":
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()

@@ -16,12 +16,16 @@ are damaged and deleted under the bridge.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import sqlite3
 import threading
+import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
+from email.utils import formatdate
 from pathlib import Path
 
 import pytest
@@ -30,6 +34,7 @@ from bridge.cli.commands import rebuild
 from bridge.config import LineageBridge, SinkSpec
 from bridge.outbox.health import DAMAGED, FAILING, HEALTHY, PARKED, status
 from bridge.outbox.outbox import Outbox
+from bridge.sinks.failures import RETRY_AFTER_LIMIT_SECONDS
 from tests.loopback_lineage import LineageServer, free_port, identity
 
 GOLDEN = sorted((Path(__file__).parent / "golden" / "openlineage").glob("*.json"))
@@ -64,13 +69,32 @@ def golden_events() -> list[tuple[str, dict]]:
     return [(entry["key"], entry["event"]) for path in GOLDEN for entry in json.loads(path.read_text())]
 
 
-def fill(folder: Path) -> list[dict]:
+def fill(folder: Path, events: list[tuple[str, dict]] | None = None) -> list[dict]:
+    """Queue ``events`` (the golden events unless given) as the sources would; the events queued."""
+    events = golden_events() if events is None else events
     outbox = Outbox(folder / "outbox.sqlite")
     with outbox.queue.batch("golden") as batch:
-        for key, event in golden_events():
+        for key, event in events:
             batch.add(key, json.dumps(event))
     outbox.close()
-    return [event for _, event in golden_events()]
+    return [event for _, event in events]
+
+
+FLAKY_JOB = "flaky_job"
+
+
+def runs_of_one_job(runs: int) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
+    """``runs`` runs of :data:`FLAKY_JOB` (shaped as a golden event): their STARTs, then their COMPLETEs."""
+    shape = golden_events()[0][1]
+    starts, completes = [], []
+    for number in range(runs):
+        run_id = str(uuid.UUID(int=number + 1, version=4))
+        for kind, into in (("START", starts), ("COMPLETE", completes)):
+            event = copy.deepcopy(shape)
+            event["job"]["name"], event["run"]["runId"], event["eventType"] = FLAKY_JOB, run_id, kind
+            event["eventTime"] = f"2026-01-01T00:{number:02d}:{len(into):02d}.000Z"  # a time of its own
+            into.append((f"{FLAKY_JOB}/{run_id}/{kind}", event))
+    return starts, completes
 
 
 def bridge_for(folder: Path, sinks: tuple[SinkSpec, ...], pass_seconds: float = 20.0) -> LineageBridge:
@@ -213,12 +237,87 @@ def test_a_target_failing_every_event_waits_as_a_whole_and_parks_nothing(tmp_pat
         for _ in range(10):
             result = one_pass(bridge)
             expire_backoffs(tmp_path, result.sink("openlineage").sink)
-        assert "3 events in a row failed: HTTP 502" in result.sink("openlineage").waiting_on
+        assert "events of 3 jobs in a row failed: HTTP 502" in result.sink("openlineage").waiting_on
         assert result.sink("openlineage").dead_letters == 0 and verdict(tmp_path) == FAILING
         server.fail = lambda e, attempt: False
         for _ in range(3):
             one_pass(bridge)
     received_once_each(server, queued)
+
+
+@pytest.mark.parametrize("runs", range(1, 11))
+def test_one_job_failing_with_any_number_of_runs_never_holds_up_the_others_and_its_events_park(tmp_path, runs):
+    from bridge.outbox.letters import EVENT_ATTEMPTS
+
+    starts, completes = runs_of_one_job(runs)
+    queued = fill(tmp_path, starts + golden_events() + completes)  # the job's runs side by side: the worst order
+    flaky = {identity(event) for _, event in starts + completes}
+    with LineageServer(fail=lambda e, attempt: 502 if e["job"]["name"] == FLAKY_JOB else 0) as server:
+        bridge = bridge_for(tmp_path, (http_sink(Auth("none", None).client(server.url)),))
+        passes = [one_pass(bridge).sink("openlineage")]
+        # Every other run went on in the first pass, however many of the job's events were held.
+        received_once_each(server, queued, missing=flaky)
+        assert passes[0].held == 2 * runs and passes[0].waiting_on is None, passes[0]
+        while passes[-1].pending and len(passes) < 4 * EVENT_ATTEMPTS:
+            expire_backoffs(tmp_path, passes[-1].sink)
+            passes.append(one_pass(bridge).sink("openlineage"))
+    assert passes[-1].pending == 0 and passes[-1].dead_letters == 2 * runs and verdict(tmp_path) == PARKED
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    letters = outbox.letters.dead_letters()
+    outbox.close()
+    assert {(letter.run_id, letter.event_type) for letter in letters} == {(run, kind) for _, run, kind, _ in flaky}
+    assert all(letter.attempts == EVENT_ATTEMPTS and "HTTP 502" in letter.error for letter in letters)
+    assert {server.attempts[each] for each in flaky} == {EVENT_ATTEMPTS}  # each tried as often as documented
+    received_once_each(server, queued, missing=flaky)
+
+
+RETRY_AFTER = {
+    "seconds": ("120", 120),
+    "an HTTP date": (lambda: formatdate(time.time() + 120, usegmt=True), 120),
+    "a day, bounded": ("86400", RETRY_AFTER_LIMIT_SECONDS),
+}
+
+
+@pytest.mark.parametrize("asked", sorted(RETRY_AFTER))
+@pytest.mark.parametrize("code", [429, 503])
+def test_a_target_asking_to_be_left_alone_is_left_alone_as_long_as_it_asked(tmp_path, code, asked):
+    queued = fill(tmp_path)
+    header, seconds = RETRY_AFTER[asked]
+    header = header() if callable(header) else header
+    with LineageServer(fail=lambda e, attempt: code, failure_headers={"Retry-After": header}) as server:
+        bridge = bridge_for(tmp_path, (http_sink(Auth("none", None).client(server.url)),))
+        first = one_pass(bridge).sink("openlineage")
+        assert f"HTTP {code}" in first.waiting_on and "Retry-After" in first.waiting_on, first.waiting_on
+        for _ in range(5):
+            one_pass(bridge)
+        assert sum(server.attempts.values()) == 1  # the passes within its time sent nothing
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        (said,) = status(outbox).sinks
+        outbox.close()
+        assert seconds - 15 < said.retry_in <= seconds and said.pending == len(queued)
+        server.fail = lambda e, attempt: False
+        expire_backoffs(tmp_path, first.sink)  # its time has passed
+        one_pass(bridge)
+    received_once_each(server, queued)
+
+
+def test_an_event_failed_with_a_retry_after_is_not_tried_again_sooner(tmp_path):
+    queued = fill(tmp_path)
+    bad = identity(queued[5])
+    fail = lambda e, attempt: 500 if identity(e) == bad else 0  # noqa: E731
+    with LineageServer(fail=fail, failure_headers={"Retry-After": "300"}) as server:
+        bridge = bridge_for(tmp_path, (http_sink(Auth("none", None).client(server.url)),))
+        one_pass(bridge)
+        one_pass(bridge)
+        assert server.attempts[bad] == 1
+        outbox = Outbox(tmp_path / "outbox.sqlite")
+        (held,) = [held for held in outbox.letters.failing(first_sink(outbox)) if held.attempts]
+        outbox.close()
+        assert 285 < held.retry_after - time.time() <= 300
+
+
+def first_sink(outbox: Outbox) -> str:
+    return outbox.places.states()[0].sink
 
 
 def test_three_refused_events_are_parked_with_the_receivers_reason(tmp_path, auth):
@@ -398,6 +497,36 @@ def test_a_gms_failing_or_refusing_one_event_holds_or_parks_it_and_takes_the_res
     times = Counter(proposal["systemMetadata"]["lastObserved"] for proposal in gms.proposals())
     expected = {int(datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")).timestamp() * 1000) for e in queued}
     assert set(times) == expected - {int(failing.marker)}  # every other event arrived
+
+
+def observed(event: dict) -> int:
+    """An event's time as DataHub keeps it with each aspect (``lastObserved``, in milliseconds)."""
+    return int(datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("runs", [1, 3, 10])
+def test_a_gms_failing_one_job_with_any_number_of_runs_takes_every_other_run_and_parks_the_job(tmp_path, runs):
+    from bridge.outbox.letters import EVENT_ATTEMPTS
+    from tests.loopback_gms import GmsStandIn
+
+    starts, completes = runs_of_one_job(runs)
+    queued = fill(tmp_path, starts + golden_events() + completes)
+    flaky = [event for _, event in starts + completes]
+    with GmsStandIn(answer=lambda body: 502 if FLAKY_JOB.encode() in body else 200) as gms:
+        bridge = bridge_for(tmp_path, (SinkSpec("datahub-rest", {"server": gms.url}, "datahub"),))
+        passes = [one_pass(bridge).sink("datahub")]
+        others = {observed(event) for event in queued} - {observed(event) for event in flaky}
+        assert {proposal["systemMetadata"]["lastObserved"] for proposal in gms.proposals()} == others
+        assert passes[0].held == 2 * runs and passes[0].waiting_on is None, passes[0]
+        while passes[-1].pending and len(passes) < 4 * EVENT_ATTEMPTS:
+            expire_backoffs(tmp_path, passes[-1].sink)
+            passes.append(one_pass(bridge).sink("datahub"))
+    outbox = Outbox(tmp_path / "outbox.sqlite")
+    letters = outbox.letters.dead_letters()
+    outbox.close()
+    assert len(letters) == 2 * runs and {letter.attempts for letter in letters} == {EVENT_ATTEMPTS}
+    assert {letter.run_id for letter in letters} == {event["run"]["runId"] for event in flaky}
+    assert verdict(tmp_path) == PARKED
 
 
 def test_a_gms_that_is_down_or_refuses_the_token_names_the_setting(tmp_path):

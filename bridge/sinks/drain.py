@@ -12,9 +12,14 @@ What a failure means is :func:`bridge.sinks.failures.classify`'s judgement:
 - An event the target **refused**, or that cannot be translated, is parked at once as a dead letter
   with its reason; the events behind it go on.
 - An event the target failed on **this time** (a 500, or a 502-504 a proxy gave for it) is held out of
-  line: it backs off on its own, the later events of its run wait behind it, every other run goes on.
-  After ``EVENT_ATTEMPTS`` it is parked too, whatever its code. When ``FAILURES_BEFORE_WAITING`` events in
-  a row fail so, the target itself is failing, not the events: the whole sink waits, as for one away.
+  line: it backs off on its own (at least as long as the target's ``Retry-After`` says), the later events
+  of its run wait behind it, every other run goes on, however many events are held. After
+  ``EVENT_ATTEMPTS`` it is parked too, whatever its code.
+- When events of ``FAILURES_BEFORE_WAITING`` different jobs fail so one after another, with nothing
+  taken between, the target itself is failing, not the events: the whole sink waits, as for one away.
+  The attempts of the events that failed in that row go back to what they were: a target failing
+  everything parks nothing. One job's events never make that judgement alone, so any number of them
+  held cannot stall a target (and a target failing only one job's events parks them: a person decides).
 - Dead letters queued again (``retry``) are sent first, out of order, once each; what a person discarded
   is never sent, even from a rebuilt outbox.
 """
@@ -110,8 +115,9 @@ class _Drain:
         self.wait = self.places.wait(sink.name)
         self.target_failing = self.wait is not None
         self.durable_counts = (0, 0)  # sent and already there, as of the last batch made durable
-        # Events that failed on their own one after another (with their attempts before): the target may be failing.
-        self.failed_in_a_row: list[tuple[int, int]] = []
+        # Events that failed on their own since the target last took one, and their jobs: the target may be failing.
+        self.failed_in_a_row: list[_Held] = []
+        self.jobs_in_a_row: set[str] = set()
         self.discarded = self.letters.discarded(sink.name)
 
     def run(self) -> DrainResult:
@@ -138,24 +144,30 @@ class _Drain:
             sent = sink.send(event, self._seconds_left())
         except Exception as err:  # every failure is judged: wait, hold, or park
             failure = classify(err, sink.credentials_setting, sink.target_setting)
-            attempts = (earlier.attempts if earlier else 0) + 1
+            before = earlier.attempts if earlier else 0
             if failure.kind == "this event":
-                self.failed_in_a_row.append((event.seq, earlier.attempts if earlier else 0))
-                if len(self.failed_in_a_row) >= FAILURES_BEFORE_WAITING:  # not the events: the target is failing
-                    failure = Failure("away", f"{FAILURES_BEFORE_WAITING} events in a row failed: {failure.reason}")
+                self.failed_in_a_row.append(_Held(event, before, before + 1, failure.reason, 0.0))
+                self.jobs_in_a_row.add(_job_of(event))
+                if len(self.jobs_in_a_row) >= FAILURES_BEFORE_WAITING:  # not the events: the target is failing
+                    said = f"events of {FAILURES_BEFORE_WAITING} jobs in a row failed: {failure.reason}"
+                    failure = Failure("away", said, failure.wait_at_least)
                     self._not_the_events_fault()
-            if failure.permanent or (failure.kind == "this event" and attempts >= EVENT_ATTEMPTS):
-                letters.park(sink.name, event, failure.reason, attempts)
+            if failure.permanent or (failure.kind == "this event" and before + 1 >= EVENT_ATTEMPTS):
+                letters.park(sink.name, event, failure.reason, before + 1)
                 result.parked += 1
                 return "done"
             if failure.whole_sink:
                 self.places.note_failure(sink.name, failure.reason, backoff, failure.wait_at_least)
                 result.waiting_on = failure.reason
                 return "stop"
-            letters.hold(sink.name, event.seq, attempts, failure.reason, time.time() + backoff(attempts))
+            retry_after = time.time() + max(backoff(before + 1), failure.wait_at_least)
+            held = _Held(event, before, before + 1, failure.reason, retry_after)
+            letters.hold(sink.name, event.seq, held.attempts, held.error, held.retry_after)
+            self.failed_in_a_row[-1] = held
             result.held_on = failure.reason
             return "held"
         self.failed_in_a_row.clear()
+        self.jobs_in_a_row.clear()
         if sent:
             result.sent += 1
         else:
@@ -169,11 +181,9 @@ class _Drain:
 
     def _not_the_events_fault(self) -> None:
         """The events held in a row were the target's failure, not theirs: their attempts go back to what they were,
-        so a target that is down does not get them parked."""
-        for seq, attempts in self.failed_in_a_row[:-1]:
-            held = next((f for f in self.letters.failing(self.sink.name) if f.seq == seq), None)
-            if held is not None:
-                self.letters.hold(self.sink.name, seq, attempts, held.error, held.retry_after)
+        so a target that is failing does not get them parked."""
+        for held in self.failed_in_a_row[:-1]:
+            self.letters.hold(self.sink.name, held.event.seq, held.before, held.error, held.retry_after)
         self.result.held_on = None
 
     def _redeliver(self) -> bool:
@@ -298,6 +308,25 @@ class _Drain:
         delivered = bool(result.sent or result.already_there or result.redelivered)
         self.places.record(sink.name, sink.target, counts, delivered)
         return result
+
+
+@dataclass(frozen=True)
+class _Held:
+    """An event held in this pass on an error of its own: its attempts before and after, why, and when to try again."""
+
+    event: QueuedEvent
+    before: int
+    attempts: int
+    error: str
+    retry_after: float
+
+
+def _job_of(event: QueuedEvent) -> str:
+    try:
+        job = event_document(event.payload)["job"]
+        return f"{job['namespace']}/{job['name']}"
+    except UnreadableEvent:
+        return f"unreadable event {event.seq}"
 
 
 def _run_of(event: QueuedEvent) -> str:

@@ -7,22 +7,26 @@ Four kinds, each with its own treatment in :mod:`bridge.sinks.drain`:
 - ``credentials``: the target refused who we are (401, 403), or we do not trust who it is (its TLS
   certificate). Every event would get the same answer, so the whole sink waits, and the reason names
   the setting to fix.
-- ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429, a
-  locked store, anything unknown). The whole sink waits and backs off: waiting loses nothing. The
-  reason names where the target is set.
+- ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429, a 503
+  with ``Retry-After``, a locked store, anything unknown). The whole sink waits and backs off: waiting loses
+  nothing. The reason names where the target is set.
 - ``this event``: the target failed on this one event but may not next time (every 5xx, 408, 425, or
   the connection closed before the answer: it may have the event, so it is not sent again in the same pass). The
   event waits and backs off on its own; the rest of the queue goes on (:mod:`bridge.sinks.drain` decides
   when so many fail in a row that the target itself is failing).
 
-Every reason is one line without credentials: a refusal keeps the target's own words (the start of its answer).
+A target's ``Retry-After`` (seconds or an HTTP date) is honoured, up to ``RETRY_AFTER_LIMIT_SECONDS``: nothing is
+sent to it sooner. Every reason is one line without credentials: a refusal keeps the target's own words (the start
+of its answer).
 """
 
 from __future__ import annotations
 
 import re
 import ssl
+import time
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from bridge.errors import BridgeError
@@ -31,6 +35,7 @@ FailureKind = Literal["refused", "credentials", "away", "this event"]
 
 CREDENTIAL_STATUS = frozenset({401, 403})
 AWAY_STATUS = frozenset({429})
+UNAVAILABLE = 503  # with a Retry-After, the whole target is unavailable for that long
 RETRY_EVENT_STATUS = frozenset({408, 425})
 TLS_SETTINGS = (
     "the target's TLS certificate is not trusted: give its CA bundle (sslContext.caCertPath in openlineage.yml, "
@@ -41,6 +46,8 @@ UNREADABLE_CERTIFICATE = (
     "openlineage.yml to readable PEM files"
 )
 ANSWER_SHOWN = 300  # characters of a refusal's answer kept in its reason
+# A target asking for longer (or a clock far off) is tried again after this, rather than in days.
+RETRY_AFTER_LIMIT_SECONDS = 900.0
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
@@ -94,6 +101,28 @@ def http_status(err: BaseException | None) -> int | None:
                 return None
         err = err.__cause__
     return None
+
+
+def retry_after(err: BaseException | None, now: float | None = None) -> float | None:
+    """The seconds the target asked to be left alone (its ``Retry-After``), bounded; ``None`` when it did not ask."""
+    while err is not None:
+        headers = getattr(getattr(err, "response", None), "headers", None)
+        said = headers.get("Retry-After") if headers is not None else None
+        if said is not None:
+            return _seconds_asked(str(said).strip(), time.time() if now is None else now)
+        err = err.__cause__
+    return None
+
+
+def _seconds_asked(said: str, now: float) -> float | None:
+    if said.isdigit():
+        seconds = float(said)
+    else:
+        try:
+            seconds = parsedate_to_datetime(said).timestamp() - now
+        except (TypeError, ValueError):  # neither seconds nor an HTTP date: not a request we can honour
+            return None
+    return min(max(seconds, 0.0), RETRY_AFTER_LIMIT_SECONDS)
 
 
 def _untrusted_certificate(err: BaseException | None) -> bool:
@@ -160,10 +189,13 @@ def classify(
         return Failure("away", f"{reason}; check that the target runs and {target_setting}")
     answer = redact(answer_text(err))
     said = f"HTTP {status}: {reason}" + (f"; the target said: {answer}" if answer else "")
-    if status in AWAY_STATUS:
-        return Failure("away", said)
+    wait = retry_after(err)
+    if wait is not None:
+        said += f"; it asked to be left alone for {wait:.0f} s (Retry-After)"
+    if status in AWAY_STATUS or (status == UNAVAILABLE and wait is not None):
+        return Failure("away", said, wait or 0.0)
     if status in RETRY_EVENT_STATUS or status >= 500:
-        return Failure("this event", said)
+        return Failure("this event", said, wait or 0.0)
     if 400 <= status < 500:
         return Failure("refused", said)
     return Failure("away", said)
