@@ -269,7 +269,7 @@ def test_a_sensor_tick_with_failures_fails_rather_than_skips(tmp_path, openlinea
     ],
 )
 def test_credentials_in_urls_are_never_shown(text, shown):
-    from bridge.sinks.failures import redact
+    from bridge.redaction import redact
 
     assert redact(text) == shown
 

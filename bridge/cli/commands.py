@@ -27,8 +27,8 @@ from bridge.outbox.database import OutboxDamaged
 from bridge.outbox.health import HEALTHY, VERDICTS, status, status_lines
 from bridge.outbox.lease import PassRunning, one_pass_at_a_time
 from bridge.outbox.outbox import Outbox
+from bridge.redaction import redact
 from bridge.run.unseen import unseen_line, unseen_runs
-from bridge.sinks.failures import redact
 from bridge.wording import counts, fitted, plural
 
 if TYPE_CHECKING:

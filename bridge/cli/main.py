@@ -43,8 +43,8 @@ from bridge.index.model_versions import (
 )
 from bridge.index.picture import PANEL_WIDTH_PX, picture_file, to_mermaid, to_svg
 from bridge.outbox.outbox import Outbox
+from bridge.redaction import redact
 from bridge.run.unseen import unseen_line, unseen_runs
-from bridge.sinks.failures import redact
 from bridge.translate.naming import NotNamed
 from bridge.wording import matching, plural, short, when
 

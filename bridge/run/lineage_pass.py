@@ -27,12 +27,12 @@ from bridge.index.lineage_index import LineageIndex
 from bridge.outbox.health import HEALTHY, record_pass, verdict
 from bridge.outbox.lease import PassLease, one_pass_at_a_time
 from bridge.outbox.outbox import Outbox
+from bridge.redaction import redact
 from bridge.run.collections_paused import fewer_collections
 from bridge.run.idle import configuration, remember_configuration
 from bridge.run.reports import report_metaflow_outputs
 from bridge.sinks.contract import SinkContext, SinkDamaged, SinkMisconfigured
 from bridge.sinks.drain import DrainResult, drain
-from bridge.sinks.failures import redact
 from bridge.sinks.registry import build_sink
 from bridge.sources.dagster import AssetGraph, DagsterSource
 from bridge.sources.metaflow import MetaflowSource

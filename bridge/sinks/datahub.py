@@ -24,8 +24,9 @@ from urllib.parse import urlsplit
 from pydantic import SecretStr, field_validator
 
 from bridge.outbox.queue import QueuedEvent
+from bridge.redaction import redact
 from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkDamaged
-from bridge.sinks.failures import Unsendable, redact
+from bridge.sinks.failures import Unsendable
 from bridge.sinks.file_place import CREATE_PLACE_TABLE, keep_place, place_in_file, set_aside
 from bridge.sinks.job_edges import Edges, EdgeStore
 from bridge.translate.translator import LineageTranslator

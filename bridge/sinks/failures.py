@@ -22,7 +22,6 @@ of its answer).
 
 from __future__ import annotations
 
-import re
 import ssl
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from bridge.errors import BridgeError
+from bridge.redaction import redact
 
 FailureKind = Literal["refused", "credentials", "away", "this event"]
 
@@ -48,7 +48,6 @@ UNREADABLE_CERTIFICATE = (
 ANSWER_SHOWN = 300  # characters of a refusal's answer kept in its reason
 # A target asking for longer (or a clock far off) is tried again after this, rather than in days.
 RETRY_AFTER_LIMIT_SECONDS = 900.0
-_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s:]+(?::[^/@\s]*)?@")
 
 
 class Unsendable(BridgeError):
@@ -80,11 +79,6 @@ class Failure:
     def whole_sink(self) -> bool:
         """Every event would fail the same way now: the sink waits, in order."""
         return self.kind in ("credentials", "away")
-
-
-def redact(text: str) -> str:
-    """``text`` with any ``user:password@`` in a URL replaced by ``***@``."""
-    return _CREDENTIALS.sub(r"\g<scheme>***@", text)
 
 
 def http_status(err: BaseException | None) -> int | None:

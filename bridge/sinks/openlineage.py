@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import Field
 
 from bridge.outbox.queue import QueuedEvent, UnreadableEvent, event_document
+from bridge.redaction import redact
 from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkMisconfigured
-from bridge.sinks.failures import NoAnswer, Unsendable, redact
+from bridge.sinks.failures import NoAnswer, Unsendable
 
 if TYPE_CHECKING:
     from openlineage.client import OpenLineageClient

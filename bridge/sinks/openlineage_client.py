@@ -24,7 +24,7 @@ from openlineage.client.transport.http import HttpTransport, TokenProvider
 from openlineage.client.transport.transport import Transport
 from requests.utils import get_netrc_auth
 
-from bridge.sinks.failures import redact
+from bridge.redaction import redact
 
 
 def make_client(events_file: Path) -> OpenLineageClient:

@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from bridge.config import SinkSpec
+from bridge.redaction import redact
 from bridge.sinks.contract import Sink, SinkConfig, SinkContext, SinkMisconfigured
-from bridge.sinks.failures import redact
 
 ENTRY_POINT_GROUP = "lineage_bridge.sinks"
 BUILT_IN = {
