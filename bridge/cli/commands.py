@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridge.config import LineageBridge
 from bridge.errors import BridgeError
@@ -242,17 +242,27 @@ def lineage_status(bridge: LineageBridge, as_json: bool = False) -> int:
     outbox = open_outbox(bridge)
     try:
         found = status(outbox)
+        ended = ended_runs(outbox.queue.cursor("metaflow"))
     finally:
         outbox.close()
     behind = unseen_runs(bridge)
     if as_json:
-        print(json.dumps(found.as_json() | {"unseen": behind.as_json()}, indent=2))
+        print(json.dumps(found.as_json() | {"unseen": behind.as_json(), "ended_runs": ended}, indent=2))
         return found.code
     say(*status_lines(found, time.time(), bridge.repair_command, behind.any))
+    if ended:
+        say(f"Ended by the bridge (Metaflow never said; their process was gone), latest {len(ended)}:")
+        say(*(f"  {run['run']} at {run['at']}: {run['why']}" for run in ended))
     behind_line = unseen_line(behind, bridge.repair_command)
     if behind_line:
         say(behind_line)
     return found.code
+
+
+def ended_runs(cursor: dict[str, Any]) -> list[dict[str, str]]:
+    """The Metaflow runs the bridge ended (their process gone), oldest first, from the Metaflow source's cursor."""
+    ended = [{"run": run, **said} for flow in cursor.values() for run, said in flow.get("ended", {}).items()]
+    return sorted(ended, key=lambda run: run["at"])
 
 
 def rebuild(bridge: LineageBridge, what: str, run_a_pass: Callable[[], int]) -> int:

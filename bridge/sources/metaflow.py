@@ -2,6 +2,14 @@
 
 The cursor keeps a watermark (the creation time of the oldest unfinished run) and the runs finished
 since, so each run is translated while it runs and once more when it has finished, never again.
+
+A run ends when Metaflow says so, or when its process is gone (killed, or its machine restarted), which
+Metaflow never records: the bridge then ends it as ABORT, its unfinished tasks too, with the reason
+(:func:`ended_because`). While a task of the run still works on this machine (its flow's process gone or
+not), the run goes on: it may still write. Otherwise the process is the one the start step marked
+(:mod:`bridge.liveness`); before the start step finished, a run with no process on this machine and no record
+for ``NO_PROCESS_GRACE_SECONDS`` has ended; a run whose process is on another machine, after ``SILENT_SECONDS``
+without a record.
 With Metaflow's local metadata, a pass that finds no new run folder and no unfinished run reads
 nothing more: an idle pass costs one directory listing, whatever the history.
 """
@@ -11,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,8 +30,15 @@ from metaflow import Flow, Run, Task, get_metadata, namespace
 from metaflow.exception import MetaflowNotFound
 from openlineage.client.event_v2 import RunEvent, RunState
 
+from bridge.liveness import ProcessMark, gone, machine_restarted, processes_with
 from bridge.sources.metaflow_folders import folder_digest
-from bridge.sources.metaflow_recorder import LINEAGE_CODE, LINEAGE_IO, LINEAGE_PARENT, LINEAGE_STEP_GRAPH
+from bridge.sources.metaflow_recorder import (
+    LINEAGE_CODE,
+    LINEAGE_IO,
+    LINEAGE_PARENT,
+    LINEAGE_RUNTIME,
+    LINEAGE_STEP_GRAPH,
+)
 from bridge.translate.events import JobRef
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord, translate_flow_run
 from bridge.translate.naming import Naming
@@ -30,6 +47,12 @@ from bridge.translate.translator import LineageTranslator, as_translator
 log = logging.getLogger(__name__)
 
 KEEP_FINISHED = 200  # finished run ids remembered past the watermark
+KEEP_ENDED = 20  # runs the bridge ended, remembered for `status`
+# A run whose start step has not finished has no process mark yet: Metaflow starts its first task within
+# seconds, so this long with no process of the run on this machine and no record from it, it has ended.
+NO_PROCESS_GRACE_SECONDS = 120.0
+# A run whose process is on another machine cannot be checked: this long without a record, it is taken as ended.
+SILENT_SECONDS = 24 * 3600.0
 DagsterRunJob = Callable[[str], JobRef | None]
 DagsterStepJob = Callable[[str, str], JobRef | None]
 
@@ -88,7 +111,8 @@ def flow_runs(flow_name: str) -> list[Run]:
 # What a finished task recorded never changes: read from Metaflow once per process (the watcher's passes
 # re-read a running flow's tasks every half second), by task pathspec; the oldest forgotten past the limit.
 _COMPLETED: dict[str, TaskRecord] = {}
-_STARTS: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}  # a run's start task: parent, step graph, code
+# A run's start task: parent, step graph, code, and the mark of the flow's process.
+_STARTS: dict[str, tuple[Any, dict[str, Any], dict[str, Any], ProcessMark | None]] = {}
 KEEP_COMPLETED = 20_000
 
 
@@ -118,9 +142,10 @@ def _task_record(step: str, task: Task) -> TaskRecord:
     return record
 
 
-def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """What the start task recorded: the Dagster run and step that launched the run, the flow's step graph, and its
-    code (docstrings and file, with the git commit and the Metaflow version Metaflow recorded with the task)."""
+def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any], dict[str, Any], ProcessMark | None]:
+    """What the start task recorded: the Dagster run and step that launched the run, the flow's step graph, its
+    code (docstrings and file, with the git commit and the Metaflow version Metaflow recorded with the task), and
+    the mark of the process running the flow."""
     known = _STARTS.get(start.pathspec)
     if known is not None:
         return known
@@ -129,7 +154,8 @@ def _start_artifacts(start: Task) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     code["engine_version"] = metadata.get("metaflow_version")
     with contextlib.suppress(ValueError, TypeError):  # git-info is JSON Metaflow wrote; absent outside a checkout
         code["git"] = json.loads(metadata.get("git-info") or "{}")
-    found = (_artifact(start, LINEAGE_PARENT), _artifact(start, LINEAGE_STEP_GRAPH, {}), code)
+    runtime = ProcessMark.from_json(_artifact(start, LINEAGE_RUNTIME))
+    found = (_artifact(start, LINEAGE_PARENT), _artifact(start, LINEAGE_STEP_GRAPH, {}), code, runtime)
     if task_state(start) == RunState.COMPLETE:
         _remember(_STARTS, start.pathspec, found)
     return found
@@ -142,12 +168,15 @@ def _state_of(run: Run, tasks: list[TaskRecord]) -> RunState:
     return RunState.FAIL if any(task.state == RunState.FAIL.value for task in tasks) else RunState.RUNNING
 
 
-def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None) -> FlowRunRecord:
-    """Everything the translator needs of one run, read now, so that nothing reads Metaflow later."""
+def run_record(
+    run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJob | None = None, now: float | None = None
+) -> FlowRunRecord:
+    """Everything the translator needs of one run, read now, so that nothing reads Metaflow later; a run Metaflow
+    leaves running whose process is gone, ended (:func:`ended_because`)."""
     start = run["start"].task if "start" in [step.id for step in run] else None
-    parent, step_graph, code = _start_artifacts(start) if start else (None, {}, {})
+    parent, step_graph, code, runtime = _start_artifacts(start) if start else (None, {}, {}, None)
     tasks = [_task_record(step.id, task) for step in run for task in step]
-    return FlowRunRecord(
+    record = FlowRunRecord(
         flow=run.pathspec.split("/")[0],
         pathspec=run.pathspec,
         created_at=_utc(run.created_at),
@@ -162,6 +191,53 @@ def run_record(run: Run, dagster_run: DagsterRunJob, dagster_step: DagsterStepJo
         if parent and parent.get("step_key") and dagster_step
         else None,
     )
+    if record.state != RunState.RUNNING.value:
+        return record
+    now = time.time() if now is None else now
+    why = ended_because(record, runtime, run.id, now)
+    return ended(record, why, datetime.fromtimestamp(now, UTC)) if why else record
+
+
+def last_record(record: FlowRunRecord) -> datetime:
+    """The latest moment the run recorded anything: its start, a task's start or end."""
+    moments = [record.created_at, *(t.created_at for t in record.tasks), *(t.finished_at for t in record.tasks)]
+    return max(moment for moment in moments if moment is not None)
+
+
+def ended_because(record: FlowRunRecord, runtime: ProcessMark | None, run_id: str, now: float) -> str | None:
+    """Why a run Metaflow leaves running has ended (``None`` while it may still run)."""
+    silent = now - last_record(record).timestamp()
+    if processes_with(run_id):  # a task of it still works here (its flow's process may be gone): it may write yet
+        return None
+    if runtime is not None:
+        is_gone = gone(runtime)
+        if is_gone and machine_restarted(runtime):
+            return f"the machine restarted since its process ({runtime.where()}) started; ended by the lineage bridge"
+        if is_gone:
+            return f"its process ({runtime.where()}) is gone (killed or crashed); ended by the lineage bridge"
+        if is_gone is None and silent > SILENT_SECONDS:
+            return (
+                f"no record from it for {silent / 3600:.0f} h and its process ({runtime.where()}) is on another "
+                "machine; ended by the lineage bridge"
+            )
+        return None
+    if silent <= NO_PROCESS_GRACE_SECONDS:
+        return None
+    return (
+        f"no process of it on this machine and no record from it for {silent:.0f} s (it stopped before its start "
+        "step finished); ended by the lineage bridge"
+    )
+
+
+def ended(record: FlowRunRecord, why: str, at: datetime) -> FlowRunRecord:
+    """``record`` ended as ABORT ``at`` (when the bridge found it had), and each of its unfinished tasks with it."""
+    tasks = [
+        replace(task, state=RunState.ABORT.value, finished_at=at, error=why)
+        if task.state == RunState.RUNNING.value
+        else task
+        for task in record.tasks
+    ]
+    return replace(record, state=RunState.ABORT.value, finished_at=at, tasks=tasks, ended=why)
 
 
 class MetaflowSource:
@@ -197,6 +273,7 @@ class MetaflowSource:
         if folders is not None and cursor.get("settled") == folders:
             return [], cursor | {"folder": str(folder)}  # where an idle pass looks for a new run (bridge.run.idle)
         finished = dict(cursor.get("finished", {}))
+        ended_runs = dict(cursor.get("ended", {}))
         watermark = cursor.get("watermark", 0.0)
         runs = flow_runs(flow)
         events: list[tuple[str, RunEvent]] = []
@@ -207,6 +284,9 @@ class MetaflowSource:
                 continue
             record = run_record(run, self.dagster_run, self.dagster_step)
             events += translate_flow_run(record, self.translator)
+            if record.ended:
+                ended_at = record.finished_at or last_record(record)
+                ended_runs[record.pathspec] = {"why": record.ended, "at": ended_at.isoformat(timespec="seconds")}
             if record.state != RunState.RUNNING.value:
                 finished[run.id] = created
             else:
@@ -215,6 +295,8 @@ class MetaflowSource:
         watermark = min(unfinished) if unfinished else (newest_done[0] if newest_done else watermark)
         finished = {run: created for run, created in finished.items() if created >= watermark}
         after = {"watermark": watermark, "finished": finished}
+        if ended_runs:  # for `status`: the runs the bridge ended, the latest few
+            after["ended"] = dict(sorted(ended_runs.items(), key=lambda item: item[1]["at"])[-KEEP_ENDED:])
         if folder is not None:
             after["folder"] = str(folder)  # where status counts the runs not seen yet (bridge.run.unseen)
         if not unfinished and folders is not None:

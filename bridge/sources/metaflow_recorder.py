@@ -2,8 +2,9 @@
 
 A flow's table and model I/O calls :func:`record_read`, :func:`record_write` and :func:`record_model`;
 the ``@record_lineage`` flow mutator wraps every step so that what a step recorded is saved as its
-``lineage_io`` artifact. The ``start`` step also saves the step graph and, when Dagster launched
-the run (:data:`DAGSTER_RUN_ID_ENV` in the flow's environment), the Dagster parent run. The bridge's
+``lineage_io`` artifact. The ``start`` step also saves the step graph, the mark of the process running
+the flow and, when Dagster launched the run (:data:`DAGSTER_RUN_ID_ENV` in the flow's environment), the
+Dagster parent run. The bridge's
 Metaflow source reads these artifacts instead of guessing.
 """
 
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from metaflow import FlowMutator, FlowSpec, current, user_step_decorator
 
+from bridge.liveness import mark
 from bridge.translate.column_lineage import ColumnLineage, lineage_to_json
 from bridge.translate.partitions import PartitionVersion, in_order
 
@@ -37,6 +39,9 @@ DAGSTER_STEP_ENV = "DAGSTER_STEP_KEY"
 LINEAGE_IO, LINEAGE_STEP_GRAPH, LINEAGE_PARENT = "lineage_io", "lineage_step_graph", "lineage_parent"
 # The start step's record of the flow's code: its docstrings (the flow's under "") and its file in its repository.
 LINEAGE_CODE = "lineage_code"
+# The start step's mark of the process that runs the flow (Metaflow's runtime, its parent): while it lives, so
+# may the run; once it is gone, the run has ended, whatever Metaflow recorded (:mod:`bridge.liveness`).
+LINEAGE_RUNTIME = "lineage_runtime"
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,7 @@ def lineage_recorder(step_name: str, flow: FlowSpec, inputs: Any) -> Iterator[No
         setattr(flow, LINEAGE_STEP_GRAPH, step_graph())
         setattr(flow, LINEAGE_PARENT, dagster_parent())
         setattr(flow, LINEAGE_CODE, flow_code(flow))
+        setattr(flow, LINEAGE_RUNTIME, mark(os.getppid()).to_json())
     with recording() as recorder:
         try:
             yield

@@ -44,7 +44,7 @@ class TaskRecord:
     step: str
     created_at: datetime
     finished_at: datetime | None
-    state: str  # a RunState value: COMPLETE, FAIL or RUNNING
+    state: str  # a RunState value: COMPLETE, FAIL, RUNNING, or ABORT (it ended without Metaflow saying so)
     error: str | None = None
     io: dict[str, Any] = field(default_factory=dict)  # the task's ``lineage_io``: {"reads": [...], "writes": [...]}
 
@@ -65,6 +65,9 @@ class FlowRunRecord:
     root: JobRef | None = None
     dagster_run_id: str | None = None  # the Dagster run that launched it, if one did
     parent: JobRef | None = None  # the Dagster step that launched it (its parent; the Dagster run is the root)
+    # Why the run ended though Metaflow never said so (its process is gone): its state and its unfinished tasks'
+    # are ABORT, at ``finished_at``.
+    ended: str | None = None
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -171,7 +174,7 @@ def translate_flow_run(record: FlowRunRecord, translator: LineageTranslator | Na
         ended = [task.finished_at for task in record.tasks if task.finished_at]
         ended_at = record.finished_at or max(ended, default=record.created_at)
         complete = record.state == RunState.COMPLETE.value
-        error = None if complete else f"Metaflow run {record.pathspec} failed"
+        error = None if complete else record.ended or f"Metaflow run {record.pathspec} failed"
         model = models[-1] if complete and models else None
         specs.append(replace(flow_start, state=RunState(record.state), time=ended_at, error=error, model=model))
     return [(event_key(spec), translator.event(spec)) for spec in specs]
