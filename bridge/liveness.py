@@ -82,3 +82,16 @@ def processes_with(argument: str) -> list[int]:
         if argument in (process.info.get("cmdline") or ()) and process.info.get("status") != psutil.STATUS_ZOMBIE:
             found.append(process.info["pid"])
     return found
+
+
+def lives(pid: int, started_by: float) -> bool:
+    """Whether the process this machine knows as ``pid`` lives and is the one that had started by ``started_by``
+    (seconds since the epoch), not a later process given its pid."""
+    try:
+        found = psutil.Process(pid)
+        started, dead = found.create_time(), found.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # it exists but is not ours to read: it lives
+        return True
+    return not dead and started <= started_by + STARTED_WITHIN_SECONDS
