@@ -20,6 +20,7 @@ from typing import Any
 
 from bridge.outbox.database import connect
 from bridge.outbox.outbox import Outbox
+from bridge.outbox.queue import UnreadableEvent, event_document
 from bridge.translate.partitions import PartitionVersion, partitions_in
 
 SCHEMA = """
@@ -195,7 +196,11 @@ class LineageIndex:
                 connection.execute("BEGIN IMMEDIATE")
                 held = _Held()
                 for queued in events:
-                    _apply(connection, queued.payload, event_facts(json.loads(queued.payload), located), held)
+                    try:
+                        facts = event_facts(event_document(queued.payload), located)
+                    except (UnreadableEvent, KeyError, TypeError):  # no run event: the sinks park it, with why
+                        continue
+                    _apply(connection, queued.payload, facts, held)
                 connection.executemany(
                     "INSERT OR REPLACE INTO located VALUES (?, ?, ?)",
                     [(*key, label) for key, label in located.items() if known.get(key) != label],

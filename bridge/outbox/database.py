@@ -7,6 +7,7 @@ what they share.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -26,8 +27,22 @@ class OutboxDamaged(RuntimeError, BridgeError):
     """The outbox file cannot be read as SQLite."""
 
 
+class OutboxReadOnly(RuntimeError, BridgeError):
+    """The outbox cannot be written where it is: its folder or file is read-only (nothing in it is damaged)."""
+
+
 class LeaseLost(RuntimeError, BridgeError):
     """Another pass took the lease: this pass may not move any sink."""
+
+
+def read_only(path: Path) -> bool:
+    """Whether the file at ``path`` (or the folder it would be made in) cannot be written: permissions, or a
+    file system mounted read-only."""
+    folder = next((each for each in (path.parent, *path.parent.parents) if each.exists()), path.parent)
+    for each in (path, path.with_name(path.name + "-wal"), folder):
+        if each.exists() and not os.access(each, os.W_OK):
+            return True
+    return False
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -37,8 +52,12 @@ def connect(path: Path) -> sqlite3.Connection:
     power cut), at microseconds instead of an fsync per commit.
     """
     connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.DatabaseError:
+        connection.close()  # not left open for the garbage collector: the file may be on its way out
+        raise
     return connection
 
 
@@ -46,14 +65,25 @@ class Database:
     """One connection to the outbox file, with the schema of each job created on opening."""
 
     def __init__(self, path: Path, schemas: tuple[str, ...]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.fence: int | None = None  # the lease token this connection writes under, while it holds one
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             self.connection = connect(path)
             self.connection.executescript(SCHEMA + "".join(schemas))
             self.id = self._outbox_id()
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, OSError) as err:
+            if hasattr(self, "connection"):
+                self.connection.close()
+            if read_only(path):
+                msg = (
+                    f"The lineage folder {path.parent} is read-only: the outbox {path.name} cannot be written there "
+                    f"(nothing in it is damaged). Make the folder and its files writable, or point the state folder "
+                    f"(TAXI_STATE_DIR) at one you can write to"
+                )
+                raise OutboxReadOnly(msg) from err
+            if isinstance(err, OSError):
+                raise
             msg = f"The lineage outbox {path} is damaged ({err})"
             raise OutboxDamaged(msg) from err
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_ANSWER_SECONDS = 60.0
 EVENT_TYPES = frozenset({"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"})  # the spec's RunState
 LEGACY_NAME = "openlineage"  # the sink's name in the outbox before places were kept per target
+FILE_TARGET = f"{LEGACY_NAME} file "  # the name of a sink whose target is one file of events, appended to
 
 
 class OpenLineageConfig(SinkConfig):
@@ -90,6 +91,20 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
             transport.config.adapter = HTTPAdapter(max_retries=Retry(0, read=False))
             transport.session = None  # a new session, mounted with the adapter above
             read_environment_once(transport)
+
+    def position(self) -> int:
+        """The bridge's own events file, gone or emptied, starts again from the first event, as DataHub's files do."""
+        events_file = _own_events_file(self.config, self.context, self.name)
+        if events_file is not None and not _holds_events(events_file):
+            return 0
+        return super().position()
+
+    @classmethod
+    def caught_up(cls, config: OpenLineageConfig, context: SinkContext, name: str, last_seq: int) -> bool:
+        events_file = _own_events_file(config, context, name)
+        if events_file is not None and not _holds_events(events_file):
+            return last_seq == 0
+        return super().caught_up(config, context, name, last_seq)
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
         # Loaded with the client by now; deferred so the idle check, which imports this module, never loads them.
@@ -166,6 +181,19 @@ def _configured_client(events_file: Path) -> OpenLineageClient:
             "(OPENLINEAGE_CONFIG)"
         )
         raise SinkMisconfigured(msg) from None
+
+
+def _own_events_file(config: OpenLineageConfig, context: SinkContext, name: str) -> Path | None:
+    """The file of events the bridge appends to when the client names no transport, if the sink ``name`` is it (a
+    transport the user configured keeps its own files); ``None`` for any other target."""
+    lineage_dir = context.bridge.lineage_dir
+    own = config.events_file or context.bridge.events_file
+    named = lineage_dir / name.removeprefix(FILE_TARGET)  # an absolute path stays itself
+    return own if name.startswith(FILE_TARGET) and named == own else None
+
+
+def _holds_events(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
 
 
 def _ledger_path(lineage_dir: Path, target: str) -> Path:
