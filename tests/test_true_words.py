@@ -67,3 +67,19 @@ def test_a_deleted_events_file_is_refilled(tmp_path):
     one_pass(bridge)
     assert len(events_file.read_text().splitlines()) == len(queued)
     assert verdict(tmp_path) == HEALTHY
+
+
+def test_a_copied_lineage_folder_s_status_names_its_own_files(tmp_path):
+    import shutil
+
+    from bridge.outbox.health import status
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    fill(original)
+    one_pass(bridge_for(original, (SinkSpec("openlineage"), lite(original))))
+    shutil.copytree(original, copy)
+    outbox = Outbox(copy / "outbox.sqlite")
+    targets = [sink.target for sink in status(outbox).sinks]
+    outbox.close()
+    assert any(str(copy / "lite.sqlite") in target for target in targets), targets
+    assert not any(str(original) in target for target in targets), targets

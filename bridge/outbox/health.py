@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bridge.outbox.letters import EVENT_ATTEMPTS, describe_event
@@ -35,7 +35,8 @@ def verdict(damaged: bool, failing: bool, parked: bool) -> int:
 
 def record_pass(outbox: Outbox, sinks: list[str], problems: list[str]) -> None:
     """What ``status`` reads: the sinks the latest pass delivered to, and what it found damaged."""
-    outbox.remember(LAST_PASS, json.dumps({"at": time.time(), "sinks": sinks, "problems": problems}))
+    where = str(outbox.path.parent)  # the lineage folder then: a copied or moved state names its own files
+    outbox.remember(LAST_PASS, json.dumps({"at": time.time(), "sinks": sinks, "problems": problems, "in": where}))
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ def status(outbox: Outbox) -> Status:
     recalled = outbox.recall(LAST_PASS)
     last = json.loads(recalled) if recalled else {"at": None, "sinks": [], "problems": []}
     states = {state.sink: state for state in outbox.places.states()}
+    then, now = last.get("in"), str(outbox.path.parent)
+    if then and then != now:  # the state folder was copied or moved since: its targets are the ones here now
+        states = {
+            name: replace(state, target=(state.target or "").replace(then, now)) for name, state in states.items()
+        }
     current = [_health(outbox, states[name]) for name in last["sinks"] if name in states]
     code = verdict(
         damaged=bool(last["problems"]),
