@@ -86,7 +86,7 @@ def test_models_are_built_from_every_month_they_read_and_the_republish_shows_bet
     assert sorted(contents[versions[3]]) == [RAW_WEATHER, ACTUALS]
     views = {v.where for v in verdicts(record)}
     assert {"model --json months", "show --version months", "event months", "DataHub run months"} <= views
-    assert {"diff model months", "event killed run", "log dropped branch"} <= views
+    assert {"diff model months", "diff table months", "event killed run", "log dropped branch"} <= views
 
 
 def test_a_training_without_weather_while_a_weather_version_serves_reads_no_weather_and_leaves_it_serving(record):

@@ -327,17 +327,52 @@ def _dataset_version_arg(connection: sqlite3.Connection, text: str) -> tuple[str
 
 
 def _diff_dataset_versions(connection: sqlite3.Connection, first: str, second: str, as_json: bool) -> int:
-    before = queries.version_tree(connection, *_dataset_version_arg(connection, first))
-    after = queries.version_tree(connection, *_dataset_version_arg(connection, second))
+    """Two versions of one table by content: the partitions that differ and from what, then what their writers
+    read; of two datasets, what each version's writer read."""
+    (dataset_a, version_a), (dataset_b, version_b) = (
+        _dataset_version_arg(connection, each) for each in (first, second)
+    )
+    if dataset_a == dataset_b and versions_of_order(connection, dataset_a, version_a, version_b) > 0:
+        (dataset_a, version_a), (dataset_b, version_b) = (dataset_b, version_b), (dataset_a, version_a)
+    before, after = (
+        queries.version_tree(connection, dataset_a, version_a),
+        queries.version_tree(connection, dataset_b, version_b),
+    )
     columns = queries.column_lineage_of(connection, before), queries.column_lineage_of(connection, after)
+    held = (
+        (queries.contents_at(connection, dataset_a, version_a), queries.contents_at(connection, dataset_b, version_b))
+        if dataset_a == dataset_b
+        else None
+    )
     if as_json:
-        changes = views.version_differences(before, after, *columns)
-        print(json.dumps({"from": before.to_json(), "to": after.to_json(), "changes": changes}, indent=2))
+        changes = (views.contents_differences(*held) if held else []) + views.version_differences(
+            before, after, *columns
+        )
+        contents = (
+            {
+                "partitions": {
+                    "from": [write.to_json() for write in held[0].values()],
+                    "to": [write.to_json() for write in held[1].values()],
+                }
+            }
+            if held
+            else {}
+        )
+        print(json.dumps({"from": before.to_json(), "to": after.to_json(), **contents, "changes": changes}, indent=2))
         return 0
     say(f"From {before.dataset} @ {short(before.version)} to {after.dataset} @ {short(after.version)}:")
+    contents = views.contents_differences(*held, brief=True) if held else []
+    if contents:
+        say(*(f"  {line}" for line in contents), "  Their writers:")
     say(*(f"  {line}" for line in views.version_differences(before, after, *columns, brief=True)))
     say(SHORTENED)
     return 0
+
+
+def versions_of_order(connection: sqlite3.Connection, dataset: str, first: str, second: str) -> int:
+    """Negative when ``first`` was written before ``second``, positive after, 0 for the same version."""
+    known = queries.versions_of(connection, dataset)
+    return known.index(first) - known.index(second)
 
 
 def _resolve_version(

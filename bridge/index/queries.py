@@ -93,6 +93,40 @@ def datasets_read(connection: sqlite3.Connection, run_id: str) -> list[tuple[str
     return list(rows)
 
 
+@dataclass(frozen=True)
+class PartitionWrite:
+    """What one partition of a table version holds: the version that wrote it last, its run, and what that run read
+    (each input at its version: a source file at its fingerprint, a table at its snapshot)."""
+
+    partition: str | None  # None: the run wrote the table whole
+    version: str
+    run_id: str
+    read: tuple[tuple[str, str | None], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": self.partition, "version": self.version, "run_id": self.run_id, "read": dict(self.read)}
+
+
+def contents_at(connection: sqlite3.Connection, dataset: str, version: str) -> dict[str | None, PartitionWrite]:
+    """What ``dataset`` at ``version`` holds, partition by partition: of the completed writes up to the one that made
+    ``version``, in the order they finished, each partition's latest (a whole-table write replaces them all)."""
+    rows = connection.execute(
+        """SELECT io.version, runs.run_id, runs.partition_key FROM io JOIN runs USING (run_id)
+           WHERE io.dataset = ? AND io.direction = 'output' AND io.version IS NOT NULL AND runs.status = 'COMPLETE'
+           ORDER BY runs.finished, runs.run_id""",
+        (dataset,),
+    ).fetchall()
+    held: dict[str | None, PartitionWrite] = {}
+    for written, run_id, partition in rows:
+        if partition is None:
+            held.clear()
+        read = tuple((name, at) for name, at in datasets_read(connection, run_id) if name != dataset)
+        held[partition] = PartitionWrite(partition, written, run_id, read)
+        if written == version:
+            return held
+    return held
+
+
 def versions_of(connection: sqlite3.Connection, dataset: str) -> list[str]:
     rows = connection.execute(
         """SELECT DISTINCT io.version FROM io JOIN runs USING (run_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bridge.index.queries import ColumnNode, VersionNode
+from bridge.index.queries import ColumnNode, PartitionWrite, VersionNode
 from bridge.wording import listed, plural, short
 
 # Sibling source columns read the same way from one file are one line past this many (``day_01 … day_31``).
@@ -128,6 +128,43 @@ def version_lines(tree: VersionNode, brief: bool = True) -> list[str]:
             visit(read, depth + 1)
 
     visit(tree, 1)
+    return lines
+
+
+def contents_differences(
+    before: dict[str | None, PartitionWrite], after: dict[str | None, PartitionWrite], brief: bool = False
+) -> list[str]:
+    """Which partitions two versions of one table hold differently, and from what: each changed partition's writing
+    version and the inputs (a source file's fingerprint, a table's snapshot) that differ."""
+    shown = short if brief else str
+    if before == after:
+        return []
+
+    def name(partition: str | None) -> str:
+        return "the whole table" if partition is None else f"partition {partition}"
+
+    lines = []
+    for partition in sorted(after.keys() - before.keys(), key=str):
+        lines.append(f"{name(partition)} added (written at {shown(after[partition].version)}).")
+    for partition in sorted(before.keys() - after.keys(), key=str):
+        lines.append(f"{name(partition)} gone (it was written at {shown(before[partition].version)}).")
+    same = 0
+    for partition in sorted(before.keys() & after.keys(), key=str):
+        was, now = before[partition], after[partition]
+        if was.version == now.version:
+            same += 1
+            continue
+        old, new = dict(was.read), dict(now.read)
+        changed = [
+            f"{input_name} {shown(old[input_name]) if old.get(input_name) else 'unknown'} -> "
+            f"{shown(new[input_name]) if new.get(input_name) else 'unknown'}"
+            for input_name in sorted(old.keys() | new.keys())
+            if old.get(input_name) != new.get(input_name)
+        ]
+        said = f"; from {listed(changed, 'input')}" if changed else "; from the same inputs at the same versions"
+        lines.append(f"{name(partition)} rewritten: {shown(was.version)} -> {shown(now.version)}{said}.")
+    if same:
+        lines.append(f"{plural(same, 'partition')} the same in both.")
     return lines
 
 

@@ -287,6 +287,7 @@ def verdicts(record: dict) -> list[Verdict]:
         *tool_run_verdicts(record),
         *content_verdicts(record),
         *diff_verdicts(record),
+        *table_diff_verdicts(record, expected),
         *killed_run_verdicts(record),
     ]
 
@@ -442,6 +443,49 @@ def diff_verdicts(record: dict) -> list[Verdict]:
                     name, _, rest = text.partition(" [")
                     said.add((name, _month(rest.partition("]")[0]), how))
         verdicts.append(Verdict("diff model months", "(months changed)", pair, said == want, f"said {said}, {want}"))
+    return verdicts
+
+
+def raw_yellow_contents(record: dict, snapshot_id: str) -> dict[str, str]:
+    """Per Iceberg alone: each month raw_yellow holds at ``snapshot_id`` (on main) -> the snapshot that wrote it."""
+    raw, held = record["snapshots"][RAW_YELLOW], {}
+    for snapshot in map(str, raw["main"]):
+        partition = _properties(raw, snapshot).get("dagster.partition")
+        if partition:
+            held[partition[:7]] = snapshot
+        if snapshot == snapshot_id:
+            break
+    return held
+
+
+def table_diff_verdicts(record: dict, expected: dict) -> list[Verdict]:
+    """``diff`` of two raw_yellow versions, by content: the months each holds at the snapshot that wrote it (as
+    Iceberg's snapshots say), each from the file fingerprint it was staged from, and exactly the months that differ."""
+    verdicts = []
+    for pair, answer in record["answers"]["diffs"].items():
+        if answer is None:
+            continue
+        before, after = (part.partition("@")[2] for part in pair.split())
+        said = {
+            side: {_month(write["partition"] or "")[:7]: write for write in answer["partitions"][side]}
+            for side in ("from", "to")
+        }
+        truth = {"from": raw_yellow_contents(record, before), "to": raw_yellow_contents(record, after)}
+        held = {side: {month: write["version"] for month, write in said[side].items()} for side in said}
+        sources = all(
+            write["read"] == expected[(RAW_YELLOW, write["version"])]
+            for side in said.values()
+            for write in side.values()
+            if (RAW_YELLOW, write["version"]) in expected
+        )
+        differ = {m for m in truth["from"].keys() | truth["to"].keys() if truth["from"].get(m) != truth["to"].get(m)}
+        named = {
+            _month(line.split()[1])[:7]
+            for line in answer["changes"]
+            if line.startswith("partition ") and any(word in line for word in (" rewritten", " added", " gone"))
+        }
+        right = held == truth and sources and named == differ
+        verdicts.append(Verdict("diff table months", RAW_YELLOW, f"{before}..{after}", right, f"{held} vs {truth}"))
     return verdicts
 
 
