@@ -271,6 +271,66 @@ def test_one_job_failing_with_any_number_of_runs_never_holds_up_the_others_and_i
     received_once_each(server, queued, missing=flaky)
 
 
+@pytest.fixture
+def outside_sink(tmp_path, monkeypatch):
+    """The kind ``catalog``, registered by a package of its own (an installed distribution's entry point)."""
+    from bridge.sinks import registry
+
+    site = tmp_path / "site"
+    info = site / "outside_catalog-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-catalog\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\ncatalog = tests.outside_package.catalog_sink:CatalogSink\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    registry._installed.cache_clear()
+    yield "catalog"
+    registry._installed.cache_clear()
+
+
+@pytest.mark.parametrize("runs", [1, 4, 10])
+def test_a_sink_from_another_package_gets_the_same_holding_and_parking(tmp_path, outside_sink, runs):
+    from bridge.outbox.letters import EVENT_ATTEMPTS
+
+    starts, completes = runs_of_one_job(runs)
+    queued = fill(tmp_path, starts + golden_events() + completes)
+    flaky = {identity(event) for _, event in starts + completes}
+    with LineageServer(fail=lambda e, attempt: 502 if e["job"]["name"] == FLAKY_JOB else 0) as server:
+        bridge = bridge_for(tmp_path, (SinkSpec(outside_sink, {"url": f"{server.url}/api/v1/lineage"}),))
+        passes = [one_pass(bridge).sink(outside_sink)]
+        received_once_each(server, queued, missing=flaky)
+        while passes[-1].pending and len(passes) < 4 * EVENT_ATTEMPTS:
+            expire_backoffs(tmp_path, passes[-1].sink)
+            passes.append(one_pass(bridge).sink(outside_sink))
+    assert passes[-1].pending == 0 and passes[-1].dead_letters == 2 * runs and verdict(tmp_path) == PARKED
+    assert {server.attempts[each] for each in flaky} == {EVENT_ATTEMPTS}
+
+
+# What each class of answer means for the event it answers (one event of one run answered so, every time).
+TREATMENT = {
+    300: "waits", 302: "waits", 304: "waits", 307: "waits",
+    400: "parked", 404: "parked", 409: "parked", 413: "parked", 422: "parked",
+    401: "waits", 403: "waits", 429: "waits",
+    408: "held", 425: "held", 500: "held", 501: "held", 502: "held", 503: "held", 504: "held", 599: "held",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("code", sorted(TREATMENT))
+def test_every_class_of_answer_is_judged_and_nothing_is_counted_delivered_that_was_not(tmp_path, code):
+    queued = fill(tmp_path)
+    bad = identity(queued[5])
+    with LineageServer(fail=lambda e, attempt: code if identity(e) == bad else 0) as server:
+        bridge = bridge_for(tmp_path, (http_sink(Auth("none", None).client(server.url)),))
+        result = one_pass(bridge).sink("openlineage")
+    treated = "waits" if result.waiting_on else "parked" if result.dead_letters else "held" if result.held else "sent"
+    assert treated == TREATMENT[code], (code, result)
+    assert f"HTTP {code}" in (result.waiting_on or result.held_on or "") or treated == "parked"
+    if treated != "waits":  # every other run went on
+        others = {identity(e) for e in queued if identity(e)[1] != bad[1]}
+        assert others <= {identity(e) for e in server.received}
+
+
 RETRY_AFTER = {
     "seconds": ("120", 120),
     "an HTTP date": (lambda: formatdate(time.time() + 120, usegmt=True), 120),

@@ -361,9 +361,9 @@ def _diff_dataset_versions(connection: sqlite3.Connection, first: str, second: s
         print(json.dumps({"from": before.to_json(), "to": after.to_json(), **contents, "changes": changes}, indent=2))
         return 0
     say(f"From {before.dataset} @ {short(before.version)} to {after.dataset} @ {short(after.version)}:")
-    contents = views.contents_differences(*held, brief=True) if held else []
-    if contents:
-        say(*(f"  {line}" for line in contents), "  Their writers:")
+    partitions = views.contents_differences(*held, brief=True) if held else []
+    if partitions:
+        say(*(f"  {line}" for line in partitions), "  Their writers:")
     say(*(f"  {line}" for line in views.version_differences(before, after, *columns, brief=True)))
     say(SHORTENED)
     return 0

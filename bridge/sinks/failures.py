@@ -8,7 +8,7 @@ Four kinds, each with its own treatment in :mod:`bridge.sinks.drain`:
   certificate). Every event would get the same answer, so the whole sink waits, and the reason names
   the setting to fix.
 - ``away``: the target cannot be reached, is overloaded or gave no answer (connection errors, 429, a 503
-  with ``Retry-After``, a locked store, anything unknown). The whole sink waits and backs off: waiting loses
+  with ``Retry-After``, a redirect, a locked store, anything unknown). The whole sink waits and backs off: waiting loses
   nothing. The reason names where the target is set.
 - ``this event``: the target failed on this one event but may not next time (every 5xx, 408, 425, or
   the connection closed before the answer: it may have the event, so it is not sent again in the same pass). The
@@ -190,6 +190,8 @@ def classify(
         return Failure("away", said, wait or 0.0)
     if status in RETRY_EVENT_STATUS or status >= 500:
         return Failure("this event", said, wait or 0.0)
+    if 300 <= status < 400:  # every event would be sent elsewhere: the target's address is wrong, or it moved
+        return Failure("away", f"{said}; it answers with a redirect: check {target_setting}", wait or 0.0)
     if 400 <= status < 500:
         return Failure("refused", said)
     return Failure("away", said)

@@ -65,6 +65,7 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
         from bridge.sinks.openlineage_client import (
             credentials_setting,
             http_transports,
+            only_a_success,
             read_environment_once,
             target_of,
         )
@@ -91,6 +92,7 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
             transport.config.adapter = HTTPAdapter(max_retries=Retry(0, read=False))
             transport.session = None  # a new session, mounted with the adapter above
             read_environment_once(transport)
+            transport.session.hooks["response"].append(only_a_success)
 
     def position(self) -> int:
         """The bridge's own events file, gone or emptied, starts again from the first event, as DataHub's files do."""
