@@ -608,6 +608,18 @@ def test_a_gms_failing_one_job_with_any_number_of_runs_takes_every_other_run_and
     assert verdict(tmp_path) == PARKED
 
 
+@pytest.mark.parametrize("code", [302, 307])
+def test_a_gms_answering_with_a_redirect_waits_and_loses_nothing(tmp_path, code):
+    from tests.loopback_gms import GmsStandIn
+
+    fill(tmp_path)
+    with GmsStandIn(answer=lambda body: code) as gms:
+        bridge = bridge_for(tmp_path, (SinkSpec("datahub-rest", {"server": gms.url}, "datahub"),))
+        result = one_pass(bridge).sink("datahub")
+    assert f"HTTP {code}" in (result.waiting_on or "") and "DATAHUB_GMS_URL" in result.waiting_on, result
+    assert result.sent == 0 and result.pending == len(golden_events()) and verdict(tmp_path) == FAILING
+
+
 def test_a_gms_that_is_down_or_refuses_the_token_names_the_setting(tmp_path):
     from tests.loopback_gms import GmsStandIn
 

@@ -120,8 +120,11 @@ def contents_at(connection: sqlite3.Connection, dataset: str, version: str) -> d
     for written, run_id, partition in rows:
         if partition is None:
             held.clear()
-        read = tuple((name, at) for name, at in datasets_read(connection, run_id) if name != dataset)
-        held[partition] = PartitionWrite(partition, written, run_id, read)
+        if partition not in held or held[partition].version != written:  # a step and its job name one write
+            by = writer(connection, dataset, written)  # the run that says what it read
+            run_id = by.run_id if by is not None else run_id
+            read = tuple((name, at) for name, at in datasets_read(connection, run_id) if name != dataset)
+            held[partition] = PartitionWrite(partition, written, run_id, read)
         if written == version:
             return held
     return held

@@ -362,6 +362,9 @@ class RestSink(Sink[RestConfig]):
         self.target = f"DataHub GMS {redact(self.server)}"
         self.edges = _JobEdges(EdgeStore.beside(self.outbox, self.name), self.name, fresh=self.position() == 0)
         self.emitter: DataHubRestEmitter | None = None
+        from bridge.sinks.http_answers import Redirects  # requests loads with a GMS sink only, never for the idle check
+
+        self.redirects = Redirects()
         self.aspects = 0
 
     def send(self, event: QueuedEvent, seconds_left: float) -> bool:
@@ -373,7 +376,9 @@ class RestSink(Sink[RestConfig]):
             self.emitter = DatahubRestEmitter(
                 gms_server=self.server, token=self.token, retry_max_times=0, read_timeout_sec=10, connect_timeout_sec=5
             )
+            self.emitter.session.hooks["response"].append(self.redirects)
         self.emitter.emit_mcps(mcps)
+        self.redirects.raise_noted()  # the emitter takes a redirect for success: it is no delivery
         self.aspects += len(mcps)
         return True
 

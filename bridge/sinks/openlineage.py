@@ -62,10 +62,10 @@ class OpenLineageSink(Sink[OpenLineageConfig]):
         from requests.adapters import HTTPAdapter
         from urllib3.util import Retry
 
+        from bridge.sinks.http_answers import only_a_success
         from bridge.sinks.openlineage_client import (
             credentials_setting,
             http_transports,
-            only_a_success,
             read_environment_once,
             target_of,
         )

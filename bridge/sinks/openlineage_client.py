@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from openlineage.client import OpenLineageClient
@@ -23,7 +22,6 @@ from openlineage.client.transport.console import ConsoleTransport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import HttpTransport, TokenProvider
 from openlineage.client.transport.transport import Transport
-from requests import HTTPError, Response
 from requests.utils import get_netrc_auth
 
 from bridge.redaction import redact
@@ -112,13 +110,6 @@ def read_environment_once(transport: HttpTransport) -> None:
     if session.auth is None:
         session.auth = get_netrc_auth(url)
     session.trust_env = False
-
-
-def only_a_success(response: Response, *args: Any, **kwargs: Any) -> None:
-    """A requests response hook: an answer that is no success (a redirect requests did not follow included) raises,
-    so the client never takes it for a delivered event (the client checks for 4xx and 5xx only)."""
-    if not 200 <= response.status_code < 300:
-        raise HTTPError(f"{response.status_code} {response.reason} for url: {response.url}", response=response)
 
 
 def idempotency_key(event_key: str) -> str:
