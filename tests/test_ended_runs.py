@@ -104,6 +104,9 @@ KILLS = {
     # what is stopped, how: the process(es) signalled
     "the whole flow, SIGKILL": lambda flow, held: os.killpg(flow.pid, signal.SIGKILL),
     "its task, SIGKILL": lambda flow, held: os.kill(held["task_pid"], signal.SIGKILL),
+    "its task, SIGTERM": lambda flow, held: os.kill(held["task_pid"], signal.SIGTERM),
+    "its task, SIGINT": lambda flow, held: os.kill(held["task_pid"], signal.SIGINT),
+    "the flow's process alone, SIGKILL (its task left running)": lambda flow, held: os.kill(flow.pid, signal.SIGKILL),
     "the flow, Ctrl-C (SIGINT to its group)": lambda flow, held: os.killpg(flow.pid, signal.SIGINT),
     "the flow, SIGTERM": lambda flow, held: os.kill(flow.pid, signal.SIGTERM),
 }
@@ -127,7 +130,7 @@ def test_a_flow_killed_in_any_way_ends_in_openlineage_datahub_and_status(tmp_pat
     runs = {}
     for event in events:
         runs.setdefault(event["run"]["runId"], []).append(event["eventType"])
-    flow_run = [e for e in events if "task" not in e["run"]["facets"]["orchestratorRun"]]
+    flow_run = [e for e in events if _is_flow(e)]
     assert flow_run and flow_run[-1]["eventType"] in ("ABORT", "FAIL"), [e["eventType"] for e in flow_run]
     assert all(types[-1] != "START" for types in runs.values()), runs  # every task that started has ended
     assert "RUNNING" not in run_results(tmp_path).values() and run_results(tmp_path)
@@ -163,3 +166,26 @@ def test_a_run_stopped_before_its_start_step_finished_ends_after_the_grace_unles
     with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "123456789"], stdin=subprocess.PIPE):
         assert ended_because(record, None, "123456789", later) is None  # a process of the run lives: it may run on
     assert ProcessMark.from_json(None) is None and ProcessMark.from_json(mark(os.getpid()).to_json()) is not None
+
+
+@pytest.mark.integration
+def test_a_run_whose_flow_process_died_stays_open_while_its_task_works_and_its_finished_step_stays_complete(tmp_path):
+    bridge = bridge_at(tmp_path)
+    flow, held = held_run(tmp_path / "hold")
+    os.kill(flow.pid, signal.SIGKILL)  # Metaflow's runtime alone: its task holds on, as an orphan
+    flow.wait(timeout=60)
+    assert lives(held["task_pid"])
+    one_pass(bridge)
+    assert [e["eventType"] for e in flow_events(tmp_path, held["run_id"]) if _is_flow(e)] == ["START"]
+    (tmp_path / "hold" / "go").touch()
+    wait_until_gone(held["task_pid"])
+    one_pass(bridge)
+    events = flow_events(tmp_path, held["run_id"])
+    assert [e["eventType"] for e in events if _is_flow(e)] == ["START", "ABORT"]
+    hold = [e["eventType"] for e in events if e["job"]["name"].endswith(".hold")]
+    assert hold == ["START", "COMPLETE"]  # what the task recorded when it finished: its own end
+    assert not any(e["job"]["name"].endswith(".end") for e in events)  # no step ran after it
+
+
+def _is_flow(event: dict) -> bool:
+    return "task" not in event["run"]["facets"]["orchestratorRun"]
