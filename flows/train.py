@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 
 from taxi_core.errors import PipelineError
+from taxi_core.interrupts import terminate_as_interrupt
 from taxi_core.settings import Settings, SettingsError, load_settings
 from taxi_core.tool_env import apply_tool_environment
 
@@ -552,4 +553,5 @@ class TrainForecastModelFlow(FlowSpec):
 
 
 if __name__ == "__main__":
+    terminate_as_interrupt()  # a SIGTERM stops the run and its tasks, as Ctrl-C does
     TrainForecastModelFlow()

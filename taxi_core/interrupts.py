@@ -15,3 +15,13 @@ def uninterrupted() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def terminate_as_interrupt() -> None:
+    """From now on SIGTERM stops this process as Ctrl-C does (a ``KeyboardInterrupt``): what it started is stopped
+    on the way out. Metaflow's runtime, ended by a plain SIGTERM, leaves its running task behind."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")

@@ -25,6 +25,7 @@ from tests.reuse_project.shop import naming
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "hold_flow.py"
 FLOW = "HoldFlow"
 HELD_SECONDS = 120  # how long a flow may take to reach its held step on a busy machine
+RUN_ID = "1795000000000001"  # a Metaflow run id no process of this machine names
 
 
 def bridge_at(root: Path) -> LineageBridge:
@@ -149,12 +150,12 @@ def test_a_run_is_ended_only_once_its_process_is_gone_or_its_machine_restarted()
     started = datetime.now(UTC) - timedelta(hours=2)
     record, now = _record(started), time.time()
     alive = mark(os.getpid())
-    assert ended_because(record, alive, "1", now) is None
-    assert "is gone" in ended_because(record, replace(alive, started=alive.started - 60), "1", now)  # pid reused
-    assert "restarted" in ended_because(record, replace(alive, boot="an earlier boot"), "1", now)
+    assert ended_because(record, alive, RUN_ID, now) is None
+    assert "is gone" in ended_because(record, replace(alive, started=alive.started - 60), RUN_ID, now)  # pid reused
+    assert "restarted" in ended_because(record, replace(alive, boot="an earlier boot"), RUN_ID, now)
     elsewhere = replace(alive, host="another-machine")
-    assert ended_because(record, elsewhere, "1", now) is None  # cannot be seen from here: two hours is not silence
-    assert "another machine" in ended_because(record, elsewhere, "1", started.timestamp() + SILENT_SECONDS + 1)
+    assert ended_because(record, elsewhere, RUN_ID, now) is None  # cannot be seen from here: two hours is not silence
+    assert "another machine" in ended_because(record, elsewhere, RUN_ID, started.timestamp() + SILENT_SECONDS + 1)
 
 
 def test_a_run_stopped_before_its_start_step_finished_ends_after_the_grace_unless_a_process_of_it_lives():
@@ -166,6 +167,15 @@ def test_a_run_stopped_before_its_start_step_finished_ends_after_the_grace_unles
     with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()", "123456789"], stdin=subprocess.PIPE):
         assert ended_because(record, None, "123456789", later) is None  # a process of the run lives: it may run on
     assert ProcessMark.from_json(None) is None and ProcessMark.from_json(mark(os.getpid()).to_json()) is not None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT], ids=lambda sent: sent.name)
+def test_a_flow_stopped_by_sigterm_or_sigint_to_its_process_alone_leaves_no_task_behind(tmp_path, sent):
+    flow, held = held_run(tmp_path / "hold")
+    os.kill(flow.pid, sent)  # its process only, as `kill` or a supervisor sends it; not its group
+    flow.wait(timeout=60)
+    wait_until_gone(held["task_pid"], seconds=30)  # not left holding: the flow stopped it on its way out
 
 
 @pytest.mark.integration

@@ -13,6 +13,7 @@ from pathlib import Path
 from metaflow import FlowSpec, current, step
 
 from bridge.sources.metaflow_recorder import record_lineage
+from taxi_core.interrupts import terminate_as_interrupt
 
 
 @record_lineage
@@ -38,4 +39,5 @@ class HoldFlow(FlowSpec):
 
 
 if __name__ == "__main__":
+    terminate_as_interrupt()  # as the project's training flow does
     HoldFlow()
