@@ -50,6 +50,7 @@ def test_a_run_whose_worker_is_stopped_in_any_way_ends_in_dagster_and_in_lineage
     from forecast_assets.run_launcher import LocalRunLauncher, run_worker
     from tests.reuse_project.hold_job import hold_job
     from tests.reuse_project.shop import naming
+    from tests.test_ended_runs import run_results
 
     home = tmp_path / "dagster"
     home.mkdir()
@@ -99,7 +100,7 @@ def test_a_run_whose_worker_is_stopped_in_any_way_ends_in_dagster_and_in_lineage
         naming=naming(tmp_path),
         lineage_dir=tmp_path / "lineage",
         code_location="hold",
-        sinks=(SinkSpec("openlineage"),),
+        sinks=(SinkSpec("openlineage"), SinkSpec("datahub-lite", {"path": tmp_path / "lite.sqlite"}, "datahub")),
     )
     result = run_pass(bridge, instance, lambda: None, purpose="test")
     assert not result.problems, result.problems
@@ -109,6 +110,8 @@ def test_a_run_whose_worker_is_stopped_in_any_way_ends_in_dagster_and_in_lineage
         by_job.setdefault(event["job"]["name"], []).append(event["eventType"])
     assert by_job["hold_job"] == ["START", "ABORT" if status == DagsterRunStatus.CANCELED else "FAIL"], by_job
     assert by_job["hold_job.hold"][0] == "START" and by_job["hold_job.hold"][-1] != "START", by_job  # it ended
+    results = run_results(tmp_path)  # DataHub: no process instance left running
+    assert results and "RUNNING" not in results.values(), results
 
 
 def test_a_pid_given_to_a_later_process_is_not_the_worker_that_had_it():
