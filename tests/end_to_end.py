@@ -7,7 +7,8 @@
 - the cluster profile's demo on the test months (:mod:`tests.test_cluster_profile`);
 - a state folder built by the real jobs, to be moved (:mod:`tests.test_state_folder_moves`);
 - writers racing on one table of a PostgreSQL catalog (:mod:`tests.test_concurrent_publication`);
-- mypy's strict check of the product's packages (:mod:`tests.test_architecture`).
+- mypy's strict check of the product's packages (:mod:`tests.test_architecture`);
+- ``./run dagster dev`` started and stopped in every way (:mod:`tests.test_dagster_dev_stops`).
 """
 
 from __future__ import annotations
@@ -167,6 +168,19 @@ def publication_race(lane: Lane) -> Race:
     return Race(home, json.loads(out.read_text()))
 
 
+def dagster_dev_stops(lane: Lane) -> list[dict[str, Any]]:
+    """``./run dagster dev`` started and stopped in every way (:mod:`tests.dagster_dev_stops`), on a state folder of
+    its own."""
+    folder = lane.scratch("dagster-dev-stops")
+    out = folder / "outcomes.json"
+    environment = own_state_environment(lane.environment) | {"TAXI_STATE_DIR": str(folder / "state")}
+    command = [sys.executable, "-m", "tests.dagster_dev_stops", str(out)]
+    finished = lane.run(command, timeout=RIG_SECONDS, cwd=PROJECT_ROOT, env=environment)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    outcomes: list[dict[str, Any]] = json.loads(out.read_text())
+    return outcomes
+
+
 def type_check(lane: Lane) -> subprocess.CompletedProcess[str]:
     """``mypy`` over the product's packages, as configured in pyproject.toml (strict)."""
     return lane.run([sys.executable, "-m", "mypy"], timeout=RIG_SECONDS, cwd=PROJECT_ROOT, env=lane.environment)
@@ -183,5 +197,6 @@ RUNS = (
     EndToEndRun("readme-demo", fixture="fresh_copy_demo", work=readme_demo, track=0),
     EndToEndRun("flow-by-hand", fixture="flow_by_hand", work=flow_by_hand, track=0),
     EndToEndRun("forecast-loop", fixture="loop", work=loop_record, track=1),
+    EndToEndRun("dagster-dev-stops", fixture="dev_stops", work=dagster_dev_stops, track=1),
     EndToEndRun("truth-record", fixture="truth_record", work=truth_record, track=0),
 )
