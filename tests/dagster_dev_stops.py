@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
@@ -61,13 +62,21 @@ def _answers(url: str) -> bool:
         return False
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    """``process``'s arguments; none once it has exited (a short-lived process of the start may, at any moment)."""
+    try:
+        return list(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def living(pids: list[int]) -> dict[int, str]:
     alive = {}
     for pid in pids:
         try:
             process = psutil.Process(pid)
             if process.status() != psutil.STATUS_ZOMBIE:
-                alive[pid] = " ".join(process.cmdline())[:120]
+                alive[pid] = " ".join(command_line(process))[:120]
         except psutil.NoSuchProcess:
             pass
     return alive
@@ -107,6 +116,7 @@ class Outcome:
     stop_seconds: float
     left: dict[int, str]
     watcher_started: bool
+    error: str | None = None  # the rig's own failure in this case, if any: the other cases still run
 
 
 def run(case: Case, folder: Path) -> Outcome:
@@ -122,17 +132,21 @@ def run(case: Case, folder: Path) -> Outcome:
             if time.monotonic() > give_up:
                 break
             family = psutil.Process(top).children(recursive=True)
-            watcher = any("lineage_cli" in " ".join(p.cmdline()) for p in family)
+            watcher = any("lineage_cli" in " ".join(command_line(p)) for p in family)
             time.sleep(0.5)
         start_seconds = time.monotonic() - began
         process = psutil.Process(top)  # the shell, or what it became (exec)
-        runner = next(p for p in (process, *process.children(recursive=True)) if p.name() == "uv")
+        runner = next(
+            p
+            for p in (process, *process.children(recursive=True))
+            if command_line(p)[:1] and Path(command_line(p)[0]).name == "uv"
+        )
         family = [runner.pid, *(p.pid for p in runner.children(recursive=True))]
         sent_at = time.monotonic()
         if case.to == "the terminal" and terminal is not None:
             os.write(terminal, CTRL_C)
         elif case.to == "dagster dev":
-            dev = next(p for p in runner.children() if "dagster" in " ".join(p.cmdline()[:2]))
+            dev = next(p for p in runner.children() if "dagster" in " ".join(command_line(p)[:2]))
             os.kill(dev.pid, signal.Signals[case.sent])
         else:
             os.kill(runner.pid, signal.Signals[case.sent])
@@ -156,9 +170,15 @@ def _children(pid: int) -> list[psutil.Process]:
         return []
 
 
+def outcome(case: Case, folder: Path) -> Outcome:
+    try:
+        return run(case, folder)
+    except Exception:  # the case failed to run: said in its outcome, and the next case runs
+        return Outcome(case.name, 0.0, 0.0, {}, False, traceback.format_exc())
+
+
 def main(out: Path) -> None:
-    outcomes = [asdict(run(case, out.parent)) for case in CASES]
-    out.write_text(json.dumps(outcomes, indent=1))
+    out.write_text(json.dumps([asdict(outcome(case, out.parent)) for case in CASES], indent=1))
 
 
 if __name__ == "__main__":

@@ -19,5 +19,6 @@ def dev_stops(end_to_end) -> dict[str, dict]:
 @pytest.mark.parametrize("case", [case.name for case in CASES])
 def test_dagster_dev_stops_and_leaves_nothing(dev_stops, case):
     outcome = dev_stops[case]
+    assert outcome["error"] is None, outcome["error"]
     assert outcome["watcher_started"], outcome  # it was all up: webserver, daemon, code server, the watcher
     assert outcome["left"] == {} and outcome["stop_seconds"] <= STOP_SECONDS, outcome
