@@ -17,6 +17,7 @@ import psutil
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 STARTED_WITHIN_SECONDS = 1.0  # how far two readings of one process's start time may differ
+UNREADABLE = float("-inf")  # the start of a process that is not ours to read
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,10 @@ def gone(process: ProcessMark) -> bool | None:
         return None
     if process.boot != this_boot():
         return True
-    try:
-        found = psutil.Process(process.pid)
-        started, dead = found.create_time(), found.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.Error:  # it exists but is not ours to read: it lives
+    started = _start_of(process.pid)
+    if started == UNREADABLE:
         return False
-    return dead or bool(abs(started - process.started) > STARTED_WITHIN_SECONDS)
+    return started is None or bool(abs(started - process.started) > STARTED_WITHIN_SECONDS)
 
 
 def machine_restarted(process: ProcessMark) -> bool:
@@ -87,11 +84,17 @@ def processes_with(argument: str) -> list[int]:
 def lives(pid: int, started_by: float) -> bool:
     """Whether the process this machine knows as ``pid`` lives and is the one that had started by ``started_by``
     (seconds since the epoch), not a later process given its pid."""
+    started = _start_of(pid)
+    return started is not None and started <= started_by + STARTED_WITHIN_SECONDS
+
+
+def _start_of(pid: int) -> float | None:
+    """When the living process ``pid`` started; ``None`` when there is none (a zombie has ended);
+    :data:`UNREADABLE` for one that is not ours to read: it lives, started at a time we cannot tell."""
     try:
         found = psutil.Process(pid)
-        started, dead = found.create_time(), found.status() == psutil.STATUS_ZOMBIE
+        return None if found.status() == psutil.STATUS_ZOMBIE else float(found.create_time())
     except psutil.NoSuchProcess:
-        return False
+        return None
     except psutil.Error:  # it exists but is not ours to read: it lives
-        return True
-    return not dead and started <= started_by + STARTED_WITHIN_SECONDS
+        return UNREADABLE

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.config import LineageBridge, SinkSpec
+from bridge.config import LineageBridge
 from bridge.liveness import ProcessMark, mark
 from bridge.sources.metaflow import NO_PROCESS_GRACE_SECONDS, SILENT_SECONDS, ended_because
 from bridge.translate.metaflow import FlowRunRecord, TaskRecord
-from tests.reuse_project.shop import naming
+from tests.reuse_project.shop import shop_bridge
 
 FLOW_FILE = Path(__file__).parent / "reuse_project" / "hold_flow.py"
 FLOW = "HoldFlow"
@@ -29,13 +29,8 @@ RUN_ID = "1795000000000001"  # a Metaflow run id no process of this machine name
 
 
 def bridge_at(root: Path) -> LineageBridge:
-    return LineageBridge(
-        naming=naming(root),
-        lineage_dir=root / "lineage",
-        flows=(FLOW,),
-        code_location="shop",
-        sinks=(SinkSpec("openlineage"), SinkSpec("datahub-lite", {"path": root / "lite.sqlite"}, "datahub")),
-    )
+    """The reuse example's bridge (OpenLineage and DataHub Lite in ``root``), following this flow."""
+    return replace(shop_bridge(root), flows=(FLOW,))
 
 
 def one_pass(bridge: LineageBridge):
