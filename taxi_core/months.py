@@ -45,6 +45,11 @@ class MonthWindow:
         return cls(start, end)
 
     @property
+    def partition_key(self) -> str:
+        """``YYYY-MM-01``, the month's Dagster partition key."""
+        return f"{self.start:%Y-%m-%d}"
+
+    @property
     def month(self) -> str:
         """``YYYY-MM``, as in TLC and NOAA file names."""
         return f"{self.start:%Y-%m}"

@@ -19,9 +19,11 @@ from dagster import (
     DagsterInstance,
     DagsterRun,
     EventLogRecord,
+    PartitionKeyRange,
     RunsFilter,
     TimeWindowPartitionsDefinition,
 )
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from bridge.sources.dagster_log import EventLog, SqliteEventLog, event_log
 from bridge.translate.dagster import Keyed, is_finished, run_ref, step_job, translate_run
@@ -131,22 +133,45 @@ class DagsterSource:
     def _assembled(self, dagster_run_id: str, run: DagsterRun, records: list[EventLogRecord]) -> DagsterRunRecords:
         partition = run.tags.get("dagster/partition")
         times = {record.storage_id: record.timestamp for record in records}
-        upstream = {
-            moment: {key: self._upstream(key, partition, times.get(moment, time())) for key in keys}
-            for moment, keys in upstream_moments(records).items()
-        }
+        moments = upstream_moments(records)
+
+        def upstream_of(partition: str | None) -> dict[int, dict[AssetKey, list[Upstream]]]:
+            return {
+                moment: {key: self._upstream(key, partition, times.get(moment, time())) for key in keys}
+                for moment, keys in moments.items()
+            }
+
+        partitions = self._range(run, records)
         return DagsterRunRecords(
             dagster_run_id,
             run.job_name,
             partition,
             code_location(run, self.default_location),
             records,
-            upstream,
+            upstream_of(partition),
             self._nominal_window(records, partition),
             [key for keys in planned_by_step(records).values() for key in keys if self._launched(key)],
             self._provenance(records),
             self._descriptions(records),
+            partitions,
+            {key: window for key in partitions if (window := self._nominal_window(records, key))},
+            {key: upstream_of(key) for key in partitions},
         )
+
+    def _range(self, run: DagsterRun, records: list[EventLogRecord]) -> tuple[str, ...]:
+        """The partitions of a run of a range (Dagster's single-run backfill), in order; none for another run."""
+        first, last = run.tags.get(ASSET_PARTITION_RANGE_START_TAG), run.tags.get(ASSET_PARTITION_RANGE_END_TAG)
+        if not first or not last:
+            return ()
+        for keys in planned_by_step(records).values():
+            for key in keys:
+                partitions = self.graph.get(key).partitions_def if self.graph.has(key) else None
+                if partitions is not None:
+                    try:
+                        return tuple(partitions.get_partition_keys_in_range(PartitionKeyRange(first, last)))
+                    except Exception:  # keys of an older partitions definition: the range as its two ends
+                        return tuple(dict.fromkeys((first, last)))
+        return ()
 
     def _descriptions(self, records: list[EventLogRecord]) -> dict[str, str]:
         """What each asset the run plans is, from its definition (the asset's docstring)."""

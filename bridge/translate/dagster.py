@@ -34,7 +34,7 @@ from dagster.version import __version__ as dagster_version
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from bridge.translate.dagster_columns import column_lineage_from_metadata
-from bridge.translate.dagster_inputs import CODE_BRANCH, CODE_COMMIT, CODE_PATH, INPUT_VERSIONS
+from bridge.translate.dagster_inputs import CODE_BRANCH, CODE_COMMIT, CODE_PATH, DATA_VERSION, INPUT_VERSIONS
 from bridge.translate.dagster_records import (
     RUN_TERMINAL,
     DagsterRunRecords,
@@ -103,6 +103,10 @@ def _metadata_value(entry: Recorded, key: str) -> Any:
 
 
 def _data_version(entry: Recorded) -> str | None:
+    """The entry's own version: a range's partition says it in its metadata (``lineage/data_version``)."""
+    said = _metadata_value(entry, DATA_VERSION)
+    if said is not None:
+        return str(said)
     return entry.tags.get("dagster/data_version") if entry.tags else None
 
 
@@ -202,10 +206,18 @@ class _Run:
             self._step_jobs[step] = self._step_job(step)
         return self._step_jobs[step]
 
+    @cached_property
+    def partition_runs(self) -> list[_Run]:
+        """A run of a range of partitions as one run per partition (each as a one-partition run records it); none
+        for another run."""
+        return [_Run(self.records.partition_view(key), self.translator) for key in self.records.partitions]
+
     def _step_job(self, step: str) -> JobRef:
         starts = self.step_records(step, DagsterEventType.STEP_START)
         started = _time(starts[-1]) if starts else self.started_at
-        identity = (SOURCE, self.records.run_id, step, str(len(starts)))
+        identity: tuple[str, ...] = (SOURCE, self.records.run_id, step, str(len(starts)))
+        if self.records.of_range:  # one run of the step per partition of its range
+            identity += (str(self.records.partition),)
         leaf = f"{step}{CHECKS_SUFFIX}" if self.checks_only(step) else step
         return JobRef(self.naming.job_namespace, self.step_job_name(step, leaf), run_id(started, *identity))
 
@@ -375,6 +387,8 @@ def _translate_record(run: _Run, record: EventLogRecord) -> list[Keyed]:
         return [*_unfinished_steps_ended(run, record, RUN_STATES[kind]), (event_key(spec), run.translator.event(spec))]
     if kind in STEP_STATES:
         step = _step(record)
+        if run.partition_runs:
+            return [_partition_step_event(each, record, step, STEP_STATES[kind]) for each in run.partition_runs]
         spec = _step_spec(run, record, step, STEP_STATES[kind])
         return [(event_key(spec), run.translator.event(spec)), *_launched_checks(run, record, step, STEP_STATES[kind])]
     if kind == DagsterEventType.ASSET_OBSERVATION:
@@ -419,11 +433,24 @@ def _unfinished_steps_ended(run: _Run, record: EventLogRecord, state: RunState) 
     for step in run.last_start:
         if step is None or run.step_ended(step):
             continue
-        spec = _step_spec(run, record, step, state)
         error = f"The step never finished: its Dagster run {how} while it ran" + (f" ({said})" if said else "")
-        spec = replace(spec, error=run.naming.portable_text(error))
-        events.append((event_key(spec), run.translator.event(spec)))
+        for each in run.partition_runs or [run]:
+            spec = replace(_step_spec(each, record, step, state), error=run.naming.portable_text(error))
+            events.append((event_key(spec), run.translator.event(spec)))
     return events
+
+
+def _partition_step_event(run: _Run, record: EventLogRecord, step: str, state: RunState) -> Keyed:
+    """One partition's run of a step of a range: it failed only when the step failed and the partition was held back
+    or never materialized; a month the step published before failing on another ran to its end."""
+    if state == RunState.FAIL:
+        made = [_materialization(r) for r in run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)]
+        if made and all(_metadata_value(m, PUBLICATION) != HELD_BACK for m in made):
+            state = RunState.COMPLETE
+    spec = _step_spec(run, record, step, state)
+    if state == RunState.COMPLETE:
+        spec = replace(spec, error=None)
+    return event_key(spec), run.translator.event(spec)
 
 
 def _observation_spec(run: _Run, record: EventLogRecord) -> EventSpec:

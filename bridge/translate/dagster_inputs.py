@@ -6,6 +6,8 @@ under ``lineage/input_versions``: ``{parent asset key (a/b): the version read}``
 a run's inputs; the bridge prefers it to Dagster's provenance pointers (:mod:`bridge.translate.dagster`).
 An asset that knows the code it ran (the git commit of the checkout, the file in it) says so under
 ``code/commit`` and ``code/path``: the step's ``sourceCodeLocation``.
+A step that materializes a range of partitions in one run has one Dagster data version for all of them: each
+partition's own version rides under ``lineage/data_version``, which the bridge prefers to the data version tag.
 Light on purpose: the assets import it, and it loads neither the OpenLineage client nor the translators.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from dagster import MetadataValue
 
 INPUT_VERSIONS = "lineage/input_versions"
+DATA_VERSION = "lineage/data_version"
 
 
 def input_versions_metadata(read: Mapping[str, str]) -> dict[str, Any]:

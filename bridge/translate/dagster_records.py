@@ -59,6 +59,18 @@ def event_data(record: EventLogRecord, of_type: type[Data]) -> Data:
     return data
 
 
+def record_partition(record: EventLogRecord) -> str | None:
+    """The partition a materialization or a check result is of (None: of none, or another kind of record)."""
+    kind = event_type(record)
+    if kind == DagsterEventType.ASSET_MATERIALIZATION:
+        partition = dagster_event(record).step_materialization_data.materialization.partition
+        return None if partition is None else str(partition)
+    if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
+        evaluation = dagster_event(record).event_specific_data
+        return getattr(evaluation, "partition", None)
+    return None
+
+
 def event_type(record: EventLogRecord) -> DagsterEventType:
     # ``DagsterEvent.event_type`` builds the enum member from its value on every call; a translation asks often.
     return _EVENT_TYPES[dagster_event(record).event_type_value]
@@ -152,9 +164,33 @@ class DagsterRunRecords:
     provenance: dict[int, EventLogRecord] = field(default_factory=dict)
     # What each asset the run plans is, as its definition describes it (by asset key string).
     descriptions: dict[str, str] = field(default_factory=dict)
+    # A run of a range of partitions (Dagster's single-run backfill): each partition of the range, with its time
+    # window and its own upstream versions (``upstream``'s form); empty for a run of one partition or none.
+    partitions: tuple[str, ...] = ()
+    partition_windows: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
+    partition_upstream: dict[str, dict[int, dict[AssetKey, list[Upstream]]]] = field(default_factory=dict)
+    # True for the view of one partition of such a run (:meth:`partition_view`).
+    of_range: bool = False
 
     def upstream_at(self, moment: int, key: AssetKey) -> list[Upstream]:
         return self.upstream.get(moment, {}).get(key, [])
+
+    def partition_view(self, partition: str) -> DagsterRunRecords:
+        """The run as one run of ``partition`` would record it: every materialization and check result of another
+        partition left out, its upstream versions and time window that partition's."""
+        return DagsterRunRecords(
+            self.run_id,
+            self.job_name,
+            partition,
+            self.location,
+            [record for record in self.records if record_partition(record) in (None, partition)],
+            self.partition_upstream.get(partition, {}),
+            self.partition_windows.get(partition),
+            self.launched,
+            self.provenance,
+            self.descriptions,
+            of_range=True,
+        )
 
     def to_json(self) -> str:
         return json.dumps(
@@ -172,23 +208,14 @@ class DagsterRunRecords:
                     str(pointer): json.loads(serialize_value(record)) for pointer, record in self.provenance.items()
                 },
                 "descriptions": self.descriptions,
-                "upstream": [
-                    {
-                        "moment": moment,
-                        "asset": json.loads(serialize_value(key)),
-                        "parents": [
-                            {
-                                "key": json.loads(serialize_value(parent.key)),
-                                "materialization": json.loads(serialize_value(parent.materialization))
-                                if parent.materialization
-                                else None,
-                            }
-                            for parent in parents
-                        ],
-                    }
-                    for moment, by_key in sorted(self.upstream.items())
-                    for key, parents in by_key.items()
-                ],
+                "partitions": list(self.partitions),
+                "partition_windows": {
+                    key: [moment.isoformat() for moment in window] for key, window in self.partition_windows.items()
+                },
+                "partition_upstream": {
+                    key: _upstream_json(by_moment) for key, by_moment in self.partition_upstream.items()
+                },
+                "upstream": _upstream_json(self.upstream),
             },
             indent=1,
             sort_keys=True,
@@ -197,17 +224,8 @@ class DagsterRunRecords:
     @classmethod
     def from_json(cls, text: str) -> DagsterRunRecords:
         data = json.loads(text)
+        load = _load
 
-        def load(value: Any) -> Any:
-            return deserialize_value(json.dumps(value))
-
-        upstream: dict[int, dict[AssetKey, list[Upstream]]] = {}
-        for entry in data["upstream"]:
-            parents = [
-                Upstream(load(p["key"]), load(p["materialization"]) if p["materialization"] else None)
-                for p in entry["parents"]
-            ]
-            upstream.setdefault(entry["moment"], {})[load(entry["asset"])] = parents
         window = data.get("nominal_window")
         return cls(
             data["run_id"],
@@ -215,9 +233,50 @@ class DagsterRunRecords:
             data["partition"],
             data["location"],
             [load(record) for record in data["records"]],
-            upstream,
+            _upstream_from_json(data["upstream"]),
             (datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])) if window else None,
             [load(key) for key in data.get("launched", [])],
             {int(pointer): load(record) for pointer, record in data.get("provenance", {}).items()},
             dict(data.get("descriptions", {})),
+            tuple(data.get("partitions", ())),
+            {
+                key: (datetime.fromisoformat(start), datetime.fromisoformat(end))
+                for key, (start, end) in data.get("partition_windows", {}).items()
+            },
+            {key: _upstream_from_json(entries) for key, entries in data.get("partition_upstream", {}).items()},
         )
+
+
+def _load(value: Any) -> Any:
+    return deserialize_value(json.dumps(value))
+
+
+def _upstream_json(upstream: dict[int, dict[AssetKey, list[Upstream]]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "moment": moment,
+            "asset": json.loads(serialize_value(key)),
+            "parents": [
+                {
+                    "key": json.loads(serialize_value(parent.key)),
+                    "materialization": json.loads(serialize_value(parent.materialization))
+                    if parent.materialization
+                    else None,
+                }
+                for parent in parents
+            ],
+        }
+        for moment, by_key in sorted(upstream.items())
+        for key, parents in by_key.items()
+    ]
+
+
+def _upstream_from_json(entries: list[dict[str, Any]]) -> dict[int, dict[AssetKey, list[Upstream]]]:
+    upstream: dict[int, dict[AssetKey, list[Upstream]]] = {}
+    for entry in entries:
+        parents = [
+            Upstream(_load(p["key"]), _load(p["materialization"]) if p["materialization"] else None)
+            for p in entry["parents"]
+        ]
+        upstream.setdefault(entry["moment"], {})[_load(entry["asset"])] = parents
+    return upstream

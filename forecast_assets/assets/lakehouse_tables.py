@@ -13,17 +13,20 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    BackfillPolicy,
     Failure,
     PartitionsDefinition,
     multi_asset,
 )
 
 from bridge.translate.dagster_inputs import input_versions_metadata
+from forecast_assets.assets.month_range import RangeEvent, over_months
 from forecast_assets.assets.publishing import (
     CODE_VERSION_PROPERTY,
     MonthRows,
     MonthWrite,
     TableEvent,
+    acceptance,
     write_audit_publish,
 )
 from forecast_assets.assets.source_files import partition_window
@@ -69,7 +72,7 @@ def _table_asset(
     description: str,
     code_version: str,
     partitions: PartitionsDefinition | None,
-) -> Callable[[Callable[..., Iterator[TableEvent]]], AssetsDefinition]:
+) -> Callable[[Callable[..., Iterator[RangeEvent]]], AssetsDefinition]:
     key = AssetKey([NAMESPACE, spec.name])
     return multi_asset(
         name=f"{NAMESPACE}__{spec.name}",
@@ -87,6 +90,8 @@ def _table_asset(
         partitions_def=partitions,
         # Subsettable, so a user can execute the checks alone: they then audit the published month.
         can_subset=True,
+        # A range of months is one run on one Spark session, each month still published on its own (month_range.py).
+        backfill_policy=BackfillPolicy.single_run() if partitions is not None else None,
     )
 
 
@@ -96,10 +101,10 @@ def _read(versions: dict[AssetKey, str | int | None]) -> dict[str, Any]:
     return input_versions_metadata(read)
 
 
-def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExecutionContext) -> FetchRecord:
+def _staged_or_fail(store: Staging, name: str, upstream: str, key: str | None) -> FetchRecord:
     record = store.record(name)
     if record is None:
-        which = f" for partition {context.partition_key}" if context.has_partition_key else ""
+        which = f" for partition {key}" if key is not None else ""
         msg = f"{name} is not staged: materialize {upstream}{which} first."
         raise Failure(description=msg, allow_retries=False)
     return record
@@ -108,10 +113,14 @@ def _staged_or_fail(store: Staging, name: str, upstream: str, context: AssetExec
 def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The Iceberg table ``source`` feeds, written with write-audit-publish from its staged files."""
 
-    def build(
-        context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
+    def one_month(
+        context: AssetExecutionContext,
+        key: str | None,
+        config: TableWriteConfig,
+        spark: SparkResource,
+        staging: StagingResource,
     ) -> Iterator[TableEvent]:
-        window = partition_window(context, source)
+        window = partition_window(key, source)
         files = source.files_for(window)
         names = tuple(source.staged_name(file) for file in files)
         store = staging.store()
@@ -120,7 +129,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             files=files,
             names=names,
             paths=tuple(store.spark_path(name) for name in names),
-            records=tuple(_staged_or_fail(store, name, source.file_asset, context) for name in names),
+            records=tuple(_staged_or_fail(store, name, source.file_asset, key) for name in names),
         )
 
         def build_rows() -> MonthRows:
@@ -158,6 +167,16 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
         )
         yield from write_audit_publish(context, spark, month, config)
 
+    def build(
+        context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
+    ) -> Iterator[RangeEvent]:
+        acceptance(source.table, source.audits, config)
+        if not source.monthly:
+            yield from one_month(context, None, config, spark, staging)
+            return
+        key = AssetKey([NAMESPACE, source.table.name])
+        yield from over_months(context, key, lambda month: one_month(context, month, config, spark, staging))
+
     return _table_asset(
         source.table,
         [AssetKey(source.file_asset)],
@@ -174,16 +193,24 @@ def eligible_zones() -> list[int]:
 
 def yellow_rides_hourly_actuals(
     context: AssetExecutionContext, config: ActualsConfig, spark: SparkResource
+) -> Iterator[RangeEvent]:
+    acceptance(HOURLY_ACTUALS, ACTUALS_AUDITS, config)
+    key = AssetKey([NAMESPACE, HOURLY_ACTUALS.name])
+    yield from over_months(context, key, lambda month: _actuals_month(context, month, config, spark))
+
+
+def _actuals_month(
+    context: AssetExecutionContext, key: str, config: ActualsConfig, spark: SparkResource
 ) -> Iterator[TableEvent]:
-    window = MonthWindow.from_partition_key(context.partition_key)
+    window = MonthWindow.from_partition_key(key)
     # One load of raw_yellow's metadata gives the month counted (no Spark: an unchanged month of actuals is known
     # without it).
     trips = read_metadata(spark.catalog.load(), RAW_YELLOW.identifier)
-    trips_month = published_month(trips, context.partition_key) if trips is not None else None
+    trips_month = published_month(trips, key) if trips is not None else None
     if trips_month is None and context.selected_asset_keys:
         msg = (
             f"{RAW_YELLOW.identifier} has no published rows for {window.month}: materialize "
-            f"{NAMESPACE}/{RAW_YELLOW.name} for partition {context.partition_key} first."
+            f"{NAMESPACE}/{RAW_YELLOW.name} for partition {key} first."
         )
         raise Failure(description=msg, allow_retries=False)
     # The raw month counted (the snapshot that last wrote it), not raw_yellow's head: a month published since is none

@@ -8,7 +8,7 @@ they run on the published month.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -125,18 +125,18 @@ def _reason(audit: Audit, result: AuditResult) -> str:
     return f"{audit.description} Measured: {measured}."
 
 
-def _acceptance(month: MonthWrite, config: TableWriteConfig) -> set[str]:
+def acceptance(spec: TableSpec, audits: Sequence[Audit], config: TableWriteConfig) -> set[str]:
     """The audits this run accepts, checked before anything is read: each must be one of the table's, with a
     reason."""
     accepted = set(config.accept)
     if not accepted:
         return accepted
-    names = {audit.name for audit in month.audits}
+    names = {audit.name for audit in audits}
     unknown = sorted(accepted - names)
     if unknown:
         msg = (
             f"accept names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not an audit of "
-            f"{month.spec.identifier}; its audits are {', '.join(sorted(names))}."
+            f"{spec.identifier}; its audits are {', '.join(sorted(names))}."
         )
         raise Failure(description=msg, allow_retries=False)
     if not config.reason.strip():
@@ -165,9 +165,9 @@ def _accepted(
     return turned
 
 
-def _partition(context: AssetExecutionContext) -> str:
-    """The run's partition key; a table written whole has one slice, recorded as ``whole table``."""
-    return context.partition_key if context.has_partition_key else WHOLE_TABLE
+def _partition(month: MonthWrite) -> str:
+    """The month's partition key; a table written whole has one slice, recorded as ``whole table``."""
+    return month.window.partition_key if month.window else WHOLE_TABLE
 
 
 def _label(month: MonthWrite) -> str:
@@ -243,7 +243,7 @@ def _recorded(
 
 def audit_published(context: AssetExecutionContext, spark: SparkResource, month: MonthWrite) -> Iterator[TableEvent]:
     """The checks alone, on the month as ``main`` holds it (the UI's "Execute checks")."""
-    publication = Publication.open(spark.session, month.spec, month.window, _partition(context))
+    publication = Publication.open(spark.session, month.spec, month.window, _partition(month))
     month = month.opened(publication.state)
     # The version checked is the month's: the snapshot that last wrote it (the table's head for a table written whole).
     written = publication.published if month.window else None
@@ -261,7 +261,7 @@ def write_audit_publish(
     if not context.selected_asset_keys:
         yield from audit_published(context, spark, month)
         return
-    accepted = _acceptance(month, config)
+    accepted = acceptance(month.spec, month.audits, config)
     if not config.rewrite_unchanged:
         known = _unchanged_from_metadata(context, spark, month)
         if known is not None:
@@ -270,13 +270,13 @@ def write_audit_publish(
     session, spec = spark.session, month.spec
     reading = f"Reading how {spec.identifier} {_label(month)} is published"
     with reporting_progress(session.sparkContext, context.log.info, reading, ends=False):
-        publication = Publication.open(session, spec, month.window, _partition(context))
+        publication = Publication.open(session, spec, month.window, _partition(month))
     month = month.opened(publication.state)
     published = publication.published
     if published is not None and published.built_from(month.identity) and not config.rewrite_unchanged:
         yield _unchanged_in_spark(context, spark, month, published, publication.published_audits)
         return
-    properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(context), **month.identity}
+    properties = {"dagster.run-id": context.run.run_id, "dagster.partition": _partition(month), **month.identity}
     if accepted:
         properties |= {ACCEPTED_PROPERTY: ", ".join(sorted(accepted)), REASON_PROPERTY: config.reason}
     what = f"Writing {spec.identifier} {_label(month)} to a staging branch (Spark reads and transforms the source)"
@@ -320,12 +320,12 @@ def write_audit_publish(
     )
     columns = derived_column_lineage(built.column_lineage, spec.identifier, context.log.warning)
     overridden = [audit.name for audit, result in judged if ACCEPTED in result.metadata]
-    acceptance = {"accepted_audits": ", ".join(overridden), "acceptance_reason": config.reason} if overridden else {}
+    accepted_with = {"accepted_audits": ", ".join(overridden), "acceptance_reason": config.reason} if overridden else {}
     yield MaterializeResult(
         metadata=table_metadata(
-            spec, write, built.rows.schema, _partition(context), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
+            spec, write, built.rows.schema, _partition(month), **{PUBLICATION: PUBLISHED}, **columns, **month.metadata
         )
-        | acceptance
+        | accepted_with
         | code_ran(context),
         data_version=DataVersion(str(write.snapshot_id)),
         check_results=_check_results(context, judged),
@@ -396,7 +396,7 @@ def _unchanged(
             SNAPSHOT_ID: snapshot_text(published.snapshot_id),
             ROW_COUNT: MV.int(rows),
             COLUMN_SCHEMA: schema,
-            "partition": _partition(context),
+            "partition": _partition(month),
             "published_by_run": published.properties.get("dagster.run-id", ""),
             **month.metadata,
             **code_ran(context),
@@ -429,7 +429,7 @@ def _unchanged_from_metadata(
     """The month's materialization when its table's metadata shows it published from the same inputs, with every
     selected audit's result kept, and nothing to bring up to date: read with pyiceberg, so no Spark starts. None
     when the step has work for Spark."""
-    spec, partition = month.spec, _partition(context)
+    spec, partition = month.spec, _partition(month)
     reading = read_metadata(spark.catalog.load(), spec.identifier)
     main = reading.ref("main") if reading is not None else None
     if reading is None or main is None or needs_upkeep(reading, spec):
@@ -481,7 +481,7 @@ def _held_back(
         "staged_snapshot_id": snapshot_text(staged.write.snapshot_id),
         "staged_rows": MV.int(staged.write.rows_written),
         "read_staged_with": staged.how_to_read,
-        "partition": _partition(context),
+        "partition": _partition(month),
         **month.metadata,
         **code_ran(context),
     }

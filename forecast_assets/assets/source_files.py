@@ -1,13 +1,16 @@
 """Source file assets, one per declared source: each partition's files downloaded, verified, staged, fingerprinted."""
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
     AssetsDefinition,
+    BackfillPolicy,
     DataVersion,
     Failure,
     MaterializeResult,
@@ -17,6 +20,7 @@ from dagster import (
 )
 
 from forecast_assets.assets.code_ran import code_ran
+from forecast_assets.assets.month_range import RangeEvent, over_months
 from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceSpec
 from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
@@ -27,9 +31,9 @@ SOURCES_GROUP = "sources"
 MONTH_IN_NAME = re.compile(r"(\d{4}-?\d{2})\D")
 
 
-def partition_window(context: AssetExecutionContext, source: SourceSpec) -> MonthWindow | None:
-    """The month a run of a monthly source's asset is for; None for a source published once for all time."""
-    return MonthWindow.from_partition_key(context.partition_key) if source.monthly else None
+def partition_window(key: str | None, source: SourceSpec) -> MonthWindow | None:
+    """The month ``key`` names for a monthly source; None for a source published once for all time."""
+    return MonthWindow.from_partition_key(key) if source.monthly and key is not None else None
 
 
 def _stage(
@@ -134,12 +138,12 @@ def _files_metadata(files: tuple[SourceFile, ...], staged_files: list[StagedFile
 def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsDefinition:
     """The asset of ``spec``'s files: partitioned by ``months`` when the source publishes monthly."""
 
-    def materialize(
-        context: AssetExecutionContext, source: SourceResource, staging: StagingResource
-    ) -> MaterializeResult[Any]:
-        if spec.monthly:
-            _refuse_unknown_month(context.partition_key, months, spec)
-        window = partition_window(context, spec)
+    def one_month(
+        context: AssetExecutionContext, key: str | None, source: SourceResource, staging: StagingResource
+    ) -> Iterator[MaterializeResult[Any]]:
+        if key is not None:
+            _refuse_unknown_month(key, months, spec)
+        window = MonthWindow.from_partition_key(key) if key is not None else None
         files = spec.files_for(window)
         staged_files = [_stage(context, spec, file, window, source, staging) for file in files]
         if len(files) == 1:
@@ -152,11 +156,19 @@ def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsD
                 for warning in facts.warnings:
                     context.log.warning(warning)
                 metadata.update(facts.metadata)
-        if window is not None:
-            metadata = {"partition": context.partition_key, **metadata}
+        if key is not None:
+            metadata = {"partition": key, **metadata}
         metadata.update(code_ran(context))
         version = metadata["source_fingerprint"]
-        return MaterializeResult(metadata=metadata, data_version=DataVersion(version))
+        yield MaterializeResult(metadata=metadata, data_version=DataVersion(version))
+
+    def materialize(
+        context: AssetExecutionContext, source: SourceResource, staging: StagingResource
+    ) -> Iterator[RangeEvent]:
+        if not spec.monthly:
+            yield from one_month(context, None, source, staging)
+            return
+        yield from over_months(context, AssetKey(spec.file_asset), lambda key: one_month(context, key, source, staging))
 
     return asset(
         materialize,
@@ -165,4 +177,6 @@ def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsD
         partitions_def=months if spec.monthly else None,
         group_name=SOURCES_GROUP,
         kinds={spec.file_kind},
+        # A range of months is one run: each month downloaded and staged in turn (see month_range.py).
+        backfill_policy=BackfillPolicy.single_run() if spec.monthly else None,
     )
