@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dagster import AssetKey, DagsterInstance
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from forecast_assets.definitions import build_definitions, resources_for
 from forecast_assets.resources import SourceResource
@@ -44,6 +45,13 @@ class Pipeline:
         return job.execute_in_process(
             partition_key=partition_key, instance=self.instance, run_config=run_config, raise_on_error=False
         )
+
+    def run_range(self, first: str, last: str, base_url: str | None = None, run_config: dict | None = None):
+        """One run of ``monthly_ingestion`` over every month from ``first`` to ``last`` (partition keys), as a
+        single-run backfill launches it."""
+        job = self.definitions(base_url).resolve_job_def("monthly_ingestion")
+        tags = {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+        return job.execute_in_process(tags=tags, instance=self.instance, run_config=run_config, raise_on_error=False)
 
     def latest_metadata(self, key: str) -> dict:
         event = self.instance.get_latest_materialization_event(AssetKey(key.replace(".", "/").split("/")))

@@ -23,6 +23,7 @@ from tests.truth.oracle import (
     table,
     verdicts,
 )
+from tests.truth.scenario import MONTHS
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +72,33 @@ def test_every_claim_of_every_view_equals_the_truth(record):
     raw = record["snapshots"][RAW_YELLOW]
     months = {str(s) for s in raw["main"] if raw["snapshots"][str(s)]["summary"].get("dagster.partition")}
     assert len(months) >= 4 and months <= {version for _, version in checked}
+
+
+def test_a_range_of_months_in_one_run_has_each_month_s_lineage_as_a_run_of_that_month_would(record):
+    """The single-run backfill (every month rewritten in one Dagster run): per Iceberg, the run wrote one raw_yellow
+    and one actuals snapshot per month; per the lineage, each of its table steps ran once per month, each naming its
+    month and exactly that month's snapshot (the oracle checks what each read)."""
+    [run] = [run for run in record["runs"] if run["what"].endswith("as one run")]
+    assert run["success"] and run["month"].split() == sorted(MONTHS)
+    for name in (RAW_YELLOW, ACTUALS):
+        snapshots = record["snapshots"][name]["snapshots"]
+        written = {
+            summary["dagster.partition"][:7]: snapshot_id
+            for snapshot_id, snapshot in snapshots.items()
+            if (summary := snapshot["summary"]).get("dagster.run-id") == run["run_id"]
+        }
+        assert sorted(written) == sorted(MONTHS), name
+        said: dict[str, list[str]] = {}
+        for event in record["events"]:
+            facet = event["run"].get("facets", {}).get("orchestratorRun", {})
+            of_run = event["eventType"] == "COMPLETE" and facet.get("runId") == run["run_id"]
+            if not of_run or "." not in event["job"]["name"]:
+                continue
+            for output in event.get("outputs", []):
+                if output["name"].endswith(name.split(".")[-1]):
+                    version = output["facets"]["version"]["datasetVersion"]
+                    said.setdefault(facet["partition"][:7], []).append(version)
+        assert said == {month: [snapshot_id] for month, snapshot_id in written.items()}, name
 
 
 def test_models_are_built_from_every_month_they_read_and_the_republish_shows_between_two(record):

@@ -65,9 +65,10 @@ def record_partition(record: EventLogRecord) -> str | None:
     if kind == DagsterEventType.ASSET_MATERIALIZATION:
         partition = dagster_event(record).step_materialization_data.materialization.partition
         return None if partition is None else str(partition)
-    if kind == DagsterEventType.ASSET_CHECK_EVALUATION:
-        evaluation = dagster_event(record).event_specific_data
-        return getattr(evaluation, "partition", None)
+    if kind in (DagsterEventType.ASSET_CHECK_EVALUATION, DagsterEventType.ASSET_MATERIALIZATION_PLANNED):
+        # A check's result, or a range's planned materialization of one of its partitions.
+        partition = getattr(dagster_event(record).event_specific_data, "partition", None)
+        return None if partition is None else str(partition)
     return None
 
 
@@ -92,7 +93,10 @@ def planned_by_step(records: list[EventLogRecord]) -> dict[str | None, list[Asse
     planned: dict[str | None, list[AssetKey]] = {}
     for record in records:
         if event_type(record) == DagsterEventType.ASSET_MATERIALIZATION_PLANNED:
-            planned.setdefault(step_key(record), []).append(_planned_asset(record))
+            keys = planned.setdefault(step_key(record), [])
+            key = _planned_asset(record)
+            if key not in keys:  # a range plans each of its partitions
+                keys.append(key)
     return planned
 
 
@@ -102,7 +106,9 @@ def planned_checks_by_step(records: list[EventLogRecord]) -> dict[str | None, li
     for record in records:
         if event_type(record) == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
             check = event_data(record, AssetCheckEvaluationPlanned)
-            planned.setdefault(step_key(record), []).append(check.asset_key)
+            keys = planned.setdefault(step_key(record), [])
+            if check.asset_key not in keys:
+                keys.append(check.asset_key)
     return planned
 
 
