@@ -249,21 +249,26 @@ def _run_pipeline(
                 pipeline_run.print_outcome(outcomes[-1])
             loop_month = months[-1] if len(months) > LOOP_AFTER_MONTHS else None
 
-            def ingest(month: str) -> bool:
-                stages.header(f"Ingesting {month}: job {pipeline_run.INGESTION_JOB}")
-                partition = {"dagster/partition": f"{month}-01"}
-                outcomes.append(
-                    pipeline_run.run_to_end(instance, workspace, pipeline_run.INGESTION_JOB, tags=partition)
-                )
+            def ingest(months: list[str]) -> bool:
+                """``months`` (consecutive) as one run: one Spark session for all of them, each month published
+                on its own."""
+                what = months[0] if len(months) == 1 else f"{months[0]} to {months[-1]} ({len(months)} months, one run)"
+                stages.header(f"Ingesting {what}: job {pipeline_run.INGESTION_JOB}")
+                tags = pipeline_run.months_of(months)
+                outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.INGESTION_JOB, tags=tags))
                 pipeline_run.print_outcome(outcomes[-1])
-                if outcomes[-1].success:
-                    ingested.append(month)
+                done = (
+                    months
+                    if outcomes[-1].success
+                    else pipeline_run.months_published(instance, outcomes[-1].run_id, months)
+                )
+                ingested.extend(done)
                 return outcomes[-1].success
 
-            for month in months[:-1] if loop_month else months:
+            for run in pipeline_run.consecutive(months[:-1] if loop_month else months):
                 if outcomes and not outcomes[-1].success:
                     break
-                ingest(month)
+                ingest(run)
             if all(outcome.success for outcome in outcomes):
                 weather = "with" if use_weather else "without"
                 stages.header(f"Training {weather} weather: job {pipeline_run.TRAINING_JOB} runs flows/train.py")
@@ -311,7 +316,7 @@ def _forecasting_loop(
     month: str,
     stages: Stages,
     outcomes: list[RunOutcome],
-    ingest: Callable[[str], bool],
+    ingest: Callable[[list[str]], bool],
 ) -> None:
     """Every day of ``month`` forecast from what was published before it (one run, as a backfill from the UI); the
     month published; its days scored (the run the scoring sensor asks for) and their accuracy shown."""
@@ -326,7 +331,7 @@ def _forecasting_loop(
     pipeline_run.print_outcome(outcomes[-1])
     if not outcomes[-1].success:
         return
-    if not ingest(month):
+    if not ingest([month]):
         return
     stages.header(f"Scoring {month}'s forecasts against its actuals: job {pipeline_run.SCORING_JOB}")
     outcomes.append(pipeline_run.run_to_end(instance, workspace, pipeline_run.SCORING_JOB, tags=days))

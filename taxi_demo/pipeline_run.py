@@ -39,6 +39,7 @@ INGESTION_JOB, REFERENCE_JOB, TRAINING_JOB = "monthly_ingestion", "reference_dat
 FORECAST_JOB, SCORING_JOB = "daily_forecast", "score_forecasts"
 QUIET: dict[str, object] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 POLL_SECONDS = 0.5
+LINES_PER_ASSET = 12  # a run's summary lists each partition of an asset up to this many, else the last and a count
 # After a Ctrl-C, how long the demo waits for the run it follows to stop before it says what it left.
 STOP_SECONDS = 120.0
 SUMMARY_EVENTS = {
@@ -191,10 +192,15 @@ def wait_for(instance: DagsterInstance, run_id: str) -> RunOutcome:
             "on it (was the run deleted, or the state folder wiped?); run the demo again"
         )
         raise RunLost(msg)
-    outcome = RunOutcome(run_id, run.tags.get("dagster/partition") or run.job_name, run.is_success)
+    first, last = run.tags.get(ASSET_PARTITION_RANGE_START_TAG), run.tags.get(ASSET_PARTITION_RANGE_END_TAG)
+    label = run.tags.get("dagster/partition") or (f"{first}...{last}" if first and last else run.job_name)
+    outcome = RunOutcome(run_id, label, run.is_success)
     for event in _events(instance, run_id, SUMMARY_EVENTS):
         if event.event_type == DagsterEventType.ASSET_MATERIALIZATION:
-            outcome.tables.append(_materialization_line(event.step_materialization_data.materialization))
+            made = event.step_materialization_data.materialization
+            # A run of a range says which of its partitions each line is.
+            of = f"  [{made.partition}]" if first and made.partition else ""
+            outcome.tables.append(_materialization_line(made) + of)
         elif event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.asset_check_evaluation_data
             if not evaluation.passed:
@@ -311,6 +317,39 @@ def _coverage_80(metadata: Mapping[str, object]) -> str:
     return f"{metadata['held_out_coverage_80']:.1%}"
 
 
+def months_of(months: list[str]) -> dict[str, str]:
+    """The tags of one run over ``months`` (YYYY-MM, consecutive): a single-run backfill of the monthly assets."""
+    first, last = (MonthWindow.from_partition_key(month).partition_key for month in (min(months), max(months)))
+    if first == last:
+        return {"dagster/partition": first}
+    return {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+
+
+def consecutive(months: list[str]) -> list[list[str]]:
+    """``months`` (YYYY-MM) as runs of consecutive months, in order: each is one run."""
+    runs: list[list[str]] = []
+    for month in sorted(months):
+        if runs and MonthWindow.from_partition_key(runs[-1][-1]).end == MonthWindow.from_partition_key(month).start:
+            runs[-1].append(month)
+        else:
+            runs.append([month])
+    return runs
+
+
+def months_published(instance: DagsterInstance, run_id: str, months: list[str]) -> list[str]:
+    """The ``months`` every table the run planned holds as the run left them (published, or found unchanged): a run
+    of a range that failed may still have published its other months."""
+    planned = _events(instance, run_id, DagsterEventType.ASSET_MATERIALIZATION_PLANNED)
+    tables = {event.asset_key for event in planned if event.asset_key and len(event.asset_key.path) > 1}
+    kept: dict[AssetKey, set[str]] = {}
+    for event in _events(instance, run_id, DagsterEventType.ASSET_MATERIALIZATION):
+        made = event.step_materialization_data.materialization
+        publication = made.metadata.get("publication")
+        if made.partition and publication is not None and publication.value in ("published", "unchanged"):
+            kept.setdefault(made.asset_key, set()).add(str(made.partition)[:7])
+    return [month for month in months if tables and all(month in kept.get(key, set()) for key in tables)]
+
+
 def days_of(month: str) -> dict[str, str]:
     """The tags of a run over every day of ``month``: one run for a range of partitions, as a backfill's."""
     window = MonthWindow.from_partition_key(month)
@@ -351,11 +390,16 @@ def print_outcome(outcome: RunOutcome) -> None:
 
 
 def _one_line_per_asset(lines: list[str]) -> list[str]:
-    """A run of many partitions (a backfill of days) says each asset once, with how many partitions it wrote."""
+    """A run of many partitions (a backfill of days) says each asset once, with how many partitions it wrote; a run
+    of a few (a year of months) says each."""
     by_asset: dict[str, list[str]] = {}
     for line in lines:
         by_asset.setdefault(line.split(" ", 1)[0], []).append(line)
-    return [found[0] if len(found) == 1 else f"{found[-1]}  ({len(found)} partitions)" for found in by_asset.values()]
+    return [
+        line
+        for found in by_asset.values()
+        for line in (found if len(found) <= LINES_PER_ASSET else [f"{found[-1]}  ({len(found)} partitions)"])
+    ]
 
 
 def newest_plot(state: Path) -> Path | None:

@@ -48,7 +48,9 @@ KILLED_MONTH, KILLED_MONTH_TRIPS = "2025-04", 1_500_000
 ICEBERG_RETRY = "Retrying task after failure"
 TABLE_ACTUALS = "yellow_rides_hourly_actuals"
 TABLE_STEPS = ("nyc_taxi__raw_yellow", "nyc_taxi__raw_weather", f"nyc_taxi__{TABLE_ACTUALS}")
-PRINTED_ROWS = re.compile(r"^\s+(?P<table>nyc_taxi/\S+)\s+rows=\s*(?P<rows>\d+)", re.MULTILINE)
+PRINTED_ROWS = re.compile(
+    r"^\s+(?P<table>nyc_taxi/\S+)\s+rows=\s*(?P<rows>\d+).*?(?:\[(?P<partition>[\d-]+)\])?$", re.MULTILINE
+)
 RUN_LINE = re.compile(r"^Run \S+ \((?P<label>[^)]+)\): (?P<state>\w+)$", re.MULTILINE)
 
 
@@ -95,13 +97,13 @@ def running(env, cluster_demo, monkeypatch):
 
 
 def printed_rows(stdout: str) -> dict[tuple[str, str], int]:
-    """``(run label, table) -> rows`` from the demo's run summaries."""
+    """``(run label, table) -> rows`` from the demo's run summaries (a run of a range: each line's partition)."""
     rows = {}
     runs = list(RUN_LINE.finditer(stdout))
     for run, following in zip(runs, [*runs[1:], None], strict=True):
         block = stdout[run.end() : following.start() if following else len(stdout)]
         for line in PRINTED_ROWS.finditer(block):
-            rows[(run["label"], line["table"])] = int(line["rows"])
+            rows[(line["partition"] or run["label"], line["table"])] = int(line["rows"])
     return rows
 
 
@@ -119,6 +121,8 @@ def test_the_demo_runs_on_the_cluster_with_the_embedded_row_counts(cluster_demo,
     assert cluster_demo.returncode == 0, cluster_demo.stdout[-3000:] + cluster_demo.stderr[-3000:]
     assert "Demo finished" in cluster_demo.stdout
     assert f"spark://127.0.0.1:{env['TAXI_CLUSTER_SPARK_PORT']}" in cluster_demo.stdout
+    # Both months in one run on the cluster: one application on the workers, each month published on its own.
+    assert f"Ingesting {TEST_MONTHS[0]} to {TEST_MONTHS[-1]} ({len(TEST_MONTHS)} months, one run)" in cluster_demo.stdout
     rows = printed_rows(cluster_demo.stdout)
     for month in TEST_MONTHS:
         embedded = embedded_rows(pipeline, month)
