@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from forecast_assets.lakehouse.class_archive import ClassArchive
 from forecast_assets.lakehouse.commits import open_catalog_once
+from forecast_assets.lakehouse.driver_exit import stop_with_process
 from forecast_assets.lakehouse.spark_session import SparkOptions, on_loopback, spark_conf
 from forecast_assets.lakehouse.table_state import jvm
 from forecast_assets.source_specs.spec import SourceFile, SourceSpec
@@ -67,6 +68,7 @@ class SparkResource(ConfigurableResource[Any]):
     cores_max: int | None = None
     jars: str = ""
     class_archive: bool = True
+    conf: dict[str, str] = {}
     extra_config: dict[str, str] = {}
     _session: SparkSession | None = PrivateAttr(default=None)
 
@@ -101,6 +103,7 @@ class SparkResource(ConfigurableResource[Any]):
         started = time.monotonic()
         with reporting_while(log.info, f"Starting Spark ({self.master}; {usual})"):
             session = self._started(self.spark_config(), log)
+            stop_with_process(session)
             session.sparkContext.setLogLevel("ERROR")
             open_catalog_once(session)
         timing.parent.mkdir(parents=True, exist_ok=True)

@@ -137,6 +137,12 @@ class Settings(BaseSettings):
     spark_jars: str = Field("", validation_alias=_env("TAXI_SPARK_JARS"))
     # Start Spark's driver JVM from an archive of its classes, recorded by the first run (2 s sooner a run).
     spark_class_archive: bool = Field(True, validation_alias=_env("TAXI_SPARK_CLASS_ARCHIVE"))
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=_env("TAXI_SPARK_CONF"),
+        description='More Spark settings, as JSON: {"spark.ui.enabled": "true", "spark.sql.shuffle.partitions": '
+        "\"16\"}; they win over the project's own (Spark's UI is off unless turned on here).",
+    )
     # The cluster profile's servers on 127.0.0.1 (`./run demo --profile cluster`).
     cluster_spark_port: int = Field(7077, gt=0, lt=65536, validation_alias=_env("TAXI_CLUSTER_SPARK_PORT"))
     cluster_spark_ui_port: int = Field(8080, gt=0, lt=65536, validation_alias=_env("TAXI_CLUSTER_SPARK_UI_PORT"))
@@ -237,6 +243,28 @@ class Settings(BaseSettings):
             if not URL.fullmatch(url):
                 msg = f"TAXI_{source.upper()}_BASE_URL={url!r}: {URL_ACCEPTS}"
                 raise ValueError(msg)  # pydantic's way: reported as a SettingsError
+        return value
+
+    @field_validator("spark_conf", mode="before")
+    @classmethod
+    def _spark_settings(cls, value: Any) -> Any:
+        """The environment gives them as a JSON object; each key must be a Spark setting's."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as err:
+                raise ValueError(f'not JSON ({err}): give an object such as {{"spark.ui.enabled": "true"}}') from None
+            if not isinstance(value, dict):
+                raise ValueError('give a JSON object such as {"spark.ui.enabled": "true"}')
+        if isinstance(value, dict):
+            wrong = sorted(str(key) for key in value if not str(key).startswith("spark."))
+            if wrong:
+                msg = (
+                    f"{', '.join(wrong)} {'is not a Spark setting' if len(wrong) == 1 else 'are not Spark settings'}: "
+                    'each key starts with spark. (e.g. {"spark.ui.enabled": "true"})'
+                )
+                raise ValueError(msg)  # pydantic's way: reported as a SettingsError
+            return {str(key): str(item).lower() if isinstance(item, bool) else str(item) for key, item in value.items()}
         return value
 
     @field_validator(*SHAPES)

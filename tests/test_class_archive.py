@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from forecast_assets.lakehouse.class_archive import ClassArchive, java_executable
@@ -130,3 +131,50 @@ def test_a_damaged_archive_costs_a_run_nothing_but_the_archive(tmp_path):
     assert "starting it without that class archive" in started.stderr
     assert not archive.archive.exists(), "the damaged archive is gone, so the next start records a good one"
     assert not list(tmp_path.glob("hs_err*")) and not list(Path.cwd().glob("hs_err*"))
+
+
+def test_a_folder_with_files_on_the_class_path_records_nothing_and_says_why_once(tmp_path, monkeypatch, caplog):
+    """Spark's launcher puts SPARK_CONF_DIR on the driver's class path: with a file in it, the real JVM refuses to
+    archive, so no run records (each would pay for a recording Java then throws away)."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.sql.shuffle.partitions 4\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    java = java_executable()
+    assert java is not None
+    # The premise, on the real JVM running a class of Spark's from the class path (its launcher's main, which exits
+    # at once without arguments): with that folder beside the jar it writes nothing, with an empty one it records.
+    [launcher] = (Path(pyspark.__file__).parent / "jars").glob("spark-launcher_*.jar")
+    for folder, written in ((conf, False), (tmp_path / "empty", True)):
+        folder.mkdir(exist_ok=True)
+        recorded = tmp_path / f"{folder.name}.jsa"
+        command = [str(java), f"-XX:ArchiveClassesAtExit={recorded}", "-Xlog:cds=off", "-cp",
+                   f"{folder}{os.pathsep}{launcher}", "org.apache.spark.launcher.Main"]  # fmt: skip
+        subprocess.run(command, capture_output=True, check=False)
+        assert recorded.exists() == written, folder
+
+    archive = ClassArchive.for_spark(tmp_path / "classes")
+    with caplog.at_level("WARNING"):
+        assert archive is not None and archive.java_options() == "" and archive.java_options() == ""
+
+    assert not archive.recorder.exists() and not archive.recording.exists()
+    said = [record.getMessage() for record in caplog.records if "class archive" in record.getMessage()]
+    assert len(said) == 1 and str(conf) in said[0] and "SPARK_CONF_DIR" in said[0]
+    (conf / "spark-defaults.conf").unlink()  # an empty folder: Java archives again
+    assert "ArchiveClassesAtExit" in ClassArchive.for_spark(tmp_path / "classes").java_options()
+
+
+def test_recordings_that_leave_nothing_are_tried_twice_then_no_more(archive):
+    """A recorder that exits without an archive (Java refused, or the JVM was killed): one more recording is tried,
+    then runs start without one rather than pay for a recording each."""
+    for _ in range(2):
+        options = archive.java_options()
+        assert "ArchiveClassesAtExit" in options
+        finished = subprocess.Popen(["true"])  # noqa: S607 -- a JVM that exited without writing its archive
+        finished.wait()
+        archive.recording_by(finished.pid)
+
+    assert archive.java_options() == ""
+    assert archive.java_options() == "" and not archive.recorder.exists()
+    archive.unrecordable.unlink()  # as the message says: deleting the record tries again
+    assert "ArchiveClassesAtExit" in archive.java_options()

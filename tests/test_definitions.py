@@ -310,6 +310,15 @@ def test_the_resources_carry_the_settings_whole(monkeypatch):
     assert resources["catalog"].config() == resources["spark"].catalog.config() == CatalogConfig.from_settings(settings)
 
 
+def test_spark_s_own_settings_win_over_the_project_s_and_its_ui_is_off_unless_asked(monkeypatch):
+    from forecast_assets.definitions import resources_for
+
+    assert resources_for(load_settings())["spark"].spark_config()["spark.ui.enabled"] == "false"
+    monkeypatch.setenv("TAXI_SPARK_CONF", '{"spark.ui.enabled": true, "spark.sql.shuffle.partitions": 3}')
+    conf = resources_for(load_settings())["spark"].spark_config()
+    assert conf["spark.ui.enabled"] == "true" and conf["spark.sql.shuffle.partitions"] == "3"
+
+
 def test_the_registry_refuses_two_sources_of_one_name_and_names_the_sources_it_has(monkeypatch):
     from forecast_assets.source_specs import registry
 

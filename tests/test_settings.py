@@ -57,6 +57,7 @@ def test_an_empty_variable_counts_as_unset(tmp_path):
         ("TAXI_SPARK_CORES_MAX", "0", "greater than 0"),
         ("TAXI_DATAHUB", "neo4j", "'lite', 'rest', 'file' or 'off'"),
         ("TAXI_TRIP_BASE_URL", "ftp://example.org", "use an http(s):// or file:// URL"),
+        ("TAXI_SPARK_CONF", '{"ui.enabled": "true"}', "ui.enabled is not a Spark setting: each key starts with spark."),
     ],
 )
 def test_a_bad_value_is_named_with_what_it_accepts(tmp_path, variable, value, says):

@@ -8,10 +8,15 @@ moves the recording into place once that process has exited, and only after a th
 started from it. A JVM handed an archive that was cut short (its writer killed) crashes at start, so
 no archive is used unchecked; should one be damaged later, the run starts Spark without it
 (``SparkResource``) and the archive is recorded again. Archives are kept in one folder of the state
-folder, one per Java, Spark and driver class path. Classes of a jar Spark loads itself (``spark.jars``) are
-archived too, but are still read from the jar and used from the archive only in part (951 of 1,452 of Iceberg's in
-a start and a query); a local driver has Iceberg's runtime on its class path instead
-(``spark_jars.JarPlan.local_spark_conf``), where 4,259 of the 4,292 a month run loads come from the archive.
+folder, one per Java, Spark and driver class path. Java archives classes from jars only: with a folder that holds
+files on the driver's class path (Spark's launcher puts ``SPARK_CONF_DIR`` there) it writes nothing, so no run
+records then, and the run says why once; after two recordings in a row that left nothing for another reason, none is
+tried again for that Java, Spark and class path (its ``.unrecordable`` file says so).
+
+Classes of a jar Spark loads itself (``spark.jars``) are archived too, but are still read from the jar and used from
+the archive only in part (951 of 1,452 of Iceberg's in a start and a query); a local driver has Iceberg's runtime on
+its class path instead (``spark_jars.JarPlan.local_spark_conf``), where 4,259 of the 4,292 a month run loads come
+from the archive.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ log = logging.getLogger(__name__)
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 SUFFIX = ".jsa"
 RECORD, START_FROM = "-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile="
+RECORDINGS_TRIED = 2  # recordings in a row that left nothing, before runs stop trying (a killed one is retried)
 
 
 def java_executable() -> Path | None:
@@ -49,6 +55,28 @@ def _jar_version(jar: Path) -> str:
     return f"{jar}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
+def launcher_conf_dir() -> Path:
+    """The folder Spark's launcher puts first on the driver's class path: ``SPARK_CONF_DIR``, else Spark's ``conf``."""
+    from pyspark.find_spark_home import _find_spark_home  # PySpark's own answer, as its launcher uses it
+
+    configured = os.environ.get("SPARK_CONF_DIR")
+    return Path(configured) if configured else Path(_find_spark_home()) / "conf"  # type: ignore[no-untyped-call]
+
+
+def folders_with_files(class_path: str) -> list[Path]:
+    """The folders of the driver's class path (the launcher's conf folder first) that hold anything: Java will not
+    archive classes with one on the class path."""
+    entries = [launcher_conf_dir(), *(Path(entry) for entry in class_path.split(os.pathsep) if entry)]
+    found = []
+    for entry in entries:
+        try:
+            if entry.is_dir() and any(entry.iterdir()):
+                found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -59,6 +87,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """A process says why it has no archive once, not at every session it starts."""
+    if message not in _said:
+        _said.add(message)
+        log.warning(message)
+
+
 @dataclass(frozen=True)
 class ClassArchive:
     """The class archive of one Java and one Spark, in ``folder``."""
@@ -66,6 +104,8 @@ class ClassArchive:
     folder: Path
     java: Path
     key: str
+    # Why no archive can be recorded for this class path (a folder with files on it), or "".
+    blocked_by: str = ""
 
     @classmethod
     def for_spark(cls, folder: Path, class_path: str = "") -> ClassArchive | None:
@@ -82,7 +122,15 @@ class ClassArchive:
         jars = "|".join(_jar_version(Path(jar)) for jar in class_path.split(os.pathsep) if jar)
         identity = f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark.__version__}|{jars}"
         key = hashlib.sha256(identity.encode()).hexdigest()
-        return cls(folder, java, f"spark-{pyspark.__version__}-{key[:12]}")
+        folders = folders_with_files(class_path)
+        blocked = (
+            f"{', '.join(map(str, folders))} {'is a folder' if len(folders) == 1 else 'are folders'} with files on "
+            "the driver's class path (Spark's launcher puts SPARK_CONF_DIR there), and Java archives classes from "
+            "jars only"
+            if folders
+            else ""
+        )
+        return cls(folder, java, f"spark-{pyspark.__version__}-{key[:12]}", blocked)
 
     @property
     def archive(self) -> Path:
@@ -93,15 +141,35 @@ class ClassArchive:
         return self.folder / f"{self.key}.recording{SUFFIX}"
 
     @property
+    def unrecordable(self) -> Path:
+        """The recordings that left nothing, one line each: after ``RECORDINGS_TRIED`` no run tries again."""
+        return self.folder / f"{self.key}.unrecordable"
+
+    def _gave_up(self) -> bool:
+        try:
+            return len(self.unrecordable.read_text().splitlines()) >= RECORDINGS_TRIED
+        except FileNotFoundError:
+            return False
+
+    @property
     def recorder(self) -> Path:
         """The lock file: the id of the process whose JVM records the archive."""
         return self.folder / f"{self.key}.recorder"
 
     def java_options(self) -> str:
         """The driver JVM's options: start from the archive, or record it, or neither while another JVM records."""
+        if self.blocked_by:
+            _say_once(f"Spark starts without a class archive (a few seconds slower): {self.blocked_by}.")
+            return ""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._take_finished_recording()
+            if self._gave_up():
+                _say_once(
+                    f"Spark starts without a class archive: {RECORDINGS_TRIED} recordings in a row left nothing for "
+                    f"this Java, Spark and class path ({self.unrecordable}; delete it to try again)."
+                )
+                return ""
             if self.archive.exists():
                 # Were it damaged after all, the JVM's crash report stays in the state folder, not the working one.
                 return f"{START_FROM}{self.archive} -XX:ErrorFile={self.folder}/hs_err_pid%p.log {QUIET}"
@@ -155,6 +223,13 @@ class ClassArchive:
                     self._forget_other_archives()
             else:
                 log.info("Discarding %s: a JVM does not start from it (its writer stopped early)", self.recording)
+        elif pid > 0 and not self.recording.exists() and not self.archive.exists():
+            # The recording JVM exited and Java wrote nothing (it refused, or the JVM was killed): a recording costs
+            # its run seconds, so only a few are tried.
+            with self.unrecordable.open("a") as tried:
+                tried.write(f"the JVM recording it (pid {pid}) exited and Java wrote no archive\n")
+        if self.archive.exists():
+            self.unrecordable.unlink(missing_ok=True)
         self.recording.unlink(missing_ok=True)
         self.recorder.unlink(missing_ok=True)
 

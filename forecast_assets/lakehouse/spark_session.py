@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +21,9 @@ BASE_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.showConsoleProgress": "false",
+    # A run's driver serves no web UI (it would take port 4040 and up on a shared machine): the run's own log says
+    # what Spark does. TAXI_SPARK_CONF='{"spark.ui.enabled": "true"}' turns it back on.
+    "spark.ui.enabled": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     # Files written by pandas hold TIMESTAMP(NANOS), which Spark refuses to read otherwise; they
     # arrive as epoch nanoseconds and the trip reader turns them into timestamps.
@@ -57,6 +60,8 @@ class SparkOptions:
     jars: str = ""
     # Start the driver JVM from an archive of Spark's classes (class_archive.py).
     class_archive: bool = True
+    # More Spark settings (TAXI_SPARK_CONF): they win over the project's own.
+    conf: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SparkOptions:
@@ -67,6 +72,7 @@ class SparkOptions:
             cores_max=settings.spark_cores_max,
             jars=settings.spark_jars,
             class_archive=settings.spark_class_archive,
+            conf=dict(settings.spark_conf),
         )
 
 
@@ -76,7 +82,8 @@ def spark_conf(
     options: SparkOptions = SparkOptions(),
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Every Spark setting for this project; ``extra`` overrides the rest."""
+    """Every Spark setting for this project; the options' own settings override them, ``extra`` (a run's launchpad)
+    overrides all."""
     master = options.master
     jars = plan_jars(catalog.kind, options.jars)
     log.info("Spark jars: %s", jars.describe())
@@ -98,4 +105,4 @@ def spark_conf(
     conf |= (jars.local_spark_conf() if master.startswith("local") else jars.spark_conf()) | catalog.spark_conf()
     if catalog.kind == "glue":
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
-    return conf | dict(extra or {})
+    return conf | options.conf | dict(extra or {})
