@@ -241,11 +241,15 @@ def measure(args: argparse.Namespace, folder: Path) -> int:
 
 def prepare_class_archive(env: dict[str, str], folder: Path, state: Path) -> None:
     """Two untimed Spark starts: the first records the class archive, the second checks it and moves it in place."""
+    from forecast_assets.definitions import resources_for
     from forecast_assets.lakehouse.class_archive import ClassArchive
+    from taxi_core.settings import load_settings
 
     for n in range(2):
         timed_process([sys.executable, "-c", SPARK_START], env, folder, folder / f"spark-start-{n}.log")
-    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes")
+    # The archive of the class path the runs' driver has (a local one: Iceberg's runtime on it).
+    class_path = resources_for(load_settings(env))["spark"].spark_config().get("spark.driver.extraClassPath", "")
+    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes", class_path)
     ready = archive is not None and archive.archive.exists()
     print(f"Spark's class archive: {'recorded before the timed runs' if ready else 'NOT ready: runs start without'}")
 

@@ -113,10 +113,11 @@ UNKNOWN_ZONE_TRIPS, UNKNOWN_PICKUP_IDS, UNKNOWN_DROPOFF_IDS = (
 def unknown_zones(facts: MonthFacts) -> Mapping[str, Column]:
     if facts.zones is None:
         return {}
-    known = sorted(facts.zones.boroughs)
+    # One SQL expression: ``isin`` sends each of the 265 ids to the JVM as a call of its own (0.13 s a column).
+    known = ", ".join(str(int(zone)) for zone in sorted(facts.zones.boroughs))
 
     def unknown(column: str) -> Column:
-        return F.col(column).isNotNull() & ~F.col(column).isin(known)
+        return F.col(column).isNotNull() & ~F.expr(f"`{column}` IN ({known})")
 
     def some_ids(column: str) -> Column:
         return F.slice(F.array_sort(F.collect_set(F.when(unknown(column), F.col(column)))), 1, 20)

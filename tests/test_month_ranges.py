@@ -159,3 +159,49 @@ def _lineage_is_per_month(pipeline, run_id: str, after: dict[str, int]) -> None:
             if r.asset_materialization.partition == key
         )
         assert read[key] == [fingerprint]
+
+
+def test_the_ui_s_launch_backfill_of_months_is_one_run_of_the_range():
+    """As the UI's *Launch backfill* on the monthly assets creates it (an asset backfill), and as the daemon then
+    launches it: one run for all the months, tagged with the range, not one run a month."""
+    import logging
+    import time
+
+    from dagster import instance_for_test
+    from dagster._core.execution.backfill import PartitionBackfill
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceFileTarget
+    from dagster._daemon.backfill import execute_backfill_iteration
+
+    from taxi_demo.pipeline_run import WORKSPACE_FILE
+
+    queued = {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+    with (
+        instance_for_test(overrides={"run_coordinator": queued}) as instance,
+        WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(WORKSPACE_FILE)])) as process,
+    ):
+        workspace = process.create_request_context()
+        graph = workspace.asset_graph
+        # The monthly assets, as the UI's asset graph selects them: the sources' files and the lakehouse tables.
+        monthly = [
+            key
+            for key in graph.materializable_asset_keys
+            if graph.get(key).partitions_def is not None and graph.get(key).group_name in ("sources", "lakehouse")
+        ]
+        months = graph.get(monthly[0]).partitions_def.get_partition_keys()[:2]
+        backfill = PartitionBackfill.from_asset_partitions(
+            backfill_id="monthsinonerun", asset_graph=graph, partition_names=months, asset_selection=monthly,
+            backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance, all_partitions=False, title=None,
+            description=None, run_config=None,
+        )  # fmt: skip
+        instance.add_backfill(backfill)
+        list(execute_backfill_iteration(process, logging.getLogger("backfill")))
+
+        runs = instance.get_runs()
+        ingestion = [run for run in runs if set(run.asset_selection or ()) & {AssetKey(["nyc_taxi", "raw_yellow"])}]
+        assert len(ingestion) == 1, [(run.job_name, run.tags) for run in runs]
+        [run] = ingestion
+        assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == months[0]
+        assert run.tags[ASSET_PARTITION_RANGE_END_TAG] == months[-1]
+        assert "dagster/partition" not in run.tags

@@ -23,13 +23,14 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
+    Output,
 )
 from dagster._core.definitions.data_version import CODE_VERSION_TAG, DATA_VERSION_TAG
 
 from bridge.translate.dagster_inputs import DATA_VERSION
 
 MonthEvent = MaterializeResult[Any] | AssetCheckResult
-RangeEvent = MaterializeResult[Any] | AssetCheckResult | AssetCheckEvaluation | AssetMaterialization
+RangeEvent = MaterializeResult[Any] | AssetCheckResult | AssetCheckEvaluation | AssetMaterialization | Output[None]
 
 
 def partition_keys(context: AssetExecutionContext) -> list[str]:
@@ -82,6 +83,13 @@ class _Range:
                 return bool(spec.blocking)
         return False
 
+    def checks_ran(self) -> Iterator[Output[None]]:
+        """Each selected check's output, once its result for every month is recorded: what tells Dagster the
+        blocking checks ran (else it warns that what runs after proceeds without them)."""
+        assets = self.context.assets_def
+        for check_key in self.context.selected_asset_check_keys:
+            yield Output(None, output_name=assets.get_output_name_for_asset_check_key(check_key))
+
     def metadata(self, key: str) -> dict[str, Any]:
         made = self.made[key]
         version = {DATA_VERSION: made.data_version} if made.data_version is not None else {}
@@ -96,6 +104,7 @@ class _Range:
                 self.context.add_asset_metadata(self.metadata(key), asset_key=self.asset_key, partition_key=key)
             # One result for the range: Dagster records a materialization per month, each with its own metadata.
             yield MaterializeResult(asset_key=self.asset_key)
+            yield from self.checks_ran()
             return
         # The step fails: no output (it would record every month of the range as materialized, the failed ones
         # too), each month that materialized recorded as itself.

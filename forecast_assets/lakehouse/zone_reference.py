@@ -40,8 +40,16 @@ def _published_boroughs(spark: SparkSession) -> tuple[int | None, dict[int, str]
     snapshot = _published(spark, ZONES)
     if snapshot is None:
         return None, {}
-    rows = spark.table(ZONES).select("location_id", "borough").collect()
-    return snapshot, {int(row["location_id"]): row["borough"] for row in rows if row["location_id"] is not None}
+    # A snapshot's rows never change: the months of a range (two trip tables each) read the lookup once.
+    if snapshot not in _BOROUGHS_AT:
+        rows = spark.table(ZONES).select("location_id", "borough").collect()
+        _BOROUGHS_AT[snapshot] = {
+            int(row["location_id"]): row["borough"] for row in rows if row["location_id"] is not None
+        }
+    return snapshot, dict(_BOROUGHS_AT[snapshot])
+
+
+_BOROUGHS_AT: dict[int, dict[int, str]] = {}  # each zone id's borough, by the lookup's snapshot id
 
 
 def published_lookup(spark: SparkSession) -> ZoneReference:
