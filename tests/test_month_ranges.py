@@ -192,8 +192,8 @@ def test_the_ui_s_launch_backfill_of_months_is_one_run_of_the_range():
         months = graph.get(monthly[0]).partitions_def.get_partition_keys()[:2]
         backfill = PartitionBackfill.from_asset_partitions(
             backfill_id="monthsinonerun", asset_graph=graph, partition_names=months, asset_selection=monthly,
-            backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance, all_partitions=False, title=None,
-            description=None, run_config=None,
+            backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance, all_partitions=False,
+            title=None, description=None, run_config=None,
         )  # fmt: skip
         instance.add_backfill(backfill)
         list(execute_backfill_iteration(process, logging.getLogger("backfill")))
