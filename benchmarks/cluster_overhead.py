@@ -1,8 +1,9 @@
-"""What the cluster profile costs a user: its start-up, and one month through the ingestion job on each Spark.
+"""What the cluster profile costs a user: its start-up, and months through the ingestion job on each Spark.
 
-    uv run python benchmarks/cluster_overhead.py --trips 3000000
+    uv run python benchmarks/cluster_overhead.py --trips 3000000 [--months 3]
 
-Same run, same month file: the ingestion job (stage the files, write-audit-publish the three tables) on
+Same run, same month files: the ingestion job (stage the files, write-audit-publish the tables; ``--months`` N
+as one run of the range, a single-run backfill) on
 the embedded default (``local[2]``, the SQLite catalog) as the baseline, then on the profile's two-worker
 standalone cluster with its Postgres catalog (the run's application taking both workers' cores). Each
 run starts from an empty catalog in its own process, so each pays for its Spark application's start.
@@ -28,11 +29,13 @@ OWN_PREFIXES = ("TAXI_", "METAFLOW_", "DAGSTER_", "OPENLINEAGE", "MPLCONFIGDIR")
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trips", type=int, default=3_000_000, help="trips in the month (full scale: 3,000,000)")
-    parser.add_argument("--month", default="2025-01", help="month to ingest, YYYY-MM")
+    parser.add_argument("--month", default="2025-01", help="the (first) month to ingest, YYYY-MM")
+    parser.add_argument("--months", type=int, default=1, help="consecutive months from --month, as one run")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    months = consecutive(args.month, args.months)
     if args.variant:
-        print(json.dumps(ingest_month(args.month)))
+        print(json.dumps(ingest_months(months)))
         return 0
 
     from taxi_core.settings import load_settings
@@ -44,13 +47,15 @@ def main() -> int:
     clean = {key: value for key, value in os.environ.items() if not key.startswith(OWN_PREFIXES)}
     started = time.perf_counter()
     source = SampleSource(root / "sample_source", trips_per_month=args.trips)
-    source.write_month(args.month)
-    print(f"sample month {args.month}: {args.trips:,} trips, written in {time.perf_counter() - started:.1f} s")
-    files = source.environment
+    source.write_months(months)
+    print(
+        f"sample months {', '.join(months)}: {args.trips:,} trips each, written in {time.perf_counter() - started:.1f} s"
+    )
+    files = source.environment | {"TAXI_FIRST_MONTH": months[0], "TAXI_LAST_MONTH": months[-1]}
 
     results = {}
     local_env = clean | files | {"TAXI_STATE_DIR": str(root / "embedded"), "TAXI_SPARK_MASTER": "local[2]"}
-    results["embedded: local[2], SQLite catalog"] = run_variant(args.month, local_env)
+    results["embedded: local[2], SQLite catalog"] = run_variant(args, local_env)
 
     settings = load_settings(environ=clean | {"TAXI_STATE_DIR": str(root / "profile")})
     timings = {}
@@ -59,7 +64,7 @@ def main() -> int:
     timings["profile start, first (initdb, PostgreSQL, master, 2 workers)"] = time.perf_counter() - started
     try:
         cluster_env = clean | files | cluster.environment | {"TAXI_SPARK_CORES_MAX": "2"}
-        results["cluster: 2 workers x 1 core, Postgres catalog"] = run_variant(args.month, cluster_env)
+        results["cluster: 2 workers x 1 core, Postgres catalog"] = run_variant(args, cluster_env)
     finally:
         started = time.perf_counter()
         cluster.stop()
@@ -69,7 +74,12 @@ def main() -> int:
     timings["profile start, again (data directory kept)"] = time.perf_counter() - started
     cluster.stop()
 
-    print(f"\none month ({args.month}, {args.trips:,} trips) through the ingestion job, same run:")
+    what = (
+        f"{len(months)} months ({months[0]} to {months[-1]}) as one run"
+        if len(months) > 1
+        else f"one month ({months[0]})"
+    )
+    print(f"\n{what}, {args.trips:,} trips a month, through the ingestion job, same run:")
     baseline = next(iter(results.values()))["wall"]
     for label, result in results.items():
         print(f"  {label:48s} {result['wall']:7.1f} s wall  ({result['wall'] / baseline:.2f}x the embedded)")
@@ -83,18 +93,29 @@ def main() -> int:
     return 0
 
 
-def run_variant(month: str, env: dict[str, str]) -> dict:
+def consecutive(first: str, count: int) -> list[str]:
+    year, month = map(int, first.split("-"))
+    found = []
+    for _ in range(count):
+        found.append(f"{year}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return found
+
+
+def run_variant(args: argparse.Namespace, env: dict[str, str]) -> dict:
     env = env | {"USER": os.environ.get("USER") or "taxi"}
-    command = [sys.executable, __file__, "--variant", "run", "--month", month]
+    command = [sys.executable, __file__, "--variant", "run", "--month", args.month, "--months", str(args.months)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the ingestion run failed:\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def ingest_month(month: str) -> dict:
-    """In a process of its own: the ingestion job on this environment's settings; wall time, steps, rows."""
+def ingest_months(months: list[str]) -> dict:
+    """In a process of its own: the ingestion job on this environment's settings, one run of ``months``; wall
+    time, steps, rows (the last month's)."""
     from dagster import instance_for_test
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     from forecast_assets.definitions import build_definitions
     from taxi_core.settings import load_settings
@@ -106,7 +127,8 @@ def ingest_month(month: str) -> dict:
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     with instance_for_test() as instance:
         started = time.perf_counter()
-        result = job.execute_in_process(partition_key=f"{month}-01", instance=instance, run_config=quiet)
+        tags = {ASSET_PARTITION_RANGE_START_TAG: f"{months[0]}-01", ASSET_PARTITION_RANGE_END_TAG: f"{months[-1]}-01"}
+        result = job.execute_in_process(tags=tags, instance=instance, run_config=quiet)
         wall = time.perf_counter() - started
         stats = sorted(instance.get_run_step_stats(result.run_id), key=lambda stat: stat.start_time)
         steps = [(stat.step_key, (stat.end_time or 0) - (stat.start_time or 0)) for stat in stats]
