@@ -48,9 +48,8 @@ def main() -> int:
     started = time.perf_counter()
     source = SampleSource(root / "sample_source", trips_per_month=args.trips)
     source.write_months(months)
-    print(
-        f"sample months {', '.join(months)}: {args.trips:,} trips each, written in {time.perf_counter() - started:.1f} s"
-    )
+    took = time.perf_counter() - started
+    print(f"sample months {', '.join(months)}: {args.trips:,} trips each, written in {took:.1f} s")
     files = source.environment | {"TAXI_FIRST_MONTH": months[0], "TAXI_LAST_MONTH": months[-1]}
 
     results = {}
