@@ -205,3 +205,45 @@ def test_the_ui_s_launch_backfill_of_months_is_one_run_of_the_range():
         assert run.tags[ASSET_PARTITION_RANGE_START_TAG] == months[0]
         assert run.tags[ASSET_PARTITION_RANGE_END_TAG] == months[-1]
         assert "dagster/partition" not in run.tags
+
+
+def test_a_month_s_error_inside_a_range_fails_that_month_alone_and_keeps_the_others_materializations():
+    """``over_months`` on a real Dagster run of three months whose second raises (a Spark error, a bad file): the
+    first and third are recorded as materialized, each with its own metadata, and the step fails naming the second."""
+    from dagster import (
+        BackfillPolicy,
+        DagsterInstance,
+        MaterializeResult,
+        MonthlyPartitionsDefinition,
+        asset,
+        materialize,
+    )
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    from forecast_assets.assets.month_range import over_months
+
+    months = MonthlyPartitionsDefinition(start_date="2024-01-01", end_date="2024-04-01")
+
+    @asset(partitions_def=months, backfill_policy=BackfillPolicy.single_run())
+    def table(context):
+        def one_month(key: str):
+            if key == "2024-02-01":
+                raise RuntimeError("the month's file is not Parquet")
+            yield MaterializeResult(metadata={"month_rows": int(key[5:7])})
+
+        yield from over_months(context, AssetKey("table"), one_month)
+
+    with DagsterInstance.ephemeral() as instance:
+        tags = {ASSET_PARTITION_RANGE_START_TAG: "2024-01-01", ASSET_PARTITION_RANGE_END_TAG: "2024-03-01"}
+        result = materialize([table], instance=instance, tags=tags, raise_on_error=False)
+
+    assert not result.success
+    made = {
+        e.event_specific_data.materialization.partition: e.event_specific_data.materialization.metadata["month_rows"]
+        for e in result.get_asset_materialization_events()
+    }
+    assert {key: value.value for key, value in made.items()} == {"2024-01-01": 1, "2024-03-01": 3}
+    [failure] = result.get_step_failure_events()
+    message = failure.step_failure_data.user_failure_data.description
+    assert message.startswith("1 of 3 months failed (2024-02); The range's other months ran: 2024-01, 2024-03")
+    assert "RuntimeError: the month's file is not Parquet" in message

@@ -4,8 +4,9 @@ A monthly asset runs a whole partition range in one run (its backfill policy is 
 process, one Spark session, each month still written, audited and published on its own. A one-month run yields
 the month's events as they are. A range's step records each month's materialization with that month's own
 metadata (and its version, which Dagster's one data version per step cannot carry) and each check's result for
-its month; a month that fails (held back by its audits, or not staged) fails alone: the months after it still
-run, and the step then fails with every such month's message.
+its month; a month that fails (held back by its audits, not staged, or an error of its own) fails alone: the
+months after it still run, the months published keep their materializations, and the step then fails with every
+such month's message.
 """
 
 from __future__ import annotations
@@ -141,4 +142,8 @@ def over_months(
         except Failure as failure:
             context.log.error(f"{asset_key.to_user_string()} {key[:7]}: {failure.description}")
             months.failed.append((key, failure.description or str(failure)))
+        except Exception as error:  # noqa: BLE001 - a month's error (a bad file, a Spark job) is that month's alone
+            # The months published before it keep their materializations (and so their lineage); it fails alone.
+            context.log.exception(f"{asset_key.to_user_string()} {key[:7]} failed")
+            months.failed.append((key, f"{type(error).__name__}: {error}"))
     yield from months.ended()
