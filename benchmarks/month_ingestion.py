@@ -99,7 +99,11 @@ def descendants(pid: int) -> list[int]:
     found, queue = [], [pid]
     while queue:
         parent = queue.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+        try:
+            listed = list(Path(f"/proc/{parent}/task").glob("*/children"))
+        except OSError:  # it exited while the tree was walked
+            continue
+        for children in listed:
             try:
                 kids = [int(kid) for kid in children.read_text().split()]
             except OSError:
