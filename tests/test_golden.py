@@ -89,6 +89,24 @@ def test_records_survive_a_round_trip_through_json():
         assert json.loads(text) == json.loads(path.read_text())
 
 
+def test_a_range_s_partitions_survive_a_round_trip_through_json():
+    """A run of a range keeps its partitions, their windows and their own upstream versions through JSON."""
+    import dataclasses
+    from datetime import datetime
+
+    path = next(path for path in RECORDS if path.name.startswith("dagster_"))
+    records = DagsterRunRecords.from_json(path.read_text())
+    window = (datetime(2024, 12, 1), datetime(2025, 1, 1))
+    ranged = dataclasses.replace(
+        records, partitions=("2024-12-01",), partition_windows={"2024-12-01": window},
+        partition_upstream={"2024-12-01": records.upstream},
+    )  # fmt: skip
+    back = DagsterRunRecords.from_json(ranged.to_json())
+    assert (back.partitions, back.partition_windows) == (ranged.partitions, ranged.partition_windows)
+    assert back.partition_upstream.keys() == ranged.partition_upstream.keys()
+    assert json.loads(back.to_json()) == json.loads(ranged.to_json())
+
+
 def test_every_written_table_carries_schema_valid_column_lineage():
     """The facets the schema test validates are there: each table a run wrote, with its column lineage."""
     written = {}

@@ -199,8 +199,23 @@ class DagsterRunRecords:
         )
 
     def to_json(self) -> str:
+        # A run of a range only: the records of every other run read as they always did.
+        of_range = (
+            {
+                "partitions": list(self.partitions),
+                "partition_windows": {
+                    key: [moment.isoformat() for moment in window] for key, window in self.partition_windows.items()
+                },
+                "partition_upstream": {
+                    key: _upstream_json(by_moment) for key, by_moment in self.partition_upstream.items()
+                },
+            }
+            if self.partitions
+            else {}
+        )
         return json.dumps(
             {
+                **of_range,
                 "run_id": self.run_id,
                 "job_name": self.job_name,
                 "partition": self.partition,
@@ -214,13 +229,6 @@ class DagsterRunRecords:
                     str(pointer): json.loads(serialize_value(record)) for pointer, record in self.provenance.items()
                 },
                 "descriptions": self.descriptions,
-                "partitions": list(self.partitions),
-                "partition_windows": {
-                    key: [moment.isoformat() for moment in window] for key, window in self.partition_windows.items()
-                },
-                "partition_upstream": {
-                    key: _upstream_json(by_moment) for key, by_moment in self.partition_upstream.items()
-                },
                 "upstream": _upstream_json(self.upstream),
             },
             indent=1,
