@@ -104,7 +104,7 @@ def test_dagster_knows_the_code_location_of_every_demo_run(fresh_copy, demo, mon
     monkeypatch.setenv("DAGSTER_HOME", str(fresh_copy / ".state" / "dagster"))
     with DagsterInstance.get() as instance:
         runs = instance.get_runs()
-        demo_runs = {"reference_data": 1, "monthly_ingestion": 3, "train_forecast_model": 1, "daily_forecast": 1,
+        demo_runs = {"reference_data": 1, "monthly_ingestion": 2, "train_forecast_model": 1, "daily_forecast": 1,
                      "score_forecasts": 1}  # fmt: skip
         assert sorted(run.job_name for run in runs) == sorted(job for job, n in demo_runs.items() for _ in range(n))
         for run in runs:

@@ -110,10 +110,16 @@ class PartitionWrite:
 def contents_at(connection: sqlite3.Connection, dataset: str, version: str) -> dict[str | None, PartitionWrite]:
     """What ``dataset`` at ``version`` holds, partition by partition: of the completed writes up to the one that made
     ``version``, in the order they finished, each partition's latest (a whole-table write replaces them all)."""
+    # A write a child run also names (a Dagster run and its step; a run of a range and its runs per partition) is
+    # the child's: the parent names no partition of its own, which would read as a write of the whole table. Runs
+    # of a range's months that end in the same millisecond are in the order the range wrote them, its months'.
     rows = connection.execute(
         """SELECT io.version, runs.run_id, runs.partition_key FROM io JOIN runs USING (run_id)
            WHERE io.dataset = ? AND io.direction = 'output' AND io.version IS NOT NULL AND runs.status = 'COMPLETE'
-           ORDER BY runs.finished, runs.run_id""",
+             AND NOT EXISTS (SELECT 1 FROM runs AS child JOIN io AS named ON named.run_id = child.run_id
+                             WHERE child.parent_run_id = runs.run_id AND named.dataset = io.dataset
+                               AND named.version = io.version AND named.direction = 'output')
+           ORDER BY runs.finished, runs.partition_key, runs.run_id""",
         (dataset,),
     ).fetchall()
     held: dict[str | None, PartitionWrite] = {}

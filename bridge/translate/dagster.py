@@ -443,13 +443,18 @@ def _unfinished_steps_ended(run: _Run, record: EventLogRecord, state: RunState) 
 def _partition_step_event(run: _Run, record: EventLogRecord, step: str, state: RunState) -> Keyed:
     """One partition's run of a step of a range: it failed only when the step failed and the partition was held back
     or never materialized; a month the step published before failing on another ran to its end."""
+    made_records = run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)
     if state == RunState.FAIL:
-        made = [_materialization(r) for r in run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION)]
+        made = [_materialization(r) for r in made_records]
         if made and all(_metadata_value(m, PUBLICATION) != HELD_BACK for m in made):
             state = RunState.COMPLETE
     spec = _step_spec(run, record, step, state)
     if state == RunState.COMPLETE:
         spec = replace(spec, error=None)
+    if state != RunState.START and made_records:
+        # The partition's run ends when its month was recorded, not with the step: the months of a range then end
+        # in the order they were written, which is the order a table's versions hold one another.
+        spec = replace(spec, time=min(spec.time, _time(made_records[-1])))
     return event_key(spec), run.translator.event(spec)
 
 
