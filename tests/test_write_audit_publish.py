@@ -397,11 +397,18 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
 def test_an_acceptance_that_cannot_be_recorded_is_refused_before_anything_is_written(
     pipeline, variant, config, expected
 ):
+    """Refused by the run's first steps (the downloads), in the time they take to start: nothing downloaded, no
+    Spark step run, nothing staged or published."""
     before, staged_before = published_snapshots(), branches(RAW_YELLOW)
     result = _run(pipeline, variant, config)
     assert not result.success
-    failure = next(e for e in result.get_step_failure_events() if e.step_key == RAW_YELLOW_OP)
-    assert failure.step_failure_data.user_failure_data.description.startswith(expected)
+    failures = result.get_step_failure_events()
+    assert {e.step_key for e in failures} >= {"taxi_trip_files"}
+    assert all(not e.step_key.startswith("nyc_taxi__") for e in failures)  # no table step ran
+    for failure in failures:
+        message = failure.step_failure_data.user_failure_data.description
+        assert message.startswith(expected) and f"(ops: {RAW_YELLOW_OP}). Nothing was downloaded" in message
+    assert result.get_asset_materialization_events() == []
     assert published_snapshots() == before
     assert branches(RAW_YELLOW) == staged_before
 

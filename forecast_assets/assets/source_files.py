@@ -21,6 +21,7 @@ from dagster import (
 
 from forecast_assets.assets.code_ran import code_ran
 from forecast_assets.assets.month_range import RangeEvent, over_months
+from forecast_assets.assets.run_settings import check_run_settings
 from forecast_assets.resources import SourceResource, StagingResource
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceSpec
 from forecast_assets.sources.download import SourceInvalid, SourceMissing, SourceUnavailable
@@ -165,6 +166,8 @@ def source_file_asset(spec: SourceSpec, months: PartitionsDefinition) -> AssetsD
     def materialize(
         context: AssetExecutionContext, source: SourceResource, staging: StagingResource
     ) -> Iterator[RangeEvent]:
+        # The run's first steps: a table step's settings are refused here, before anything is downloaded.
+        check_run_settings(context)
         if not spec.monthly:
             yield from one_month(context, None, source, staging)
             return
