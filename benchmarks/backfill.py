@@ -120,20 +120,20 @@ def measure(args: argparse.Namespace, folder: Path) -> int:
         os.environ.update(env)
         prepare_class_archive(env, folder, state)
         runs = Runs(folder, env, home)
-        with progress_of("the months staged and published once (untimed)"):
-            runs.one_run(all_months, rewrite=False, log="prepare")
+        print("the months staged and published once (untimed) ...", flush=True)
+        runs.one_run(all_months, rewrite=False, log="prepare")
         bare_env = env | {"TAXI_STAGING": str(state / "staging"), "TAXI_STATE_DIR": str(folder / "bare")}
         (folder / "bare").mkdir()
-        with progress_of("bare Spark's tables written once (untimed)"):
-            runs.bare(all_months, bare_env, "bare-prepare")
+        print("bare Spark's tables written once (untimed) ...", flush=True)
+        runs.bare(all_months, bare_env, "bare-prepare")
         found: list[Figures] = []
         for repetition in range(1, args.repeat + 1):
             for count in args.months:
                 months = all_months[:count]
                 for way in args.ways:
                     label = f"{way}, {count} month{'s' * (count > 1)}, repetition {repetition}/{args.repeat}"
-                    with progress_of(label):
-                        figures = runs.way(way, months, bare_env, f"{way.replace(' ', '-')}-{count}-{repetition}")
+                    print(f"{label} ...", flush=True)
+                    figures = runs.way(way, months, bare_env, f"{way.replace(' ', '-')}-{count}-{repetition}")
                     figures.repetition = repetition
                     found.append(figures)
                     print(f"  {figures.wall:7.1f} s wall {figures.cpu:7.1f} s CPU  peak {figures.peak_rss / 2**30:.2f} "
@@ -143,17 +143,6 @@ def measure(args: argparse.Namespace, folder: Path) -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(f) for f in found], indent=1))
     return 0
-
-
-class progress_of:  # noqa: N801 -- used as a statement: `with progress_of("..."):`
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __enter__(self) -> None:
-        print(f"{self.what} ...", flush=True)
-
-    def __exit__(self, *_: object) -> None:
-        return None
 
 
 class Runs:

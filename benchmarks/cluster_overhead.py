@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from backfill import months_from
+
 MONTH_FILE_VARIABLES = ("TAXI_TRIP_BASE_URL", "TAXI_WEATHER_BASE_URL")
 OWN_PREFIXES = ("TAXI_", "METAFLOW_", "DAGSTER_", "OPENLINEAGE", "MPLCONFIGDIR")
 
@@ -33,7 +35,7 @@ def main() -> int:
     parser.add_argument("--months", type=int, default=1, help="consecutive months from --month, as one run")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    months = consecutive(args.month, args.months)
+    months = months_from(args.month, args.months)
     if args.variant:
         print(json.dumps(ingest_months(months)))
         return 0
@@ -90,15 +92,6 @@ def main() -> int:
         print(f"  {label:64s} {seconds:6.1f} s")
     shutil.rmtree(root, ignore_errors=True)
     return 0
-
-
-def consecutive(first: str, count: int) -> list[str]:
-    year, month = map(int, first.split("-"))
-    found = []
-    for _ in range(count):
-        found.append(f"{year}-{month:02d}")
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return found
 
 
 def run_variant(args: argparse.Namespace, env: dict[str, str]) -> dict:

@@ -34,11 +34,6 @@ MonthEvent = MaterializeResult[Any] | AssetCheckResult
 RangeEvent = MaterializeResult[Any] | AssetCheckResult | AssetCheckEvaluation | AssetMaterialization | Output[None]
 
 
-def partition_keys(context: AssetExecutionContext) -> list[str]:
-    """The run's months: its one partition, or every month of its range, in order."""
-    return list(context.partition_keys)
-
-
 @dataclass
 class _Made:
     """One month's materialization as its events left it."""
@@ -130,7 +125,7 @@ def over_months(
     context: AssetExecutionContext, asset_key: AssetKey, one_month: Callable[[str], Iterator[MonthEvent]]
 ) -> Iterator[RangeEvent]:
     """``one_month(key)``'s events for the run's month, or for each month of its range (see the module)."""
-    keys = partition_keys(context)
+    keys = list(context.partition_keys)  # its one partition, or every month of its range, in order
     if len(keys) == 1 and context.has_partition_key:
         yield from one_month(keys[0])
         return
