@@ -42,6 +42,14 @@ from forecast_assets.trip_calendar import (
     every_day_has_its_trips,
     trip_calendar,
 )
+from forecast_assets.trip_direction import LEAN_REFUSED_BELOW, direction_like_recent_months
+from forecast_assets.trip_layout_year import layout_of_its_year
+from forecast_assets.trip_weeks import (
+    REPEATED_BELOW_CHANCE,
+    SHIFT_EXPLAINS_BELOW,
+    no_repeated_days,
+    week_like_recent_months,
+)
 from forecast_assets.trip_zones import (
     BOROUGH_TRIPS_AGAINST_RECENT,
     BOROUGH_ZONES_MIN,
@@ -49,7 +57,10 @@ from forecast_assets.trip_zones import (
     USUAL_ZONES_TRIP_SHARE,
     ZONE_COVERAGE_MIN,
     ZONE_MIX_REFUSED_ABOVE,
+    PSEUDO_ZONE_DROPOFFS,
+    PSEUDO_ZONE_PICKUPS,
     boroughs_like_recent_months,
+    pseudo_zones_at_their_rate,
     unknown_zones,
     zone_ids_known,
     zone_mix_like_recent_months,
@@ -174,6 +185,7 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
     """The audits of a month of a trip table (``raw_yellow``, named ``raw_yellow_*``) of the given layout."""
     pickup, dropoff, record = layout.pickup, layout.dropoff, trip_record(layout)
     calendar = trip_calendar(layout.pickup)  # one query object: the audits sharing it run it once
+    layout_aggregates, layout_judge = layout_of_its_year(layout)
     return [
         row_count_matches_source(table, "The month's partition holds exactly as many rows as the staged TLC file."),
         no_null_keys(table, [pickup, PICKUP_ZONE]),
@@ -242,6 +254,50 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
             True,
             every_day_has_its_trips,
             query=calendar,
+        ),
+        Audit(
+            f"{table}_week_like_recent_months",
+            "The month's pickups by weekday and hour fit the nearest published months' week as dated: when moving "
+            f"them by days or hours brings them under {SHIFT_EXPLAINS_BELOW}x the distance, by more than chance, "
+            "the month is re-dated or its clocks are off and it is not published.",
+            True,
+            week_like_recent_months,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_no_repeated_days",
+            "No day repeats another's pickups zone by zone and hour by hour (under "
+            f"{REPEATED_BELOW_CHANCE}x the difference chance predicts for two days): a copied day or week is not "
+            "published.",
+            True,
+            no_repeated_days,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_direction_like_recent_months",
+            "Trips lean from pickup to drop-off zone as in the nearest published months (airports and Manhattan "
+            f"start more trips than they end, the boroughs end more); a month leaning below {LEAN_REFUSED_BELOW}x "
+            "their way (pickup and drop-off swapped) is not published.",
+            True,
+            direction_like_recent_months,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_pseudo_zones_at_their_rate",
+            "Trips in TLC's zones for unknown and out-of-city places (264, 265) stay near real files' share: over "
+            f"{PSEUDO_ZONE_PICKUPS.tolerated:.0%} of pickups or {PSEUDO_ZONE_DROPOFFS.tolerated:.0%} of drop-offs "
+            f"warns, over {PSEUDO_ZONE_PICKUPS.refused_above:.0%} holds the month back ({PSEUDO_ZONE_PICKUPS.real}).",
+            True,
+            pseudo_zones_at_their_rate,
+            query=calendar,
+        ),
+        Audit(
+            f"{table}_layout_of_its_year",
+            "The month's file has the columns TLC's files of its year carry (cbd_congestion_fee from 2025): "
+            "a month with another year's layout warns, naming the years it belongs to.",
+            False,
+            layout_judge,
+            layout_aggregates,
         ),
         rate_audit(
             f"{table}_no_negative_fares",

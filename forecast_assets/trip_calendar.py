@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -38,12 +39,23 @@ NEW_YORK = ZoneInfo("America/New_York")
 
 
 @dataclass(frozen=True)
+class DayCells:
+    """The month's pickups inside it, one row a day: its trips in each (hour of day, pickup zone) cell."""
+
+    days: tuple[date, ...]
+    counts: np.ndarray  # days x cells, int64
+
+
+@dataclass(frozen=True)
 class TripCalendar:
-    """The month's trips by pickup zone (every trip), and its pickups inside the month by day and by hour."""
+    """The month's trips by pickup zone and by drop-off zone (every trip), and its pickups inside the month by day,
+    by hour and by day and cell."""
 
     by_zone: Mapping[int, int]
     by_day: Mapping[date, int]
     by_hour: Mapping[datetime, int]
+    dropoffs_by_zone: Mapping[int, int] = field(default_factory=dict)
+    day_cells: DayCells = field(default_factory=lambda: DayCells((), np.zeros((0, 0), dtype="int64")))
 
 
 CALENDAR = "trip_calendar"
@@ -52,9 +64,9 @@ CALENDAR = "trip_calendar"
 def trip_calendar(pickup: str) -> Query:
     """The query of the month's calendar for trips whose pickup time is the column ``pickup``.
 
-    One grouping of the month by hour and pickup zone (at most ~200k groups) answers the zone, borough, day
-    and hour audits together. Zones count every trip (where a trip starts does not depend on its clock); days
-    and hours, the pickups inside the month.
+    One grouping of the month by hour and pickup zone (at most ~200k groups) answers the zone, borough, day,
+    hour and week audits together, and one by drop-off zone (a few hundred) the direction audit. Zones count every
+    trip (where a trip starts does not depend on its clock); days and hours, the pickups inside the month.
     """
 
     def calendar(rows: DataFrame, facts: MonthFacts) -> Mapping[str, Any]:
@@ -76,9 +88,30 @@ def trip_calendar(pickup: str) -> Query:
         for hour, trips in hours.items():
             by_day[hour.date()] = by_day.get(hour.date(), 0) + trips
         zones = dict(zip(by_zone.index.astype("int64").tolist(), by_zone.astype("int64").tolist(), strict=True))
-        return {CALENDAR: TripCalendar(by_zone=zones, by_day=by_day, by_hour=hours)}
+        dropoffs = {
+            int(row["zone"]): int(row["count"])
+            for row in rows.groupBy(F.col(DROPOFF_ZONE).alias("zone")).count().collect()
+            if row["zone"] is not None
+        }
+        calendar = TripCalendar(zones, by_day, hours, dropoffs, _day_cells(inside.dropna(subset=["zone"])))
+        return {CALENDAR: calendar}
 
     return calendar
+
+
+def _day_cells(inside: pd.DataFrame) -> DayCells:
+    """Each day's pickups by (hour of day, zone), as a matrix whose columns are the cells any day has."""
+    if inside.empty:
+        return DayCells((), np.zeros((0, 0), dtype="int64"))
+    stamps = pd.DatetimeIndex(inside["hour"])
+    cells = pd.DataFrame(
+        {"day": stamps.normalize(), "cell": stamps.hour * 1000 + inside["zone"].astype("int64").to_numpy()}
+    )
+    matrix = cells.assign(count=inside["count"].to_numpy()).pivot_table(
+        index="day", columns="cell", values="count", aggfunc="sum", fill_value=0
+    )
+    days = tuple(day.date() for day in pd.DatetimeIndex(matrix.index).to_pydatetime())
+    return DayCells(days, matrix.to_numpy(dtype="int64"))
 
 
 def calendar_of(measured: Measured) -> TripCalendar:

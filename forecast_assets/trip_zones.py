@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, count_of, listed
+from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts, Rate, count_of, listed
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.trip_calendar import DROPOFF_ZONE, PICKUP_ZONE, calendar_of
 from taxi_core.figures import percent_text, ratio
@@ -41,6 +42,16 @@ BOROUGH_ZONES_JUDGED_FROM = 4
 # chance, and at most this likely to fall so low (eight trips over eight zones show in two about one month in
 # thirty, in none one in three thousand).
 BOROUGH_ZONES_CHANCE = 0.001
+
+
+# TLC's lookup names locations that are no borough: 264 and 265 ("Unknown" trips, and trips outside the city, named
+# "N/A" or "Outside of NYC" in later lookups). Their trips are judged by their own share, never as a borough's.
+PSEUDO_BOROUGHS = frozenset({"Unknown", "N/A", "Outside of NYC"})
+
+
+def pseudo_zones(boroughs: Mapping[int, str]) -> set[int]:
+    """The lookup's zones that are no borough's (:data:`PSEUDO_BOROUGHS`)."""
+    return {zone for zone, borough in boroughs.items() if borough in PSEUDO_BOROUGHS}
 
 
 def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_ZONES_TRIP_SHARE) -> set[int]:
@@ -257,12 +268,15 @@ def at_most(count: int, chances: tuple[float, ...]) -> float:
 
 def borough_figures(month: Mapping[int, int], month_total: int, facts: MonthFacts) -> list[BoroughFigures]:
     """Each borough of the lookup: the month's pickups and zones with pickups, against what the month's trips
-    (``month_total``, every trip: one with no zone is missing from its borough) at the neighbours' shares predict."""
+    (``month_total``, every trip: one with no zone is missing from its borough) at the neighbours' shares predict.
+    Trips in the lookup's pseudo-zones are left out on both sides: they are no borough's."""
     boroughs = facts.zones.boroughs if facts.zones else {}
-    pooled = _pooled(facts.neighbours)
+    elsewhere = pseudo_zones(boroughs)
+    pooled = {zone: trips for zone, trips in _pooled(facts.neighbours).items() if zone not in elsewhere}
     pooled_total = sum(pooled.values())
+    month_total -= sum(month.get(zone, 0) for zone in elsewhere)
     figures = []
-    for borough in sorted(set(boroughs.values())):
+    for borough in sorted(set(boroughs.values()) - PSEUDO_BOROUGHS):
         zones = {zone for zone, name in boroughs.items() if name == borough}
         share = sum(pooled.get(zone, 0) for zone in zones) / pooled_total if pooled_total else 0.0
         # Each zone's expected pickups this month, at its share of the neighbours' trips.
@@ -298,4 +312,61 @@ def boroughs_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditR
             "them under other zones. Ask for a clean file."
         ),
         metadata={"boroughs": table, "compared_with": facts.compared_with(), "zones_from": facts.zones.source},
+    )
+
+
+# How many of a month's trips start, and end, in the lookup's pseudo-zones: real files carry a fraction of a
+# percent (older years more); ten times the tolerated share and the file's zones are damaged (locations lost).
+PSEUDO_ZONE_PICKUPS = Rate(0.03, "real files: 0.21% of pickups in 2025-05 (264: 7,596, 265: 2,091 of 4.59M)")
+PSEUDO_ZONE_DROPOFFS = Rate(
+    0.03, "real files: 0.66% of drop-offs in 2025-05 (264: 9,800, 265: 20,490 of 4.59M); 0.68% of 2024's trips"
+)
+
+
+def _pseudo_share(trips: Mapping[int, int], zones: set[int]) -> tuple[int, int, float]:
+    total = sum(trips.values())
+    found = sum(trips.get(zone, 0) for zone in zones)
+    return found, total, found / total if total else 0.0
+
+
+def pseudo_zones_at_their_rate(measured: Measured, facts: MonthFacts) -> AuditResult:
+    if facts.zones is None:
+        return AuditResult(passed=True, metadata={"compared_with": "no zone lookup"})
+    zones = pseudo_zones(facts.zones.boroughs)
+    calendar = calendar_of(measured)
+    named = ", ".join(f"{zone} ({facts.zones.boroughs[zone]})" for zone in sorted(zones))
+    faults, refused = [], False
+    metadata: dict[str, Any] = {"pseudo_zones": named, "zones_from": facts.zones.source}
+    for end, trips, rate in (
+        ("pickups", calendar.by_zone, PSEUDO_ZONE_PICKUPS),
+        ("drop-offs", calendar.dropoffs_by_zone, PSEUDO_ZONE_DROPOFFS),
+    ):
+        found, total, share = _pseudo_share(trips, zones)
+        metadata |= {
+            f"{end}_in_pseudo_zones": found,
+            f"{end}_share": percent_text(share),
+            f"{end}_tolerated_share": percent_text(rate.tolerated),
+            f"{end}_refused_above_share": percent_text(rate.refused_above),
+            f"{end}_real_files": rate.real,
+        }
+        if share > rate.tolerated:
+            refused = refused or share > rate.refused_above
+            faults.append(
+                f"{found:,} of {total:,} {end} ({share:.2%}) are in TLC's zones for unknown or out-of-city places "
+                f"({named}), {share / rate.tolerated:.1f}x the {rate.tolerated:.0%} tolerated ({rate.real})"
+            )
+    return AuditResult(
+        passed=not faults,
+        severity=ERROR if refused else WARN,
+        description=(
+            "; ".join(faults)
+            + (
+                ": the file lost its trips' locations. Ask for a clean file."
+                if refused
+                else ". Trips whose location TLC could not place; published."
+            )
+            if faults
+            else None
+        ),
+        metadata=metadata,
     )

@@ -412,3 +412,13 @@ BOROUGH_WEIGHT = {
     "Staten Island": 0.02, "EWR": 0.08, "Unknown": 0.3, "N/A": 0.05,
 }  # fmt: skip
 AIRPORT_BOOST = 25.0
+# Where trips end against where they start, per borough (a factor on the borough's share of pickups), and at the
+# airports: street hails and the airports' taxi lines start trips, and trips from Manhattan end in the boroughs and
+# outside the city. Judgement after the direction the project's audit reads in real files
+# (forecast_assets/trip_direction.py): the airports end about a third of the trips they start, the outer boroughs
+# several times as many, "N/A" (outside the city) far more.
+DROPOFF_FACTOR = {
+    "Manhattan": 0.92, "Queens": 2.5, "Brooklyn": 3.5, "Bronx": 3.0,
+    "Staten Island": 3.0, "EWR": 1.0, "Unknown": 1.0, "N/A": 6.0,
+}  # fmt: skip
+AIRPORT_DROPOFF_FACTOR = 0.35

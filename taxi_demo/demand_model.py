@@ -87,6 +87,15 @@ def zone_shares(zones: tuple[Zone, ...], seed: int) -> np.ndarray:
     return weights / float(weights.sum())
 
 
+def dropoff_shares(zones: tuple[Zone, ...], seed: int) -> np.ndarray:
+    """Share of all trips ending in each zone: the pickups' shares leaned the way real trips lean."""
+    weights = zone_shares(zones, seed).copy()
+    for index, zone in enumerate(zones):
+        airport = zone.service_zone in ("Airports", "EWR") or zone.location_id in facts.AIRPORT_ZONES
+        weights[index] *= facts.AIRPORT_DROPOFF_FACTOR if airport else facts.DROPOFF_FACTOR.get(zone.borough, 1.0)
+    return weights / float(weights.sum())
+
+
 def zone_type(zone: Zone) -> str:
     if zone.location_id in facts.AIRPORT_ZONES:
         return "airport"

@@ -254,7 +254,7 @@ def simulate_trips(
     distance[airport] += 12.0
     minutes = distance / rng.uniform(7, 16, n) * 60 + rng.exponential(3, n)
     dropoff = pickup + (minutes * 60).astype("timedelta64[s]")
-    dropoff_zone = rng.choice(location_ids, size=n, p=demand_model.zone_shares(zones, spec.seed))
+    dropoff_zone = rng.choice(location_ids, size=n, p=demand_model.dropoff_shares(zones, spec.seed))
 
     year = demand_model.month_start(month).year
     payment = rng.choice([1, 2, 3, 4], size=n, p=[0.78, 0.19, 0.02, 0.01])

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.integration
 NEIGHBOUR, MONTH = TEST_MONTHS
 PICKUP, DROPOFF = "tpep_pickup_datetime", "tpep_dropoff_datetime"
 COLUMNS = ["VendorID", PICKUP, DROPOFF, "PULocationID", "DOLocationID", "trip_distance", "fare_amount", "total_amount"]
+# The columns TLC added over the years, which tell a file's year: read as the file has them (any capitalisation).
+YEAR_COLUMNS = ["congestion_surcharge", "airport_fee", "cbd_congestion_fee"]
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +45,29 @@ def spark():
 
 
 def _trips(sample_source, month: str) -> pd.DataFrame:
-    trips = pq.read_table(sample_source.trip_path(month), columns=COLUMNS).to_pandas()
-    return trips.rename(columns=str.lower)
+    table = pq.read_table(sample_source.trip_path(month))
+    wanted = [name for name in table.column_names if name in COLUMNS or name.lower() in YEAR_COLUMNS]
+    trips = table.select(wanted).to_pandas().rename(columns=str.lower)
+    for column in YEAR_COLUMNS:
+        if column not in trips:
+            trips[column] = np.nan
+    return trips
+
+
+def _neighbour_month(month: str, trips: pd.DataFrame) -> NeighbourMonth:
+    """The neighbour as its summary keeps it, counted here with pandas: pickups and drop-offs per zone, and the
+    pickups inside the month by weekday and hour."""
+    pickups = trips[PICKUP]
+    start = pd.Timestamp(f"{month}-01")
+    inside = pickups[(pickups >= start) & (pickups < start + pd.offsets.MonthBegin(1))]
+    week = (inside.dt.day_of_week * 24 + inside.dt.hour).value_counts()
+    return NeighbourMonth(
+        month,
+        len(trips),
+        {int(z): int(n) for z, n in trips["pulocationid"].value_counts().items()},
+        tuple(int(week.get(hour, 0)) for hour in range(168)),
+        {int(z): int(n) for z, n in trips["dolocationid"].value_counts().items()},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +83,9 @@ def month(sample_source) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def facts(sample_source, boroughs) -> MonthFacts:
-    neighbour = _trips(sample_source, NEIGHBOUR)
-    by_zone = neighbour["pulocationid"].value_counts()
     return MonthFacts(
         MonthWindow.from_partition_key(MONTH),
-        neighbours=(NeighbourMonth(NEIGHBOUR, len(neighbour), {int(z): int(n) for z, n in by_zone.items()}),),
+        neighbours=(_neighbour_month(NEIGHBOUR, _trips(sample_source, NEIGHBOUR)),),
         zones=ZoneReference(boroughs, "TLC's lookup, read with pandas"),
     )
 
@@ -147,7 +168,79 @@ def _ten_times_over(trips: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(copies, ignore_index=True)
 
 
+def _days_copied(first: int, last: int, onto: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """Days ``first``..``last`` copied over the days from ``onto`` (whose own trips are dropped): the copy's trips
+    moved by whole days, so no record repeats and every weekday looks normal."""
+
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        day = _day(trips).dt.day
+        span = last - first
+        copy = trips[(day >= first) & (day <= last)]
+        moved = pd.Timedelta(days=onto - first)
+        copy = copy.assign(**{PICKUP: copy[PICKUP] + moved, DROPOFF: copy[DROPOFF] + moved})
+        kept = trips[(day < onto) | (day > onto + span)]
+        return pd.concat([kept, copy], ignore_index=True)
+
+    return change
+
+
+def _re_dated(days: int, layout_year: int | None = None) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """Each day's trips moved ``days`` later inside the month, the last days wrapping to its first: another year's
+    month under this month's dates, whose weekdays fall ``days`` later; with that year's layout if given."""
+
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        start = pd.Timestamp(f"{MONTH}-01")
+        length = (start + pd.offsets.MonthBegin(1) - start).days
+        offset = (trips[PICKUP] - start).dt.days
+        moved = pd.to_timedelta(((offset + days) % length - offset).where(offset.between(0, length - 1), 0), "D")
+        changed = trips.assign(**{PICKUP: trips[PICKUP] + moved, DROPOFF: trips[DROPOFF] + moved})
+        if layout_year is not None and layout_year < 2025:
+            changed["cbd_congestion_fee"] = np.nan
+        return changed
+
+    return change
+
+
+def _clocks_moved(by: pd.Timedelta) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        return trips.assign(**{PICKUP: trips[PICKUP] + by, DROPOFF: trips[DROPOFF] + by})
+
+    return change
+
+
+def _swapped(trips: pd.DataFrame) -> pd.DataFrame:
+    return trips.assign(pulocationid=trips["dolocationid"], dolocationid=trips["pulocationid"])
+
+
+def _in_pseudo_zones(share: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """``share`` of the trips start in 264 or 265 and as many others end there, as real files carry them."""
+
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        starts, ends = _some(trips, share, seed=7), _some(trips, share, seed=8)
+        zone = np.where(np.random.default_rng(9).random(len(trips)) < 0.8, 264, 265)
+        return trips.assign(
+            pulocationid=np.where(starts, zone, trips["pulocationid"]),
+            dolocationid=np.where(ends, zone, trips["dolocationid"]),
+        )
+
+    return change
+
+
+def _grown(share: float) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """``share`` more trips, each a copy of one a minute later: growth, spread over every day and zone."""
+
+    def change(trips: pd.DataFrame) -> pd.DataFrame:
+        extra = trips[_some(trips, share, seed=11)]
+        later = extra.assign(**{PICKUP: extra[PICKUP] + pd.Timedelta(minutes=1)})
+        return pd.concat([trips, later], ignore_index=True)
+
+    return change
+
+
 DAYS = "raw_yellow_every_day_has_its_trips"
+WEEK, REPEATS = "raw_yellow_week_like_recent_months", "raw_yellow_no_repeated_days"
+DIRECTION, PSEUDO = "raw_yellow_direction_like_recent_months", "raw_yellow_pseudo_zones_at_their_rate"
+LAYOUT = "raw_yellow_layout_of_its_year"
 HELD_BACK = {
     # case: (change, audits that must hold it back)
     "missing_last_week": (_without_days(25, 31), {DAYS}),
@@ -173,6 +266,14 @@ HELD_BACK = {
         {"raw_yellow_durations_possible"},
     ),
     "ten_times_the_trips": (_ten_times_over, {"raw_yellow_rows_like_recent_months"}),
+    "a_week_copied_over_the_next": (_days_copied(1, 7, onto=8), {REPEATS}),
+    "one_day_copied_over_another": (_days_copied(14, 14, onto=21), {REPEATS}),
+    "re_dated_two_days": (_re_dated(2), {WEEK}),
+    "re_dated_one_day": (_re_dated(1), {WEEK}),
+    "re_dated_from_2024_with_its_layout": (_re_dated(5, layout_year=2024), {WEEK}),
+    "clocks_five_hours_late": (_clocks_moved(pd.Timedelta(hours=5)), {WEEK}),
+    "pickup_and_dropoff_swapped": (_swapped, {DIRECTION}),
+    "most_trips_without_a_place": (_in_pseudo_zones(0.6), {PSEUDO}),
 }
 
 
@@ -205,6 +306,8 @@ PUBLISHED = {
     "some_negative_fares": (_negative_fares(0.05), {"raw_yellow_no_negative_fares"}),
     "some_trips_backwards": (_dropoffs_moved(0.005, pd.Timedelta(minutes=-10)), {"raw_yellow_pickups_before_dropoffs"}),
     "a_few_absurd_distances": (_distances(0.0002, 5000.0), set()),
+    "pseudo_zones_at_real_rates": (_in_pseudo_zones(0.015), set()),
+    "a_quarter_more_trips": (_grown(0.25), set()),
 }
 
 
@@ -214,6 +317,28 @@ def test_a_legitimate_month_is_published_warning_at_most_where_it_is_unusual(spa
     blocked, warned, _ = _verdicts(spark, change(month), facts)
     assert blocked == set()
     assert warned == may_warn
+
+
+def test_a_re_dated_month_is_named_with_its_shift_and_its_layout_s_years(spark, month, facts):
+    blocked, warned, results = _verdicts(spark, _re_dated(5, layout_year=2024)(month), facts)
+    assert "with every pickup 2 days later" in results[WEEK].description  # five days later is two earlier
+    assert LAYOUT in warned
+    assert "no trip has cbd_congestion_fee, which TLC's 2025 files carry" in results[LAYOUT].description
+    assert "the layout of 2021-2024 files" in results[LAYOUT].description
+
+
+def test_a_copied_week_is_named_day_by_day(spark, month, facts):
+    _, _, results = _verdicts(spark, _days_copied(1, 7, onto=8)(month), facts)
+    assert f"{MONTH}-08..01-14 repeat {MONTH}-01..01-07" in results[REPEATS].description
+
+
+def test_pseudo_zones_are_never_judged_as_a_borough(spark, month, facts):
+    blocked, warned, results = _verdicts(spark, _in_pseudo_zones(0.04)(month), facts)
+    assert "Unknown" not in results["raw_yellow_boroughs_like_recent_months"].metadata["boroughs"]
+    assert blocked == set() and warned == {PSEUDO}
+    assert "are in TLC's zones for unknown or out-of-city places (264 (Unknown), 265 (Unknown))" in (
+        results[PSEUDO].description
+    )
 
 
 def test_the_first_month_published_is_judged_on_its_own_days(spark, month, facts):

@@ -27,24 +27,61 @@ from taxi_core.months import MonthWindow
 SEARCH_MONTHS = 6
 NEAREST = 3
 ROWS, TRIPS_BY_ZONE = "rows", "trips-by-zone"
+PICKUPS_BY_HOUR_OF_WEEK, DROPOFFS_BY_ZONE = "pickups-by-hour-of-week", "dropoffs-by-zone"
+HOURS_IN_WEEK = 168
 
 
 @dataclass(frozen=True)
 class NeighbourMonth:
-    """A published month near the audited one: its rows and its trips per zone."""
+    """A published month near the audited one: its rows and its trips per zone; and, when it kept them (months
+    published before they were kept did not), its pickups by hour of the week (Monday 0-1 am first) and its trips
+    per drop-off zone."""
 
     month: str
     rows: int
     trips_by_zone: Mapping[int, int]
+    pickups_by_hour_of_week: tuple[int, ...] | None = None
+    dropoffs_by_zone: Mapping[int, int] | None = None
 
 
 # Counts published months (``YYYY-MM``) from the table's rows: each one found, by month.
 CountMonths = Callable[[Sequence[str]], Mapping[str, NeighbourMonth]]
 
 
-def month_summary(rows: int, trips_by_zone: Mapping[int, int]) -> dict[str, Any]:
+def month_summary(
+    rows: int,
+    trips_by_zone: Mapping[int, int],
+    pickups_by_hour_of_week: Sequence[int] | None = None,
+    dropoffs_by_zone: Mapping[int, int] | None = None,
+) -> dict[str, Any]:
     """What a month keeps of itself for its neighbours' audits, as recorded when it is published (JSON-able)."""
-    return {ROWS: rows, TRIPS_BY_ZONE: {str(zone): count for zone, count in sorted(trips_by_zone.items())}}
+    summary: dict[str, Any] = {ROWS: rows, TRIPS_BY_ZONE: _by_zone_text(trips_by_zone)}
+    if pickups_by_hour_of_week is not None:
+        summary[PICKUPS_BY_HOUR_OF_WEEK] = [int(count) for count in pickups_by_hour_of_week]
+    if dropoffs_by_zone is not None:
+        summary[DROPOFFS_BY_ZONE] = _by_zone_text(dropoffs_by_zone)
+    return summary
+
+
+def _by_zone_text(trips: Mapping[int, int]) -> dict[str, int]:
+    return {str(zone): count for zone, count in sorted(trips.items())}
+
+
+def _by_zone(recorded: Mapping[str, Any]) -> dict[int, int]:
+    return {int(zone): int(trips) for zone, trips in recorded.items()}
+
+
+def neighbour_from_summary(month: str, summary: Mapping[str, Any]) -> NeighbourMonth:
+    """A month as its summary recorded it; what an older summary did not keep is None."""
+    week = summary.get(PICKUPS_BY_HOUR_OF_WEEK)
+    dropoffs = summary.get(DROPOFFS_BY_ZONE)
+    return NeighbourMonth(
+        month,
+        int(summary[ROWS]),
+        _by_zone(summary[TRIPS_BY_ZONE]),
+        tuple(int(count) for count in week) if week is not None and len(week) == HOURS_IN_WEEK else None,
+        _by_zone(dropoffs) if dropoffs is not None else None,
+    )
 
 
 def _shifted(month: str, by: int) -> str:
@@ -71,8 +108,7 @@ def neighbour_months(
     for month in closest:
         summary = recorded_summary(state, f"{month}-01", published[f"{month}-01"])
         if summary is not None:
-            zones = {int(zone): int(trips) for zone, trips in summary[TRIPS_BY_ZONE].items()}
-            kept[month] = NeighbourMonth(month, int(summary[ROWS]), zones)
+            kept[month] = neighbour_from_summary(month, summary)
     unkept = [month for month in closest if month not in kept]
     counted = count(unkept) if unkept else {}
     return tuple(found for month in closest if (found := kept.get(month) or counted.get(month)) is not None)

@@ -102,6 +102,7 @@ GREEN = TripLayout(
     dropoff="lpep_dropoff_datetime",
     optional=frozenset({"ehail_fee", "congestion_surcharge", "cbd_congestion_fee"}),
     published_schema=_published_schema,
+    left_empty=frozenset({"ehail_fee"}),  # TLC has not filled the e-hail fee since 2019
 )
 
 SOURCE = trip_source(GREEN, name="green_trip", table="raw_green", file_asset="green_trip_files")

@@ -41,6 +41,8 @@ class TripLayout:
     optional: frozenset[str]
     # The schema TLC published for a year's files: what the sample source writes, and what tests hold verify to.
     published_schema: Callable[[int], pa.Schema]
+    # Optional columns TLC's files carry but leave empty on every trip: no year is told by them.
+    left_empty: frozenset[str] = frozenset()
 
     @property
     def file_pattern(self) -> re.Pattern[str]:
