@@ -95,7 +95,7 @@ def measure(args: argparse.Namespace) -> int:
     from forecast_assets.month_summary import summarised_by
     from forecast_assets.source_specs.yellow_trips import RAW_YELLOW, YELLOW
     from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
-    from forecast_assets.trip_calendar import PICKUP_ZONE
+    from forecast_assets.trip_calendar import DROPOFF_ZONE, PICKUP_ZONE
     from taxi_core.months import MonthWindow
     from taxi_core.settings import load_settings
     from taxi_core.tool_env import apply_tool_environment
@@ -114,7 +114,7 @@ def measure(args: argparse.Namespace) -> int:
     print(f"Spark start: {time.perf_counter() - started:.1f} s (not in any figure below)")
     window = MonthWindow.from_partition_key(AUDITED)
     summarise = summarised_by(PICKUP_ZONE)
-    reread = counted_from_table(spark, RAW_YELLOW, PICKUP_ZONE)
+    reread = counted_from_table(spark, RAW_YELLOW, PICKUP_ZONE, YELLOW.pickup, DROPOFF_ZONE)
 
     def publish(month: str) -> int:
         """The month staged and published as write-audit-publish does, with its summary."""

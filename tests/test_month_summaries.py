@@ -31,7 +31,7 @@ from taxi_core.zones import ZONE_LOOKUP
 from taxi_demo.sample_source import TRIP_DIR
 from tests.iceberg_tables import table
 from tests.loopback import serve_folder
-from tests.sample_months import TEST_MONTHS
+from tests.sample_months import TEST_MONTHS, read_trips
 
 pytestmark = pytest.mark.integration
 
@@ -92,13 +92,30 @@ def test_a_published_month_keeps_its_rows_and_trips_per_zone_naming_its_snapshot
     assert summary["snapshot-id"] == _published_by(f"{month}-01")
     assert summary["rows"] == rows
     assert {int(zone): trips for zone, trips in summary["trips-by-zone"].items()} == by_zone
+    dropoffs, week = _ends_and_week(month)
+    assert {int(zone): trips for zone, trips in summary["dropoffs-by-zone"].items()} == dropoffs
+    assert summary["pickups-by-hour-of-week"] == week
+
+
+def _ends_and_week(month: str) -> tuple[dict[int, int], list[int]]:
+    """The published month's drop-offs per zone, and its pickups inside the month per hour of the week (Monday
+    0-1 am first), read with pyiceberg and counted with pandas."""
+    scan = table(RAW_YELLOW).scan(
+        row_filter=f"source_month == '{month}'", selected_fields=("dolocationid", "tpep_pickup_datetime")
+    )
+    trips = scan.to_arrow()
+    pickups = trips["tpep_pickup_datetime"].to_pandas()
+    inside = pickups[pickups.dt.strftime("%Y-%m") == month]
+    hours = (inside.dt.day_of_week * 24 + inside.dt.hour).value_counts()
+    return _by_zone(trips["dolocationid"]), [int(hours.get(hour, 0)) for hour in range(168)]
 
 
 def test_the_neighbours_are_read_from_the_summaries_alone_and_match_their_rows(spark):
     [neighbour] = neighbour_months(table_state(spark, RAW_YELLOW), WINDOW, _refusing)
     assert (neighbour.month, neighbour.rows, dict(neighbour.trips_by_zone)) == (NEIGHBOUR, *_counted(NEIGHBOUR))
     # The same as rereading the month's rows, as the audits did before summaries were kept.
-    reread = counted_from_table(spark, RAW_YELLOW_SPEC, "pulocationid")([NEIGHBOUR])[NEIGHBOUR]
+    count = counted_from_table(spark, RAW_YELLOW_SPEC, "pulocationid", "tpep_pickup_datetime", "dolocationid")
+    reread = count([NEIGHBOUR])[NEIGHBOUR]
     assert neighbour == reread
 
 
@@ -120,7 +137,7 @@ def test_a_neighbour_without_a_summary_of_its_snapshot_is_counted_from_its_rows_
         stale = _summary(NEIGHBOUR) | {"snapshot-id": 1, "rows": 1}
         spark.sql(f"ALTER TABLE {RAW_YELLOW} SET TBLPROPERTIES ('{summary_changed}' = '{json.dumps(stale)}')")
     asked = []
-    count = counted_from_table(spark, RAW_YELLOW_SPEC, "pulocationid")
+    count = counted_from_table(spark, RAW_YELLOW_SPEC, "pulocationid", "tpep_pickup_datetime", "dolocationid")
 
     def counting(months):
         asked.append(list(months))
@@ -132,9 +149,7 @@ def test_a_neighbour_without_a_summary_of_its_snapshot_is_counted_from_its_rows_
 
 
 def _trips(sample_source, month: str) -> pd.DataFrame:
-    columns = ["VendorID", "tpep_pickup_datetime", "tpep_dropoff_datetime", "PULocationID", "DOLocationID"]
-    columns += ["trip_distance", "fare_amount", "total_amount"]
-    return pq.read_table(sample_source.trip_path(month), columns=columns).to_pandas().rename(columns=str.lower)
+    return read_trips(sample_source.trip_path(month))
 
 
 def _blocked(spark, trips: pd.DataFrame, facts: MonthFacts) -> set[str]:

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
 from forecast_assets.audit_run import audit_month
@@ -25,15 +24,12 @@ from forecast_assets.trip_calendar import missing_local_hours
 from forecast_assets.trip_zones import zone_mix_distance
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
-from tests.sample_months import TEST_MONTHS
+from tests.sample_months import TEST_MONTHS, read_trips
 
 pytestmark = pytest.mark.integration
 
 NEIGHBOUR, MONTH = TEST_MONTHS
 PICKUP, DROPOFF = "tpep_pickup_datetime", "tpep_dropoff_datetime"
-COLUMNS = ["VendorID", PICKUP, DROPOFF, "PULocationID", "DOLocationID", "trip_distance", "fare_amount", "total_amount"]
-# The columns TLC added over the years, which tell a file's year: read as the file has them (any capitalisation).
-YEAR_COLUMNS = ["congestion_surcharge", "airport_fee", "cbd_congestion_fee"]
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +41,7 @@ def spark():
 
 
 def _trips(sample_source, month: str) -> pd.DataFrame:
-    table = pq.read_table(sample_source.trip_path(month))
-    wanted = [name for name in table.column_names if name in COLUMNS or name.lower() in YEAR_COLUMNS]
-    trips = table.select(wanted).to_pandas().rename(columns=str.lower)
-    for column in YEAR_COLUMNS:
-        if column not in trips:
-            trips[column] = np.nan
-    return trips
+    return read_trips(sample_source.trip_path(month))
 
 
 def _neighbour_month(month: str, trips: pd.DataFrame) -> NeighbourMonth:

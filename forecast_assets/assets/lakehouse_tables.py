@@ -144,7 +144,13 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
                 if source.neighbours_by and window is not None and state is not None:
                     # From the summaries the months kept, in the table's state already loaded; a month published
                     # before summaries were kept is counted from its rows.
-                    count = counted_from_table(spark.session, source.table, source.neighbours_by)
+                    count = counted_from_table(
+                        spark.session,
+                        source.table,
+                        source.neighbours_by,
+                        source.neighbours_dated_by,
+                        source.neighbours_ended_by,
+                    )
                     neighbours = neighbour_months(state, window, count)
                 zones = source.zone_reference(spark.session) if source.zone_reference else None
             return MonthFacts(window, expected_rows=source.expected_rows(staged), neighbours=neighbours, zones=zones)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from forecast_assets.lakehouse.snapshots import published_months, recorded_summary
@@ -114,8 +114,16 @@ def neighbour_months(
     return tuple(found for month in closest if (found := kept.get(month) or counted.get(month)) is not None)
 
 
-def counted_from_table(spark: SparkSession, spec: TableSpec, zone_column: str) -> CountMonths:
-    """Published months counted from ``main``'s rows: two columns of their partitions, grouped by month and zone.
+def counted_from_table(
+    spark: SparkSession,
+    spec: TableSpec,
+    zone_column: str,
+    pickup_time: str | None = None,
+    dropoff_zone: str | None = None,
+) -> CountMonths:
+    """Published months counted from ``main``'s rows: their partitions grouped by month and zone, and, when the
+    columns are given, by month, weekday and hour of ``pickup_time`` (pickups inside the month) and by month and
+    ``dropoff_zone``: what a summary keeps.
 
     ``spec`` is partitioned by its ``YYYY-MM`` month column; a month with no rows is not in the answer.
     """
@@ -123,21 +131,37 @@ def counted_from_table(spark: SparkSession, spec: TableSpec, zone_column: str) -
     if spec.month_column_kind != "text" or month_column is None:  # an invariant of the declarations
         raise ValueError(f"{spec.identifier}: neighbours are read from a YYYY-MM month column")
 
-    def count(months: Sequence[str]) -> dict[str, NeighbourMonth]:
-        counts = (
-            spark.table(spec.identifier)
-            .where(F.col(month_column).isin(list(months)))
-            .groupBy(month_column, zone_column)
-            .count()
-            .collect()
-        )
-        rows: dict[str, int] = {}
+    def by_zone(rows: DataFrame, column: str) -> dict[str, dict[int, int]]:
         zones: dict[str, dict[int, int]] = {}
-        for row in counts:
-            month, trips = row[month_column], int(row["count"])
-            rows[month] = rows.get(month, 0) + trips
-            if row[zone_column] is not None:
-                zones.setdefault(month, {})[int(row[zone_column])] = trips
-        return {month: NeighbourMonth(month, total, zones.get(month, {})) for month, total in rows.items()}
+        for row in rows.groupBy(month_column, column).count().collect():
+            if row[column] is not None:
+                zones.setdefault(row[month_column], {})[int(row[column])] = int(row["count"])
+        return zones
+
+    def by_hour_of_week(rows: DataFrame, column: str) -> dict[str, list[int]]:
+        inside = rows.where(F.date_format(column, "yyyy-MM") == F.col(month_column))
+        # Spark numbers weekdays from Sunday (1); the summaries from Monday (0).
+        hour = ((F.dayofweek(column) + 5) % 7) * 24 + F.hour(column)
+        weeks: dict[str, list[int]] = {}
+        for row in inside.groupBy(month_column, hour.alias("hour")).count().collect():
+            weeks.setdefault(row[month_column], [0] * HOURS_IN_WEEK)[int(row["hour"])] = int(row["count"])
+        return weeks
+
+    def count(months: Sequence[str]) -> dict[str, NeighbourMonth]:
+        rows = spark.table(spec.identifier).where(F.col(month_column).isin(list(months)))
+        totals = {row[month_column]: int(row["count"]) for row in rows.groupBy(month_column).count().collect()}
+        zones = by_zone(rows, zone_column)
+        weeks = by_hour_of_week(rows, pickup_time) if pickup_time else {}
+        dropoffs = by_zone(rows, dropoff_zone) if dropoff_zone else {}
+        return {
+            month: NeighbourMonth(
+                month,
+                total,
+                zones.get(month, {}),
+                tuple(weeks.get(month, [0] * HOURS_IN_WEEK)) if pickup_time else None,
+                dropoffs.get(month, {}) if dropoff_zone else None,
+            )
+            for month, total in totals.items()
+        }
 
     return count

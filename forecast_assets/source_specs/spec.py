@@ -120,6 +120,10 @@ class SourceSpec:
     expected_rows: Callable[[StagedFiles], int | None] = no_expected_rows
     # A zone column to compare a month with its published neighbours by (the audits' ``neighbours``).
     neighbours_by: str | None = None
+    # With it, the time column the neighbours' week is counted by and the zone column where trips end (the audits'
+    # week and direction), for the months whose summaries did not keep them.
+    neighbours_dated_by: str | None = None
+    neighbours_ended_by: str | None = None
     # The zones the audits hold the rows to (the audits' ``zones``), read from the published tables.
     zone_reference: Callable[[SparkSession], ZoneReference] | None = None
     # When a missing file is expected (TLC and NOAA publish a month some weeks after it ends).

@@ -26,7 +26,7 @@ from forecast_assets.transforms.tlc_trips import (
     with_timestamps,
 )
 from forecast_assets.trip_audits import trip_audits
-from forecast_assets.trip_calendar import PICKUP_ZONE
+from forecast_assets.trip_calendar import DROPOFF_ZONE, PICKUP_ZONE
 from taxi_core.months import MonthWindow
 from taxi_core.names import TLC_BASE_URL
 
@@ -116,6 +116,8 @@ def trip_source(
         code_version=".".join(version for version in (FAMILY_CODE_VERSION, code_version) if version),
         expected_rows=lambda staged: staged.rows,
         neighbours_by=PICKUP_ZONE,
+        neighbours_dated_by=layout.pickup,
+        neighbours_ended_by=DROPOFF_ZONE,
         zone_reference=published_lookup,
         publishing_delay="TLC publishes a month some weeks after it ends",
         layout=layout,
