@@ -383,20 +383,28 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
     assert assertions[ROWS_AUDIT]["success"] is False and reason in assertions[ROWS_AUDIT]["description"]
 
 
+ACTUALS_OP = "nyc_taxi__yellow_rides_hourly_actuals"
+
+
 @pytest.mark.parametrize(
-    ("config", "expected"),
+    ("config", "op", "expected"),
     [
         (
             _accepting(["raw_yellow_rows_like_recent_mnths"], "a reason"),
+            RAW_YELLOW_OP,
             f"accept names raw_yellow_rows_like_recent_mnths, which is not an audit of {RAW_YELLOW}; its audits are ",
         ),
-        (_accepting([ROWS_AUDIT], " "), f"accept lists {ROWS_AUDIT} but gives no reason"),
+        (_accepting([ROWS_AUDIT], " "), RAW_YELLOW_OP, f"accept lists {ROWS_AUDIT} but gives no reason"),
+        (
+            {"ops": {ACTUALS_OP: {"config": {"top_zones": 0}}}},
+            ACTUALS_OP,
+            "The settings of nyc_taxi.yellow_rides_hourly_actuals are not valid: top_zones: Input should be greater "
+            "than 0 (given 0)",
+        ),
     ],
-    ids=["misspelt_audit", "no_reason"],
+    ids=["misspelt_audit", "no_reason", "no_zones_kept"],
 )
-def test_an_acceptance_that_cannot_be_recorded_is_refused_before_anything_is_written(
-    pipeline, variant, config, expected
-):
+def test_settings_that_cannot_be_kept_are_refused_before_anything_is_written(pipeline, variant, config, op, expected):
     """Refused by the run's first steps (the downloads), in the time they take to start: nothing downloaded, no
     Spark step run, nothing staged or published."""
     before, staged_before = published_snapshots(), branches(RAW_YELLOW)
@@ -407,7 +415,7 @@ def test_an_acceptance_that_cannot_be_recorded_is_refused_before_anything_is_wri
     assert all(not e.step_key.startswith("nyc_taxi__") for e in failures)  # no table step ran
     for failure in failures:
         message = failure.step_failure_data.user_failure_data.description
-        assert message.startswith(expected) and f"(ops: {RAW_YELLOW_OP}). Nothing was downloaded" in message
+        assert message.startswith(expected) and f"(ops: {op}). Nothing was downloaded" in message
     assert result.get_asset_materialization_events() == []
     assert published_snapshots() == before
     assert branches(RAW_YELLOW) == staged_before
