@@ -24,6 +24,7 @@ from forecast_assets.trip_calendar import missing_local_hours
 from forecast_assets.trip_zones import zone_mix_distance
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
+from tests.audit_verdicts import neighbour_from_trips, verdicts
 from tests.sample_months import TEST_MONTHS, read_trips
 
 pytestmark = pytest.mark.integration
@@ -44,22 +45,6 @@ def _trips(sample_source, month: str) -> pd.DataFrame:
     return read_trips(sample_source.trip_path(month))
 
 
-def _neighbour_month(month: str, trips: pd.DataFrame) -> NeighbourMonth:
-    """The neighbour as its summary keeps it, counted here with pandas: pickups and drop-offs per zone, and the
-    pickups inside the month by weekday and hour."""
-    pickups = trips[PICKUP]
-    start = pd.Timestamp(f"{month}-01")
-    inside = pickups[(pickups >= start) & (pickups < start + pd.offsets.MonthBegin(1))]
-    week = (inside.dt.day_of_week * 24 + inside.dt.hour).value_counts()
-    return NeighbourMonth(
-        month,
-        len(trips),
-        {int(z): int(n) for z, n in trips["pulocationid"].value_counts().items()},
-        tuple(int(week.get(hour, 0)) for hour in range(168)),
-        {int(z): int(n) for z, n in trips["dolocationid"].value_counts().items()},
-    )
-
-
 @pytest.fixture(scope="module")
 def boroughs() -> dict[int, str]:
     lookup = pd.read_csv(ZONE_LOOKUP)
@@ -75,17 +60,9 @@ def month(sample_source) -> pd.DataFrame:
 def facts(sample_source, boroughs) -> MonthFacts:
     return MonthFacts(
         MonthWindow.from_partition_key(MONTH),
-        neighbours=(_neighbour_month(NEIGHBOUR, _trips(sample_source, NEIGHBOUR)),),
+        neighbours=(neighbour_from_trips(NEIGHBOUR, _trips(sample_source, NEIGHBOUR)),),
         zones=ZoneReference(boroughs, "TLC's lookup, read with pandas"),
     )
-
-
-def _verdicts(spark, trips: pd.DataFrame, facts: MonthFacts) -> tuple[set[str], set[str], dict]:
-    """The audits that hold the month back, those that only warn, and every result by name."""
-    judged = audit_month(spark.createDataFrame(trips), YELLOW_TRIPS.audits, replace(facts, expected_rows=len(trips)))
-    blocked = {a.name for a, r in judged if a.blocking and not r.passed and r.severity == ERROR}
-    warned = {a.name for a, r in judged if not r.passed} - blocked
-    return blocked, warned, {a.name: r for a, r in judged}
 
 
 def _day(trips: pd.DataFrame) -> pd.Series:
@@ -270,7 +247,7 @@ HELD_BACK = {
 @pytest.mark.parametrize("case", sorted(HELD_BACK))
 def test_a_damaged_month_is_held_back_by_the_audit_that_names_the_damage(spark, month, facts, case):
     change, expected = HELD_BACK[case]
-    blocked, _, results = _verdicts(spark, change(month), facts)
+    blocked, _, results = verdicts(spark, change(month), facts)
     assert expected <= blocked
     for name in expected:
         assert results[name].description, f"{name} holds the month back without saying why"
@@ -278,13 +255,13 @@ def test_a_damaged_month_is_held_back_by_the_audit_that_names_the_damage(spark, 
 
 @pytest.mark.parametrize("borough", ["Bronx", "Brooklyn", "Queens"])
 def test_a_borough_gone_from_the_month_holds_it_back(spark, month, facts, boroughs, borough):
-    blocked, _, results = _verdicts(spark, _without_borough(borough, boroughs)(month), facts)
+    blocked, _, results = verdicts(spark, _without_borough(borough, boroughs)(month), facts)
     assert "raw_yellow_boroughs_like_recent_months" in blocked
     assert f"{borough} has 0 pickups" in results["raw_yellow_boroughs_like_recent_months"].description
 
 
 def test_the_missing_week_is_named_day_by_day(spark, month, facts):
-    _, _, results = _verdicts(spark, _without_days(25, 31)(month), facts)
+    _, _, results = verdicts(spark, _without_days(25, 31)(month), facts)
     assert "7 of 31 days" in results[DAYS].description
     assert f"{MONTH}-25..01-31 (0 trips a day)" in results[DAYS].description
 
@@ -304,13 +281,13 @@ PUBLISHED = {
 @pytest.mark.parametrize("case", sorted(PUBLISHED))
 def test_a_legitimate_month_is_published_warning_at_most_where_it_is_unusual(spark, month, facts, case):
     change, may_warn = PUBLISHED[case]
-    blocked, warned, _ = _verdicts(spark, change(month), facts)
+    blocked, warned, _ = verdicts(spark, change(month), facts)
     assert blocked == set()
     assert warned == may_warn
 
 
 def test_a_re_dated_month_is_named_with_its_shift_and_its_layout_s_years(spark, month, facts):
-    blocked, warned, results = _verdicts(spark, _re_dated(5, layout_year=2024)(month), facts)
+    blocked, warned, results = verdicts(spark, _re_dated(5, layout_year=2024)(month), facts)
     assert "with every pickup 2 days later" in results[WEEK].description  # five days later is two earlier
     assert LAYOUT in warned
     assert "no trip has cbd_congestion_fee, which TLC's 2025 files carry" in results[LAYOUT].description
@@ -318,12 +295,12 @@ def test_a_re_dated_month_is_named_with_its_shift_and_its_layout_s_years(spark, 
 
 
 def test_a_copied_week_is_named_day_by_day(spark, month, facts):
-    _, _, results = _verdicts(spark, _days_copied(1, 7, onto=8)(month), facts)
+    _, _, results = verdicts(spark, _days_copied(1, 7, onto=8)(month), facts)
     assert f"{MONTH}-08..01-14 repeat {MONTH}-01..01-07" in results[REPEATS].description
 
 
 def test_pseudo_zones_are_never_judged_as_a_borough(spark, month, facts):
-    blocked, warned, results = _verdicts(spark, _in_pseudo_zones(0.04)(month), facts)
+    blocked, warned, results = verdicts(spark, _in_pseudo_zones(0.04)(month), facts)
     assert "Unknown" not in results["raw_yellow_boroughs_like_recent_months"].metadata["boroughs"]
     assert blocked == set() and warned == {PSEUDO}
     assert "are in TLC's zones for unknown or out-of-city places (264 (Unknown), 265 (Unknown))" in (
@@ -333,8 +310,8 @@ def test_pseudo_zones_are_never_judged_as_a_borough(spark, month, facts):
 
 def test_the_first_month_published_is_judged_on_its_own_days(spark, month, facts):
     alone = replace(facts, neighbours=())
-    assert _verdicts(spark, month, alone)[0] == set()
-    blocked, _, results = _verdicts(spark, _without_days(22, 28)(month), alone)
+    assert verdicts(spark, month, alone)[0] == set()
+    blocked, _, results = verdicts(spark, _without_days(22, 28)(month), alone)
     assert DAYS in blocked and f"the median day of {MONTH}" in results[DAYS].description
 
 

@@ -72,6 +72,21 @@ def _shift_pickups(trips: pa.Table, rows: np.ndarray, by: np.timedelta64) -> pa.
     return trips
 
 
+def _week_copied_over_the_next(trips: pa.Table) -> pa.Table:
+    """The month's first week moved a week later over its second (whose own trips are gone): every count, zone
+    and weekday looks normal, and no record repeats."""
+    day = pc.day(trips["tpep_pickup_datetime"]).to_numpy()
+    first_week = trips.filter(pa.array(day <= 7))
+    copy = _shift_pickups(first_week, np.ones(first_week.num_rows, dtype=bool), np.timedelta64(-7, "D"))
+    return pa.concat_tables([trips.filter(pa.array((day < 8) | (day > 14))), copy])
+
+
+def _zones_swapped(trips: pa.Table) -> pa.Table:
+    pickups, dropoffs = trips["PULocationID"], trips["DOLocationID"]
+    trips = trips.set_column(trips.schema.get_field_index("PULocationID"), "PULocationID", dropoffs)
+    return trips.set_column(trips.schema.get_field_index("DOLocationID"), "DOLocationID", pickups)
+
+
 def _run(pipeline, root: Path, run_config: dict | None = None):
     with serve_folder(root) as base_url:
         return pipeline.run(PARTITION, base_url, run_config)
@@ -115,6 +130,12 @@ DIRTY_CASES = {
             "raw_yellow_zone_mix_like_recent_months",
             "raw_yellow_boroughs_like_recent_months",
         },
+    ),
+    "a_week_copied_over_the_next": (_week_copied_over_the_next, {"raw_yellow_no_repeated_days"}),
+    # The boroughs end several times the trips they start: swapped, Brooklyn starts over 3x its share too.
+    "pickup_and_dropoff_swapped": (
+        _zones_swapped,
+        {"raw_yellow_direction_like_recent_months", "raw_yellow_boroughs_like_recent_months"},
     ),
     # Short of half the month's rows, every day thinned alike: the month is short, yet no day is so short that a
     # day is missing (the sample's quietest January day, a snowy Sunday, keeps 0.6 of a typical day's trips).
