@@ -104,14 +104,11 @@ def _day_cells(inside: pd.DataFrame) -> DayCells:
     if inside.empty:
         return DayCells((), np.zeros((0, 0), dtype="int64"))
     stamps = pd.DatetimeIndex(inside["hour"])
-    cells = pd.DataFrame(
-        {"day": stamps.normalize(), "cell": stamps.hour * 1000 + inside["zone"].astype("int64").to_numpy()}
-    )
-    matrix = cells.assign(count=inside["count"].to_numpy()).pivot_table(
-        index="day", columns="cell", values="count", aggfunc="sum", fill_value=0
-    )
-    days = tuple(day.date() for day in pd.DatetimeIndex(matrix.index).to_pydatetime())
-    return DayCells(days, matrix.to_numpy(dtype="int64"))
+    day_codes, days = pd.factorize(stamps.normalize(), sort=True)
+    cell_codes, cells = pd.factorize(stamps.hour * 1000 + inside["zone"].to_numpy(dtype="int64"), sort=True)
+    counts = np.zeros((len(days), len(cells)), dtype="int64")
+    np.add.at(counts, (day_codes, cell_codes), inside["count"].to_numpy(dtype="int64"))
+    return DayCells(tuple(day.date() for day in pd.DatetimeIndex(days).to_pydatetime()), counts)
 
 
 def calendar_of(measured: Measured) -> TripCalendar:

@@ -15,11 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecast_assets.audit_run import audit_month
-from forecast_assets.audits import ERROR, MonthFacts
+from forecast_assets.audits import MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.lakehouse.zone_reference import ZoneReference
-from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 from forecast_assets.trip_calendar import missing_local_hours
 from forecast_assets.trip_zones import zone_mix_distance
 from taxi_core.months import MonthWindow
@@ -402,3 +400,45 @@ def test_a_borough_s_few_zones_showing_fail_only_beyond_chance(shown, passes):
     measured = Measured({"rows": 8, ZONES_WITH_PICKUPS: list(month), CALENDAR: TripCalendar(month, {}, {})})
     result = boroughs_like_recent_months(measured, facts)
     assert result.passed is passes, result.description
+
+
+@pytest.mark.parametrize("trips_a_day", [60, 5_000, 100_000])
+def test_independent_days_never_repeat_and_a_copy_always_does_at_any_size(trips_a_day):
+    """Thirty days drawn from one (hour, zone) profile, as alike as real days ever are, at a test's, the demo's and
+    TLC's size: none repeats; a copied day does, and a copy with a few trips changed too."""
+    from datetime import date, timedelta
+
+    from forecast_assets.trip_weeks import repeated_days
+
+    rng = np.random.default_rng(12)
+    profile = rng.lognormal(0, 1.5, 24 * 260)
+    profile /= profile.sum()
+    counts = rng.poisson(profile * trips_a_day, size=(30, profile.size))
+    days = [date(2025, 1, 1) + timedelta(days=offset) for offset in range(30)]
+    assert repeated_days(days, counts) == []
+    copied = counts.copy()
+    copied[20] = counts[3]
+    copied[21, : profile.size // 100] = counts[4, : profile.size // 100]  # a fraction of a day is no repeat
+    touched = counts[5].copy()
+    touched[np.argmax(touched)] += 1  # one trip more
+    copied[22] = touched
+    found = [(first.day, later.day) for first, later, _ in repeated_days(days, copied)]
+    assert found == [(4, 21), (6, 23)]
+
+
+def test_a_small_month_s_week_is_not_judged():
+    """Under 5,000 pickups the best of thirty moves beats the dates by chance: the audit says so and passes."""
+    from datetime import timedelta
+
+    from forecast_assets.audits import Measured
+    from forecast_assets.trip_calendar import CALENDAR, TripCalendar
+    from forecast_assets.trip_weeks import week_like_recent_months
+
+    window = MonthWindow.from_partition_key("2025-01-01")
+    hours = [window.start + timedelta(hours=offset) for offset in range(window.hours)]
+    rng = np.random.default_rng(3)
+    by_hour = {hour: int(n) for hour, n in zip(hours, rng.poisson(3, len(hours)), strict=True)}
+    neighbour = NeighbourMonth("2024-12", 30_000, {1: 30_000}, tuple([180] * 168))
+    measured = Measured({"rows": sum(by_hour.values()), CALENDAR: TripCalendar({}, {}, by_hour)})
+    result = week_like_recent_months(measured, MonthFacts(window, neighbours=(neighbour,)))
+    assert result.passed and result.metadata["judged"].startswith("no: ")
