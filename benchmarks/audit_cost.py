@@ -1,5 +1,5 @@
-"""What the audits of a trip month cost, beside the month's raw_yellow write, with the audits before the new ones as
-the baseline, all from the same run.
+"""What the audits of a trip month cost, beside the month's raw_yellow write, with the audits before the calendar,
+direction, pseudo-zone and layout audits as the baseline, all from the same run.
 
     ./run python benchmarks/audit_cost.py [--trips 3000000] [--repeat 3]
 
@@ -43,14 +43,20 @@ BASELINE = (
     "raw_yellow_pickups_inside_month",
     "raw_yellow_no_negative_fares",
     "raw_yellow_pickups_before_dropoffs",
-)
-NEW = (
     "raw_yellow_zone_ids_known",
     "raw_yellow_zone_mix_like_recent_months",
     "raw_yellow_boroughs_like_recent_months",
     "raw_yellow_every_day_has_its_trips",
     "raw_yellow_distances_possible",
     "raw_yellow_durations_possible",
+)
+# The calendar, direction, pseudo-zone and layout audits.
+NEW = (
+    "raw_yellow_week_like_recent_months",
+    "raw_yellow_no_repeated_days",
+    "raw_yellow_direction_like_recent_months",
+    "raw_yellow_pseudo_zones_at_their_rate",
+    "raw_yellow_layout_of_its_year",
 )
 
 
@@ -86,20 +92,24 @@ def _sha256(path: Path) -> str:
 
 
 def neighbour_from_file(path: Path, month: str):
-    """The neighbour as ``neighbour_months`` would read it once published: its rows and pickups per zone."""
+    """The neighbour as ``neighbour_months`` would read it once published: its rows, pickups and drop-offs per
+    zone, and its pickups inside the month by hour of the week."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from forecast_assets.lakehouse.neighbours import NeighbourMonth
 
-    table = pq.read_table(path, columns=["PULocationID"])
-    counts = pc.value_counts(table.column("PULocationID"))
-    by_zone = {
-        int(item["values"].as_py()): int(item["counts"].as_py())
-        for item in counts
-        if item["values"].as_py() is not None
-    }
-    return NeighbourMonth(month, table.num_rows, by_zone)
+    table = pq.read_table(path, columns=["PULocationID", "DOLocationID", "tpep_pickup_datetime"])
+
+    def by_zone(column: str) -> dict[int, int]:
+        counts = pc.value_counts(table.column(column)).to_pylist()
+        return {int(item["values"]): int(item["counts"]) for item in counts if item["values"] is not None}
+
+    pickups = table.column("tpep_pickup_datetime").to_pandas()
+    inside = pickups[pickups.dt.strftime("%Y-%m") == month]
+    hours = (inside.dt.day_of_week * 24 + inside.dt.hour).value_counts()
+    week = tuple(int(hours.get(hour, 0)) for hour in range(168))
+    return NeighbourMonth(month, table.num_rows, by_zone("PULocationID"), week, by_zone("DOLocationID"))
 
 
 def measure(args: argparse.Namespace) -> int:
