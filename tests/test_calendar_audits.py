@@ -1,7 +1,8 @@
 """Legitimate months across the calendar publish: a leap-year February, both daylight-saving months, Thanksgiving
 and Christmas, a blizzard day, the 2023 layout, each beside the month before it as its neighbour.
 
-The sample writes each month afresh (its demand has the weekdays, holidays and daylight saving of its dates); the
+The sample writes each month afresh at the demo's scale (its demand has the weekdays, holidays and daylight saving of
+its dates; at 5,000 trips a day every hour is judged, so the hour clocks skip must not count as missing); the
 neighbour is counted here with pandas, not by the project's code.
 """
 
@@ -16,7 +17,7 @@ from forecast_assets.lakehouse.zone_reference import ZoneReference
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
 from tests.audit_verdicts import PICKUP, neighbour_from_trips, verdicts
-from tests.sample_months import TEST_TRIPS_PER_MONTH, read_trips
+from tests.sample_months import read_trips
 
 pytestmark = pytest.mark.integration
 
@@ -42,8 +43,9 @@ def spark():
 @pytest.fixture(scope="module")
 def calendar_source(tmp_path_factory):
     from taxi_demo.sample_source import SampleSource
+    from taxi_demo.scale import DEMO_SCALE_TRIPS
 
-    source = SampleSource(tmp_path_factory.mktemp("calendar") / "sample", trips_per_month=TEST_TRIPS_PER_MONTH)
+    source = SampleSource(tmp_path_factory.mktemp("calendar") / "sample", trips_per_month=DEMO_SCALE_TRIPS)
     source.write_months(sorted({month for pair in MONTHS.items() for month in (pair[0], pair[1][0])}))
     return source
 
