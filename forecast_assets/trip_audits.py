@@ -92,8 +92,17 @@ OUTSIDE_MONTH = "pickups_outside_month"
 
 
 def trip_record(layout: TripLayout) -> list[str]:
-    """TLC publishes no trip id; a repeated record of all of these is a duplicated trip."""
-    return ["vendorid", *layout.timestamp_columns, PICKUP_ZONE, DROPOFF_ZONE, "trip_distance", "total_amount"]
+    """TLC publishes no trip id; a repeated record of all of these (the layout's identity, times, zones, distance
+    and charges) is a duplicated trip."""
+    distance = [layout.distance] if layout.distance else []
+    return [*layout.identity, *layout.timestamp_columns, PICKUP_ZONE, DROPOFF_ZONE, *distance, *layout.charges]
+
+
+def _negative(columns: tuple[str, ...]) -> Column:
+    found = F.lit(False)
+    for column in columns:
+        found = found | (F.col(column) < 0)
+    return found
 
 
 def _outside_month(layout: TripLayout) -> Aggregates:
@@ -179,6 +188,22 @@ def _rows_like_recent_months(measured: Measured, facts: MonthFacts) -> AuditResu
             "compared_with": facts.compared_with(),
         },
     )
+
+
+def _distance_audits(table: str, layout: TripLayout) -> list[Audit]:
+    """The distance audit, for a layout that records how far a trip went."""
+    distance = layout.distance
+    if distance is None:
+        return []
+    return [
+        rate_audit(
+            f"{table}_distances_possible",
+            f"have a negative distance or one over {FURTHEST_TRIP_MILES} miles",
+            lambda: (F.col(distance) < 0) | (F.col(distance) > FURTHEST_TRIP_MILES),
+            "impossible_distances",
+            ABSURD_DISTANCES,
+        )
+    ]
 
 
 def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
@@ -301,8 +326,8 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
         ),
         rate_audit(
             f"{table}_no_negative_fares",
-            "have a negative fare or total",
-            lambda: (F.col("fare_amount") < 0) | (F.col("total_amount") < 0),
+            f"have a negative {' or '.join(layout.charges)}",
+            lambda: _negative(layout.charges),
             "negative_fares",
             NEGATIVE_FARES,
         ),
@@ -313,13 +338,7 @@ def trip_audits(table: str, layout: TripLayout) -> list[Audit]:
             "dropoffs_before_pickups",
             BACKWARDS_TRIPS,
         ),
-        rate_audit(
-            f"{table}_distances_possible",
-            f"have a negative distance or one over {FURTHEST_TRIP_MILES} miles",
-            lambda: (F.col("trip_distance") < 0) | (F.col("trip_distance") > FURTHEST_TRIP_MILES),
-            "impossible_distances",
-            ABSURD_DISTANCES,
-        ),
+        *_distance_audits(table, layout),
         rate_audit(
             f"{table}_durations_possible",
             f"last longer than {LONGEST_TRIP.total_seconds() / 3600:.0f} hours",

@@ -102,6 +102,9 @@ GREEN = TripLayout(
     dropoff="lpep_dropoff_datetime",
     optional=frozenset({"ehail_fee", "congestion_surcharge", "cbd_congestion_fee"}),
     published_schema=_published_schema,
+    identity=("vendorid",),
+    distance="trip_distance",
+    charges=("fare_amount", "total_amount"),
     left_empty=frozenset({"ehail_fee"}),  # TLC has not filled the e-hail fee since 2019
 )
 

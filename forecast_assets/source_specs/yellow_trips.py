@@ -112,6 +112,9 @@ YELLOW = TripLayout(
     # cbd_congestion_fee in 2025.
     optional=frozenset({"congestion_surcharge", "airport_fee", "cbd_congestion_fee"}),
     published_schema=_published_schema,
+    identity=("vendorid",),
+    distance="trip_distance",
+    charges=("fare_amount", "total_amount"),
 )
 
 SOURCE = trip_source(YELLOW, name="trip", folder=TRIP_FOLDER, table="raw_yellow", file_asset=TRIP_FILES)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
+
+from taxi_core.errors import PipelineError
 
 # What a file must hold for a column kept as each Spark type: ids are integers of any width; counts, codes and
 # amounts came as integers in some years and as floats in others ("number").
@@ -24,6 +26,13 @@ FILE_TYPE_OF_TABLE_TYPE = {
     "timestamp_ntz": "timestamp",
 }
 ACCEPTED_FAMILIES = {"number": frozenset({"integer", "float"})}
+# Every TLC trip layout names its zones so; the calendar, the zone audits and the actuals read them by these names.
+ZONE_COLUMNS = ("pulocationid", "dolocationid")
+NUMBER_TYPES = frozenset({"int", "bigint", "double"})
+
+
+class LayoutError(ValueError, PipelineError):
+    """A trip layout that does not declare what its family reads, or declares it with the wrong types."""
 
 
 @dataclass(frozen=True)
@@ -43,14 +52,57 @@ class TripLayout:
     published_schema: Callable[[int], pa.Schema]
     # Optional columns TLC's files carry but leave empty on every trip: no year is told by them.
     left_empty: frozenset[str] = frozenset()
+    # What the family's audits read, by role: who sent each record (with the times, zones, distance and charges,
+    # a trip's identity: TLC publishes no trip id), how far it went, what it cost (each must not be negative).
+    identity: tuple[str, ...] = field(kw_only=True)
+    distance: str | None = field(kw_only=True)
+    charges: tuple[str, ...] = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        problems = self.declaration_problems()
+        if problems:
+            msg = f"The TLC {self.service} trip layout is not declared right: {'; '.join(problems)}"
+            raise LayoutError(msg)
+
+    def declaration_problems(self) -> list[str]:
+        """What the layout's roles name that its columns do not hold, or hold with a type the family cannot read."""
+        problems = []
+        for role, names, types in (
+            ("pickup", (self.pickup,), {"timestamp_ntz"}),
+            ("dropoff", (self.dropoff,), {"timestamp_ntz"}),
+            ("zones", ZONE_COLUMNS, {"int"}),
+            ("identity", self.identity, None),
+            ("distance", (self.distance,) if self.distance else (), NUMBER_TYPES),
+            ("charges", self.charges, NUMBER_TYPES),
+        ):
+            for name in names:
+                kind = self.columns.get(name)
+                if kind is None:
+                    problems.append(f"{role} names {name!r}, which is not one of its columns")
+                elif types is not None and kind not in types:
+                    problems.append(f"{role} column {name!r} is {kind}, where the family reads {' or '.join(types)}")
+        if not self.identity:
+            problems.append("identity names no column")
+        for name in sorted((self.optional | self.left_empty) - set(self.columns)):
+            problems.append(f"optional column {name!r} is not one of its columns")
+        problems += [f"left_empty column {name!r} is not optional" for name in sorted(self.left_empty - self.optional)]
+        problems += [
+            f"{role} column {name!r} is optional" for role, name in self._required_roles() if name in self.optional
+        ]
+        return problems
+
+    def _required_roles(self) -> list[tuple[str, str]]:
+        return [("pickup", self.pickup), ("dropoff", self.dropoff), ("zones", ZONE_COLUMNS[0])]
 
     @property
     def file_pattern(self) -> re.Pattern[str]:
         return re.compile(rf"{re.escape(self.service)}_tripdata_(\d{{4}}-\d{{2}})\.parquet")
 
     @property
-    def timestamp_columns(self) -> tuple[str, str]:
-        return self.pickup, self.dropoff
+    def timestamp_columns(self) -> tuple[str, ...]:
+        """Every wall-clock column of the layout, pickup and dropoff first (a layout may have more: a request's)."""
+        others = [name for name, kind in self.columns.items() if kind == "timestamp_ntz"]
+        return (self.pickup, self.dropoff, *(name for name in others if name not in (self.pickup, self.dropoff)))
 
     def file_name(self, month: str) -> str:
         """``month`` is ``YYYY-MM`` (or a glob such as ``*``)."""

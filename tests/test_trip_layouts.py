@@ -1,0 +1,212 @@
+"""A third TLC trip layout, TLC's high-volume for-hire trips (``fhvhv_tripdata``), declared here and nowhere else:
+no ``VendorID``, ``trip_distance``, ``fare_amount`` or ``total_amount``; ``hvfhs_license_num``, ``request_datetime``,
+``trip_miles``, ``base_passenger_fare`` and ``driver_pay`` instead. Its file is verified, normalised into its raw
+table's columns and audited by the family's code from its declaration alone.
+
+The month's file is the sample's yellow month rewritten with pyarrow in that layout, so what it holds is known
+without the product's code: its rows, its request times, its fares.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from forecast_assets.audit_run import audit_month
+from forecast_assets.audits import ERROR, MonthFacts
+from forecast_assets.lakehouse.zone_reference import ZoneReference
+from forecast_assets.source_specs.tlc_trips import trip_source
+from forecast_assets.sources.tlc_format import LayoutError, TripLayout
+from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
+from taxi_core.months import MonthWindow
+from taxi_core.zones import ZONE_LOOKUP
+from tests.audit_verdicts import neighbour_from_trips
+from tests.sample_months import TEST_MONTHS
+
+NEIGHBOUR, MONTH = TEST_MONTHS
+COLUMNS = {
+    "hvfhs_license_num": "string",
+    "dispatching_base_num": "string",
+    "request_datetime": "timestamp_ntz",
+    "pickup_datetime": "timestamp_ntz",
+    "dropoff_datetime": "timestamp_ntz",
+    "pulocationid": "int",
+    "dolocationid": "int",
+    "trip_miles": "double",
+    "trip_time": "bigint",
+    "base_passenger_fare": "double",
+    "tolls": "double",
+    "driver_pay": "double",
+    "cbd_congestion_fee": "double",
+}
+
+
+def _schema(year: int) -> pa.Schema:
+    fields = [
+        ("hvfhs_license_num", pa.string()),
+        ("dispatching_base_num", pa.string()),
+        ("request_datetime", pa.timestamp("us")),
+        ("pickup_datetime", pa.timestamp("us")),
+        ("dropoff_datetime", pa.timestamp("us")),
+        ("PULocationID", pa.int32()),
+        ("DOLocationID", pa.int32()),
+        ("trip_miles", pa.float64()),
+        ("trip_time", pa.int64()),
+        ("base_passenger_fare", pa.float64()),
+        ("tolls", pa.float64()),
+        ("driver_pay", pa.float64()),
+    ]
+    return pa.schema(fields + ([("cbd_congestion_fee", pa.float64())] if year >= 2025 else []))
+
+
+def _layout(**changes) -> TripLayout:
+    declared = {
+        "service": "fhvhv",
+        "columns": COLUMNS,
+        "descriptions": {name: name for name in COLUMNS},
+        "pickup": "pickup_datetime",
+        "dropoff": "dropoff_datetime",
+        "optional": frozenset({"cbd_congestion_fee"}),
+        "published_schema": _schema,
+        "identity": ("hvfhs_license_num",),
+        "distance": "trip_miles",
+        "charges": ("base_passenger_fare", "driver_pay"),
+    }
+    return TripLayout(**(declared | changes))
+
+
+HIGH_VOLUME = _layout()
+SOURCE = trip_source(HIGH_VOLUME, name="fhvhv_trip", table="raw_fhvhv", file_asset="fhvhv_trip_files")
+
+
+def _as_high_volume(yellow: pa.Table, month: str) -> pa.Table:
+    """A yellow month in the high-volume layout: each trip requested some minutes before its pickup."""
+    rng = np.random.default_rng(1)
+    pickups = yellow["tpep_pickup_datetime"].to_numpy()
+    fares = yellow["fare_amount"].to_numpy()
+    columns = {
+        "hvfhs_license_num": pa.array(rng.choice(["HV0003", "HV0005"], yellow.num_rows)),
+        "dispatching_base_num": pa.array(rng.choice(["B03404", "B03406"], yellow.num_rows)),
+        "request_datetime": pa.array(pickups - rng.integers(60, 900, yellow.num_rows).astype("timedelta64[s]")),
+        "pickup_datetime": yellow["tpep_pickup_datetime"],
+        "dropoff_datetime": yellow["tpep_dropoff_datetime"],
+        "PULocationID": yellow["PULocationID"],
+        "DOLocationID": yellow["DOLocationID"],
+        "trip_miles": yellow["trip_distance"],
+        "trip_time": pa.array(
+            ((yellow["tpep_dropoff_datetime"].to_numpy() - pickups) / np.timedelta64(1, "s")).astype("int64")
+        ),
+        "base_passenger_fare": pa.array(fares),
+        "tolls": yellow["tolls_amount"],
+        "driver_pay": pa.array(np.round(fares * 0.75, 2)),
+    }
+    schema = _schema(int(month[:4]))
+    if "cbd_congestion_fee" in schema.names:
+        columns["cbd_congestion_fee"] = yellow["cbd_congestion_fee"]
+    return pa.Table.from_arrays([pa.array(columns[f.name]).cast(f.type) for f in schema], schema=schema)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from forecast_assets.definitions import resources_for
+    from taxi_core.settings import load_settings
+
+    return resources_for(load_settings())["spark"].session
+
+
+@pytest.fixture(scope="module")
+def files(sample_source, tmp_path_factory) -> dict[str, pa.Table]:
+    folder = tmp_path_factory.mktemp("fhvhv")
+    written = {}
+    for month in TEST_MONTHS:
+        trips = _as_high_volume(pq.read_table(sample_source.trip_path(month)), month)
+        pq.write_table(trips, folder / HIGH_VOLUME.file_name(month))
+        written[month] = (folder / HIGH_VOLUME.file_name(month), trips)
+    return written
+
+
+def _normalised(spark, path, month: str):
+    return normalize_trips(
+        with_timestamps(spark.read.parquet(str(path)), HIGH_VOLUME), HIGH_VOLUME, month, path.name, "sha256:test",
+        datetime.now(UTC),
+    )  # fmt: skip
+
+
+def _facts(files) -> MonthFacts:
+    lookup = pd.read_csv(ZONE_LOOKUP, keep_default_na=False)
+    neighbour = files[NEIGHBOUR][1].to_pandas().rename(columns=str.lower)
+    neighbour = neighbour.rename(columns={"pickup_datetime": "tpep_pickup_datetime"})
+    return MonthFacts(
+        MonthWindow.from_partition_key(f"{MONTH}-01"),
+        neighbours=(neighbour_from_trips(NEIGHBOUR, neighbour),),
+        zones=ZoneReference(dict(zip(lookup["LocationID"], lookup["Borough"], strict=True)), "TLC's lookup"),
+    )
+
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_third_layout_is_verified_normalised_and_audited_from_its_declaration_alone(spark, files):
+    path, written = files[MONTH]
+    facts = SOURCE.verify(path, path.as_uri(), SOURCE.files(MONTH)[0], MonthWindow.from_partition_key(f"{MONTH}-01"))
+    assert facts.rows == written.num_rows and not facts.warnings
+
+    rows = _normalised(spark, path, MONTH)
+    assert rows.columns[: len(COLUMNS)] == list(COLUMNS)
+    kept = rows.select("request_datetime", "driver_pay").toPandas()
+    assert kept["request_datetime"].tolist() == written["request_datetime"].to_pandas().tolist()
+    assert kept["driver_pay"].tolist() == written["driver_pay"].to_pylist()
+
+    judged = audit_month(rows, SOURCE.audits, _with_rows(_facts(files), written.num_rows))
+    failed = {audit.name: result.description for audit, result in judged if not result.passed}
+    assert failed == {}
+    names = {audit.name for audit, _ in judged}
+    assert {"raw_fhvhv_no_duplicate_trips", "raw_fhvhv_distances_possible", "raw_fhvhv_no_negative_fares"} <= names
+
+
+def _with_rows(facts: MonthFacts, rows: int) -> MonthFacts:
+    from dataclasses import replace
+
+    return replace(facts, expected_rows=rows)
+
+
+def test_the_third_layout_s_own_money_and_identity_columns_are_what_its_audits_hold(spark, files):
+    path, written = files[MONTH]
+    trips = written.to_pandas()
+    negative = np.random.default_rng(2).random(len(trips)) < 0.5
+    trips["driver_pay"] = np.where(negative, -trips["driver_pay"].abs() - 1, trips["driver_pay"])
+    doubled = pd.concat([trips, trips.iloc[: len(trips) // 20]], ignore_index=True)  # 5% written twice
+    damaged = path.with_name("damaged_" + path.name)
+    pq.write_table(pa.Table.from_pandas(doubled, schema=written.schema, preserve_index=False), damaged)
+    judged = audit_month(_normalised(spark, damaged, MONTH), SOURCE.audits, _with_rows(_facts(files), len(doubled)))
+    held = {audit.name: result for audit, result in judged if not result.passed and result.severity == ERROR}
+    assert {"raw_fhvhv_no_negative_fares", "raw_fhvhv_no_duplicate_trips"} <= set(held)
+    assert "have a negative base_passenger_fare or driver_pay" in held["raw_fhvhv_no_negative_fares"].description
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"distance": "trip_distance"}, "distance names 'trip_distance', which is not one of its columns"),
+        ({"charges": ("hvfhs_license_num",)}, "charges column 'hvfhs_license_num' is string"),
+        ({"identity": ()}, "identity names no column"),
+        ({"pickup": "trip_miles"}, "pickup column 'trip_miles' is double"),
+        ({"optional": frozenset({"airport_fee"})}, "optional column 'airport_fee' is not one of its columns"),
+    ],
+    ids=["missing_distance", "string_charge", "no_identity", "pickup_not_a_time", "unknown_optional"],
+)
+def test_a_layout_that_does_not_declare_what_its_family_reads_is_refused_when_declared(changes, named):
+    with pytest.raises(LayoutError, match="The TLC fhvhv trip layout is not declared right") as refused:
+        _layout(**changes)
+    assert named in str(refused.value)
+
+
+def test_a_layout_without_a_distance_has_no_distance_audit():
+    layout = _layout(distance=None)
+    audits = {audit.name for audit in trip_source(layout, name="x", table="raw_x", file_asset="x_files").audits}
+    assert "raw_x_distances_possible" not in audits and "raw_x_no_negative_fares" in audits
