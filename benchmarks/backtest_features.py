@@ -43,7 +43,7 @@ def main() -> int:
     from forecast_quality import sample_history
 
     from flows.forecasting import backtest, levels
-    from flows.forecasting.models import make_candidate
+    from flows.forecasting.candidates import make_candidate
     from flows.forecasting.publication import Inputs
     from flows.forecasting.threads import numeric_threads
     from flows.run_settings import resolve_settings

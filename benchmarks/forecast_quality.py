@@ -109,7 +109,7 @@ def evaluate(source, period: Period, args) -> PeriodResult:
     """The flow's backtest, held-out selection and per-level evaluation on one period, with and without the weather
     candidates: every zone served (or the ``--zones`` busiest), each borough's total and the city, as served."""
     from flows.forecasting import backtest, levels, selection
-    from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate, uses_weather
+    from flows.forecasting.candidates import candidate_names, is_scenario, make_candidate, uses_weather
     from flows.forecasting.publication import Inputs
     from flows.forecasting.threads import numeric_threads, share_of_cores
     from flows.run_settings import LOOKBACK_DAYS, resolve_settings
@@ -117,7 +117,7 @@ def evaluate(source, period: Period, args) -> PeriodResult:
     actuals = pd.concat([month_actuals(source, month) for month in period.months], ignore_index=True)
     weather = pd.concat([month_weather(source, month) for month in period.months], ignore_index=True)
     as_of = str(actuals.pickup_hour.max() + pd.Timedelta(hours=1))
-    names = args.candidates or ",".join(CANDIDATES)
+    names = args.candidates or ",".join(candidate_names())
     lookback = args.lookback_days or LOOKBACK_DAYS
     settings = resolve_settings(
         as_of, lookback, args.evaluation_weeks, args.selection_weeks, 24, args.zones, True, names

@@ -32,7 +32,7 @@ WAYS = ("branches", "branches, limit before import", "one process")
 def train_candidate(name: str, inputs, weeks, threads: int, way: str) -> float:
     """One candidate's backtest, the way named; its seconds (process start-up left out)."""
     from flows.forecasting.backtest import rolling_origin_backtest
-    from flows.forecasting.models import make_candidate
+    from flows.forecasting.candidates import make_candidate
 
     if way == "branches":
         from flows.forecasting.threads import load_numeric_libraries
@@ -82,12 +82,12 @@ def main() -> int:
     from forecast_quality import sample_history
 
     from flows.forecasting import backtest
-    from flows.forecasting.models import CANDIDATES
+    from flows.forecasting.candidates import candidate_names
     from flows.forecasting.publication import Inputs
     from flows.run_settings import resolve_settings
 
     actuals, weather, as_of = sample_history(args.scale, args.months)
-    settings = resolve_settings(as_of, 63, 4, 2, 24, 50, True, ",".join(CANDIDATES))
+    settings = resolve_settings(as_of, 63, 4, 2, 24, 50, True, ",".join(candidate_names()))
     window = actuals[(actuals.pickup_hour >= settings.window_start) & (actuals.pickup_hour < settings.as_of)]
     zones = backtest.busiest_zones(window[window.pickup_hour < settings.backtest_start], settings.zones)
     inputs = Inputs(window[window.pulocationid.isin(zones)], weather, zones, 24, settings.window_start)

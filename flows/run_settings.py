@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from flows.forecasting.backtest import BASELINE, WEEK
-from flows.forecasting.models import CANDIDATES, needs_weather
+from flows.forecasting.candidates import candidate_names, needs_weather
 from taxi_core.errors import PipelineError
 from taxi_core.training_history import LEAST_TRAINING_DAYS, least_history_days
 
@@ -104,10 +104,10 @@ def resolve_settings(
         )
         raise RunSettingInvalid(msg)
     # None named: every candidate this run can train.
-    names = [name.strip() for name in candidates.split(",") if name.strip()] or list(CANDIDATES)
-    unknown = [name for name in names if name not in CANDIDATES]
+    names = [name.strip() for name in candidates.split(",") if name.strip()] or list(candidate_names())
+    unknown = [name for name in names if name not in candidate_names()]
     if unknown:
-        msg = f"--candidates names unknown models {', '.join(unknown)}; choose from {', '.join(CANDIDATES)}"
+        msg = f"--candidates names unknown models {', '.join(unknown)}; choose from {', '.join(candidate_names())}"
         raise RunSettingInvalid(msg)
     if not use_weather:
         names = [name for name in names if not needs_weather([name])]

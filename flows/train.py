@@ -70,18 +70,17 @@ from flows.forecasting import (
     serving,
     tables,
 )
-from flows.forecasting.checks import CheckMetadata
-from flows.forecasting.intervals import IntervalModel, count_aware_groups
-from flows.forecasting.levels import LevelIntervals, SeriesBacktest
-from flows.forecasting.models import (
-    CANDIDATES,
-    WEATHER_USE,
-    Forecaster,
+from flows.forecasting.candidates import (
+    candidate_names,
     fits_with_scikit_learn,
     is_scenario,
     make_candidate,
     needs_weather,
 )
+from flows.forecasting.checks import CheckMetadata
+from flows.forecasting.intervals import IntervalModel, count_aware_groups
+from flows.forecasting.levels import LevelIntervals, SeriesBacktest
+from flows.forecasting.models import WEATHER_USE, Forecaster
 from flows.forecasting.publication import NOAA_PUBLICATION_DELAY_DAYS, Inputs, PublicationRule
 from flows.forecasting.serving import ServedModel
 from flows.forecasting.threads import numeric_threads, share_of_cores
@@ -145,8 +144,8 @@ class TrainForecastModelFlow(FlowSpec):
     candidates: str = parameter(
         "candidates",
         "",
-        f"Comma-separated candidate models from: {', '.join(CANDIDATES)} (default: all of them that the "
-        f"run can train: {', '.join(name for name in CANDIDATES if not needs_weather([name]))}, and with "
+        f"Comma-separated candidate models from: {', '.join(candidate_names())} (default: all of them that the "
+        f"run can train: {', '.join(name for name in candidate_names() if not needs_weather([name]))}, and with "
         "--use_weather true the weather models too)",
     )
 

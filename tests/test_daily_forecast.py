@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest
+from flows.forecasting.candidates import candidate_names, is_scenario, make_candidate
 from flows.forecasting.daily import forecast_days
-from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
 from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads
 
@@ -52,7 +52,9 @@ def test_a_month_s_actuals_are_published_when_it_ends():
     assert PublicationRule().actuals_through(pd.Timestamp("2025-01-20 07:00")) == pd.Timestamp("2025-01-20 07:00")
 
 
-@pytest.mark.parametrize("name", [name for name in CANDIDATES if not is_scenario(name) and "weather" not in name])
+@pytest.mark.parametrize(
+    "name", [name for name in candidate_names() if not is_scenario(name) and "weather" not in name]
+)
 def test_no_actual_of_the_target_s_month_moves_its_forecast(name):
     actuals = _actuals()
     as_of = pd.Timestamp("2025-01-01")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest, features, report
-from flows.forecasting.models import CANDIDATES, is_scenario, make_candidate
+from flows.forecasting.candidates import candidate_names, is_scenario, make_candidate
 from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.tables import ACTUALS, WEATHER
 from flows.forecasting.threads import numeric_threads
@@ -104,7 +104,7 @@ def _unpublished_changed(actuals, weather, origin):
     return actuals, weather
 
 
-@pytest.mark.parametrize("name", [name for name in CANDIDATES if not is_scenario(name)])
+@pytest.mark.parametrize("name", [name for name in candidate_names() if not is_scenario(name)])
 def test_nothing_unpublished_at_a_forecast_s_origin_moves_it(name):
     """Every value unpublished at a day's origin (later actuals, and weather inside NOAA's delay) is changed: the
     backtest's forecasts of that day and every day before it stay the same, as does the forecast made at the end."""

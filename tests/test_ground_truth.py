@@ -120,7 +120,7 @@ def test_models_are_built_from_every_month_they_read_and_the_republish_shows_bet
 def test_a_training_without_weather_while_a_weather_version_serves_reads_no_weather_and_leaves_it_serving(record):
     """The serving version's candidate is backtested beside each run; one that needs the weather cannot be beside a
     run that reads none. That run trains, names only what it read, and the weather version keeps serving, saying why."""
-    from flows.forecasting.models import needs_weather
+    from flows.forecasting.candidates import needs_weather
 
     weather, after = record["flow_runs"][3:]
     assert weather["promoted"] and needs_weather([weather["champion"]]), "the scenario's weather version must serve"

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest, levels
+from flows.forecasting.candidates import make_candidate
 from flows.forecasting.features import in_holiday_period
 from flows.forecasting.intervals import count_aware_groups, inside
-from flows.forecasting.models import make_candidate
 from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads
 

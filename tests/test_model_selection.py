@@ -10,7 +10,7 @@ import pytest
 
 from flows.forecasting import checks, intervals, selection
 from flows.forecasting.backtest import BASELINE, backtest_weeks, fit_at, rolling_origin_backtest
-from flows.forecasting.models import make_candidate
+from flows.forecasting.candidates import make_candidate
 from flows.forecasting.publication import Inputs
 
 AS_OF = pd.Timestamp("2025-02-01")
@@ -199,7 +199,7 @@ import json, sys
 import numpy as np, pandas as pd
 from flows.forecasting import levels
 from flows.forecasting.backtest import backtest_weeks
-from flows.forecasting.models import WITHOUT_SCIKIT_LEARN, make_candidate
+from flows.forecasting.candidates import WITHOUT_SCIKIT_LEARN, make_candidate
 from flows.forecasting.publication import Inputs
 from flows.forecasting.threads import numeric_threads
 hours = pd.date_range("2025-01-01", periods=35 * 24, freq="h")

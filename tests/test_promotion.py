@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from flows.forecasting.models import CANDIDATES, needs_weather
+from flows.forecasting.candidates import candidate_names, needs_weather
 from flows.forecasting.promotion import decide, incomparable, plan_comparison
 
 
@@ -53,7 +53,7 @@ def test_versions_with_no_hour_in_common_keep_the_serving_one():
     assert not decision.promoted and "no hour in common" in decision.reason
 
 
-@pytest.mark.parametrize("serving", [None, *CANDIDATES])
+@pytest.mark.parametrize("serving", [None, *candidate_names()])
 @pytest.mark.parametrize("use_weather", [False, True])
 def test_the_serving_candidate_is_backtested_beside_a_run_only_on_data_the_run_reads(serving, use_weather):
     own = ["seasonal_naive", "glm", *(["glm_weather"] if use_weather else [])]

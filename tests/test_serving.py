@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from flows.forecasting import backtest, levels, serving
-from flows.forecasting.models import make_candidate
+from flows.forecasting.candidates import make_candidate
 from flows.forecasting.publication import Inputs, PublicationRule
 from flows.forecasting.threads import numeric_threads
 

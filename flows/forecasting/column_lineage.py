@@ -50,10 +50,14 @@ class UnknownFeature(ValueError, PipelineError):
     """A feature with no known source columns."""
 
 
+# The actuals' own columns, which a candidate may read as they are (a trend reads the hour itself).
+ACTUALS_COLUMNS = ("pulocationid", "pickup_hour", "total_rides")
+
+
 def feature_origins(feature: str) -> tuple[ColumnOrigin, ...]:
-    """The table columns one feature is computed from."""
-    if feature == "pulocationid":
-        return (ColumnOrigin(InputColumn(ACTUALS, "pulocationid"), (Transformation(DIRECT, IDENTITY),)),)
+    """The table columns one feature, or one column of the actuals a candidate reads as it is, is computed from."""
+    if feature in ACTUALS_COLUMNS:
+        return (ColumnOrigin(InputColumn(ACTUALS, feature), (Transformation(DIRECT, IDENTITY),)),)
     if feature in CALENDAR_FEATURES:
         return (ColumnOrigin(InputColumn(ACTUALS, "pickup_hour"), (COMPUTED,)),)
     if feature.startswith("lag_") or feature in ("seasonal_mean", "recent_level"):

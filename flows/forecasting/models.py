@@ -8,7 +8,6 @@ knowing the weather would be worth), reported apart and never chosen as champion
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
@@ -16,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from flows.forecasting.features import PERFECT_WEATHER_FEATURES, WEATHER_FEATURES
-from taxi_core.errors import PipelineError
 
 BOOSTING_PARAMS = {"loss": "poisson", "learning_rate": 0.12, "max_iter": 120, "max_leaf_nodes": 31, "random_state": 0}
 # Newton-Cholesky: a few hundred one-hot columns and tens of thousands of rows, the case it is made for.
@@ -35,10 +33,6 @@ WEATHER_USE = {
 }
 # The recent days (up to this many) whose rain stands in for a target day's, which no one knows at the origin.
 RAIN_DAYS = 90
-
-
-class UnknownCandidate(ValueError, PipelineError):
-    """A candidate model named that this version of the flow does not have."""
 
 
 class Forecaster(Protocol):
@@ -350,47 +344,14 @@ class Blend:
         return forecast
 
 
-CANDIDATES: dict[str, Callable[[], Forecaster]] = {
-    "seasonal_naive": lambda: SeasonalNaive(),
-    "glm": lambda: PoissonGlm(),
-    "gbm": lambda: GradientBoosting(),
-    "profile": lambda: WeeklyProfile(),
-    "blend": lambda: Blend(),
-    "glm_weather": lambda: ExpectedWeatherGlm(),
-    "gbm_weather": lambda: GradientBoosting(name="gbm_weather", weather="known"),
-    "glm_perfect_weather": lambda: PoissonGlm(name="glm_perfect_weather", weather="perfect"),
-}
+def gbm_weather() -> GradientBoosting:
+    return GradientBoosting(name="gbm_weather", weather="known")
 
 
-def make_candidate(name: str) -> Forecaster:
-    if name not in CANDIDATES:
-        msg = f"Unknown candidate model {name!r}; choose from {', '.join(CANDIDATES)}"
-        raise UnknownCandidate(msg)
-    return CANDIDATES[name]()
-
-
-# The candidates that fit with pandas and numpy alone: their tasks need not load scikit-learn. Any other, a new one
-# included, is taken to need it.
-WITHOUT_SCIKIT_LEARN = frozenset({"seasonal_naive", "profile"})
-
-
-def fits_with_scikit_learn(name: str) -> bool:
-    return name not in WITHOUT_SCIKIT_LEARN
-
-
-def uses_weather(name: str) -> bool:
-    return make_candidate(name).weather is not None
-
-
-def is_scenario(name: str) -> bool:
-    """A candidate that uses what is not known at the forecast origin: reported, never champion."""
-    return make_candidate(name).weather == "perfect"
+def glm_perfect_weather() -> PoissonGlm:
+    return PoissonGlm(name="glm_perfect_weather", weather="perfect")
 
 
 def sees_hindsight(model: Forecaster) -> bool:
     """A fitted candidate told the target days' observed weather: a scenario, scored but never a forecast."""
     return model.weather == "perfect"
-
-
-def needs_weather(names: list[str]) -> bool:
-    return any(uses_weather(name) for name in names)

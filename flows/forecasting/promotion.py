@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from flows.forecasting.models import needs_weather
+from flows.forecasting.candidates import needs_weather
 from flows.forecasting.selection import bootstrap_ratio
 
 
