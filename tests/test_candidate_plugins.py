@@ -16,20 +16,17 @@ from flows.forecasting.column_lineage import forecast_lineage, model_lineage
 from flows.forecasting.publication import Inputs
 from flows.run_settings import resolve_settings
 from taxi_core.names import ACTUALS
+from tests.installed_entry_point import install_entry_point
 
 END = pd.Timestamp("2025-03-01")
+TREND = "tests.outside_package.trend_candidate:Trend"
 
 
 @pytest.fixture
 def trend(tmp_path, monkeypatch):
     """The candidate ``trend``, registered by a package of its own (an installed distribution's entry point)."""
-    info = tmp_path / "site" / "outside_trend-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-trend\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        f"[{candidates.ENTRY_POINT_GROUP}]\ntrend = tests.outside_package.trend_candidate:Trend\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    site = install_entry_point(tmp_path / "site", "outside-trend", candidates.ENTRY_POINT_GROUP, "trend", TREND)
+    monkeypatch.syspath_prepend(str(site))
     candidates._installed.cache_clear()
     yield "trend"
     candidates._installed.cache_clear()
@@ -86,13 +83,8 @@ def test_an_installed_candidate_is_named_backtested_chosen_reported_and_in_the_l
 
 
 def test_an_installed_candidate_registered_under_another_name_is_refused(tmp_path, monkeypatch):
-    info = tmp_path / "site" / "outside_misnamed-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-misnamed\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        f"[{candidates.ENTRY_POINT_GROUP}]\ndrift = tests.outside_package.trend_candidate:Trend\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    site = install_entry_point(tmp_path / "site", "outside-misnamed", candidates.ENTRY_POINT_GROUP, "drift", TREND)
+    monkeypatch.syspath_prepend(str(site))
     candidates._installed.cache_clear()
     try:
         with pytest.raises(candidates.CandidateMisnamed, match="'drift' .* makes a forecaster named 'trend'"):

@@ -275,14 +275,12 @@ def test_one_job_failing_with_any_number_of_runs_never_holds_up_the_others_and_i
 def outside_sink(tmp_path, monkeypatch):
     """The kind ``catalog``, registered by a package of its own (an installed distribution's entry point)."""
     from bridge.sinks import registry
+    from tests.installed_entry_point import install_entry_point
 
-    site = tmp_path / "site"
-    info = site / "outside_catalog-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-catalog\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        f"[{registry.ENTRY_POINT_GROUP}]\ncatalog = tests.outside_package.catalog_sink:CatalogSink\n"
-    )
+    site = install_entry_point(
+        tmp_path / "site", "outside-catalog", registry.ENTRY_POINT_GROUP, "catalog",
+        "tests.outside_package.catalog_sink:CatalogSink",
+    )  # fmt: skip
     monkeypatch.syspath_prepend(str(site))
     registry._installed.cache_clear()
     yield "catalog"
