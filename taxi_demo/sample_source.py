@@ -27,7 +27,7 @@ from forecast_assets.source_specs.registry import registered_sources
 from forecast_assets.source_specs.tlc_trips import TripSource
 from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import COLUMNS, ELEMENTS, MISSING_VALUE, weather_file_path
-from forecast_assets.sources.tlc_format import TripLayout
+from forecast_assets.sources.tlc_format import TripLayout, TripSample
 from taxi_core.errors import PipelineError
 from taxi_core.files import atomic_path, write_atomically
 from taxi_core.zones import ZONE_LOOKUP, Zone, load_zones
@@ -60,50 +60,30 @@ NYC_COUNTIES = {
     "36081": "Queens County",
     "36085": "Richmond County",
 }
+# A layout's own columns are drawn from the stream of its trips plus this.
+OWN_COLUMNS_STREAM = 1000
 # Share of trips whose pickup clock is wrong and falls outside the file's month, as in real files.
 OUT_OF_MONTH_SHARE = 2e-5
 AIRPORT_ZONES = city_facts.AIRPORT_ZONES
 
 
-@dataclass(frozen=True)
-class Service:
-    """A TLC service's trips in the sample: its share of the city's demand and the boroughs it may pick up in."""
-
-    share: float
-    # The random stream its trips are drawn from: each service its own.
-    stream: int
-    boroughs: frozenset[str] | None = None  # None: everywhere
-    airports: bool = True  # whether it picks up at the airports
-
-    def serves(self, zone: Zone) -> bool:
-        in_borough = self.boroughs is None or zone.borough in self.boroughs
-        return in_borough and (self.airports or zone.location_id not in AIRPORT_ZONES)
-
-
-# The services the sample writes files for, by their layout's ``service``.
-SERVICES = {
-    "yellow": Service(share=1.0, stream=2),
-    # Boro taxis: street hails outside Manhattan and the airports, about a fiftieth of yellow's trips (TLC's 2024
-    # files: some 55 thousand green trips a month against 3 million yellow); a twentieth here, so the demo's months
-    # hold enough to audit.
-    "green": Service(
-        share=0.05, stream=5, boroughs=frozenset({"Bronx", "Brooklyn", "Queens", "Staten Island"}), airports=False
-    ),
-}
-
-
 class UnknownService(KeyError, PipelineError):
-    """A registered TLC trip source whose service the sample source has no demand for."""
+    """A registered TLC trip layout that declares no sample, or whose file has a column the sample cannot draw."""
 
 
-def service_of(layout: TripLayout) -> Service:
-    if layout.service not in SERVICES:
+def sample_of(layout: TripLayout) -> TripSample:
+    if layout.sample is None:
         msg = (
-            f"The sample source has no demand for TLC's {layout.service!r} trips: add the service to SERVICES in "
-            f"{__name__} (its share of the city's demand and where it picks up)"
+            f"The TLC {layout.service} trip layout declares no sample: give its TripLayout a sample=TripSample(...) "
+            "(its share of the city's demand, where it picks up, and the draws of its own columns)"
         )
         raise UnknownService(msg)
-    return SERVICES[layout.service]
+    return layout.sample
+
+
+def serves(sample: TripSample, zone: Zone) -> bool:
+    in_borough = sample.boroughs is None or zone.borough in sample.boroughs
+    return in_borough and (sample.airports or zone.location_id not in AIRPORT_ZONES)
 
 
 def trip_layouts() -> tuple[TripLayout, ...]:
@@ -175,9 +155,10 @@ class SampleSource:
         manifest.write_text(json.dumps(wanted) + "\n")
 
     def write_month(self, month: str) -> None:
-        """Write one month's trip files, weather files and true rates; existing files are kept."""
-        layouts = trip_layouts()
-        if all(self.trip_path(month, layout).exists() for layout in layouts) and self.truth_path(month).exists():
+        """Write one month's trip files, weather files and true rates; existing files are kept, and a layout added
+        since the month was written gets its file (each layout's trips come from its own random stream)."""
+        layouts = [layout for layout in trip_layouts() if not self.trip_path(month, layout).exists()]
+        if not layouts and self.truth_path(month).exists():
             log.info("Sample month %s already written under %s", month, self.root)
             return
         spec = DemandSpec(self.trips_per_month, self.seed)
@@ -186,12 +167,12 @@ class SampleSource:
         rates = demand_model.hourly_rates(month, zones, weather, spec)
         self._write_weather(month, weather)
         for layout in layouts:
-            service = service_of(layout)
-            served = np.array([service.serves(zone) for zone in zones])
+            sample = sample_of(layout)
+            served = np.array([serves(sample, zone) for zone in zones])
             served_rate = rates.true_rate * served
             # The service's share of the city's trips, spread over the zones it serves as the city's demand is.
-            rate = served_rate * (service.share * rates.true_rate.sum() / served_rate.sum())
-            trips = simulate_trips(month, zones, rates.hours, rate, spec, layout, service.stream)
+            rate = served_rate * (sample.share * rates.true_rate.sum() / served_rate.sum())
+            trips = simulate_trips(month, zones, rates.hours, rate, spec, layout, sample.stream)
             _atomic_parquet(trips, self.trip_path(month, layout))
             log.info("Sample month %s: %d trips written to %s", month, trips.num_rows, self.trip_path(month, layout))
         _atomic_parquet(
@@ -297,14 +278,15 @@ def simulate_trips(
         "congestion_surcharge": _nullable(congestion, unreported),
         "airport_fee": _nullable(airport_fee, unreported),
         "cbd_congestion_fee": cbd_fee,
-        # Green taxis only: a street hail or a dispatch, and the e-hail fee TLC has not filled since 2019.
-        "trip_type": _nullable(rng.choice([1, 2], size=n, p=[0.95, 0.05]), unreported),
-        "ehail_fee": _nullable(np.zeros(n), np.ones(n, dtype=bool)),
     }
+    columns |= _own_columns(layout, month, spec, stream, n, unreported)
     schema = layout.published_schema(year)
     unknown = [field.name for field in schema if field.name.lower() not in columns and not pa.types.is_null(field.type)]
     if unknown:
-        msg = f"The sample source cannot write {layout.service} trips' columns {unknown}: add them to {__name__}"
+        msg = (
+            f"The sample source cannot write {layout.service} trips' columns {unknown}: draw them in its TripLayout's "
+            "sample (TripSample.choices), or declare them left_empty"
+        )
         raise UnknownService(msg)
     arrays = [
         pa.nulls(n)
@@ -313,6 +295,19 @@ def simulate_trips(
         for field in schema
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _own_columns(
+    layout: TripLayout, month: str, spec: DemandSpec, stream: int, n: int, unreported: np.ndarray
+) -> dict[str, pd.Series]:
+    """The columns only this layout has: its sample's draws, from a stream of their own (so a draw added to one
+    layout changes no other file), missing where the meter reported nothing; and the columns TLC leaves empty."""
+    rng = demand_model.month_seed(spec.seed, month, stream=OWN_COLUMNS_STREAM + stream)
+    drawn = {
+        name: _nullable(rng.choice(np.array(values), size=n, p=weights), unreported)
+        for name, (values, weights) in (layout.sample.choices if layout.sample else {}).items()
+    }
+    return drawn | {name: _nullable(np.zeros(n), np.ones(n, dtype=bool)) for name in layout.left_empty}
 
 
 def _nullable(values: np.ndarray, missing: np.ndarray) -> pd.Series:

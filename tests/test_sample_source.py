@@ -236,3 +236,38 @@ def test_events_shocks_and_noise_are_in_the_true_rate_not_the_expected_one(city)
     midtown = ratio[(truth.pulocationid == 161) & (truth.pickup_hour.dt.hour == 12)]
     assert 0.05 < midtown.std() < 0.4
     assert abs(ratio[truth.expected_rate > 0].mean() - 1) < 0.1
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_layout_registered_later_gets_its_file_in_existing_months_and_changes_no_other(tmp_path, monkeypatch):
+    """Each layout declares its own sample and draws from its own stream: a month written before green was
+    registered gains green's file, and yellow's file is the one a fresh write makes."""
+    from forecast_assets.source_specs.green_trips import GREEN
+    from taxi_demo import sample_source
+
+    early = SampleSource(tmp_path / "early", trips_per_month=TEST_TRIPS_PER_MONTH)
+    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (YELLOW,))
+    early.write_months(["2025-01"])
+    yellow_before = _sha256(early.trip_path("2025-01"))
+    assert not early.trip_path("2025-01", GREEN).exists()
+
+    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (YELLOW, GREEN))
+    early.write_months(["2025-01"])
+    assert _sha256(early.trip_path("2025-01")) == yellow_before
+    fresh = SampleSource(tmp_path / "fresh", trips_per_month=TEST_TRIPS_PER_MONTH)
+    fresh.write_months(["2025-01"])
+    assert _sha256(fresh.trip_path("2025-01")) == yellow_before
+    assert pq.read_table(early.trip_path("2025-01", GREEN)).equals(pq.read_table(fresh.trip_path("2025-01", GREEN)))
+
+
+def test_a_layout_without_a_sample_is_named_with_what_to_declare(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from taxi_demo import sample_source
+
+    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (replace(YELLOW, service="blue", sample=None),))
+    with pytest.raises(sample_source.UnknownService, match="The TLC blue trip layout declares no sample"):
+        SampleSource(tmp_path / "s", trips_per_month=TEST_TRIPS_PER_MONTH).write_months(["2025-01"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from forecast_assets.source_specs.tlc_trips import trip_source
-from forecast_assets.sources.tlc_format import TripLayout
+from forecast_assets.sources.tlc_format import TripLayout, TripSample
 from taxi_core.names import TRIP_FILES, TRIP_FOLDER
 from taxi_core.wall_clock import wall_clock_doc
 
@@ -115,6 +115,7 @@ YELLOW = TripLayout(
     identity=("vendorid",),
     distance="trip_distance",
     charges=("fare_amount", "total_amount"),
+    sample=TripSample(share=1.0, stream=2),
 )
 
 SOURCE = trip_source(YELLOW, name="trip", folder=TRIP_FOLDER, table="raw_yellow", file_asset=TRIP_FILES)

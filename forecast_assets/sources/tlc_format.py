@@ -31,6 +31,22 @@ ZONE_COLUMNS = ("pulocationid", "dolocationid")
 NUMBER_TYPES = frozenset({"int", "bigint", "double"})
 
 
+@dataclass(frozen=True)
+class TripSample:
+    """What the demo's sample source writes for a layout: its service's share of the city's demand, where it picks
+    up, and how to draw the columns only this layout has (the family's columns are drawn by role).
+
+    ``choices`` draws a column from values with weights; ``stream`` is the random stream of its trips, so a new
+    layout's sample never changes another's files.
+    """
+
+    share: float
+    stream: int
+    boroughs: frozenset[str] | None = None  # None: everywhere
+    airports: bool = True  # whether it picks up at the airports
+    choices: Mapping[str, tuple[tuple[int | float | str, ...], tuple[float, ...]]] = field(default_factory=dict)
+
+
 class LayoutError(ValueError, PipelineError):
     """A trip layout that does not declare what its family reads, or declares it with the wrong types."""
 
@@ -57,6 +73,8 @@ class TripLayout:
     identity: tuple[str, ...] = field(kw_only=True)
     distance: str | None = field(kw_only=True)
     charges: tuple[str, ...] = field(kw_only=True)
+    # How the demo's sample source writes this layout's files (None: it writes none).
+    sample: TripSample | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         problems = self.declaration_problems()
@@ -86,6 +104,8 @@ class TripLayout:
         for name in sorted((self.optional | self.left_empty) - set(self.columns)):
             problems.append(f"optional column {name!r} is not one of its columns")
         problems += [f"left_empty column {name!r} is not optional" for name in sorted(self.left_empty - self.optional)]
+        drawn = set(self.sample.choices) - set(self.columns) if self.sample else set()
+        problems += [f"sample draws {name!r}, which is not one of its columns" for name in sorted(drawn)]
         problems += [
             f"{role} column {name!r} is optional" for role, name in self._required_roles() if name in self.optional
         ]
