@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from forecast_assets.audits import ERROR, WARN, AuditResult, Measured, MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
 from forecast_assets.trip_calendar import calendar_of
+from forecast_assets.trip_zones import pooled
 from taxi_core.figures import ratio
 
 # The month's lean (each zone's share of pickups less its share of drop-offs) against the neighbours': 1 leans
@@ -45,21 +46,13 @@ def _shares(trips: Mapping[int, int]) -> dict[int, float]:
     return {zone: count / total for zone, count in trips.items()} if total else {}
 
 
-def _pooled(months: Sequence[Mapping[int, int]]) -> dict[int, int]:
-    pooled: dict[int, int] = {}
-    for trips in months:
-        for zone, count in trips.items():
-            pooled[zone] = pooled.get(zone, 0) + count
-    return pooled
-
-
 def lean(pickups: Mapping[int, int], dropoffs: Mapping[int, int], neighbours: Sequence[NeighbourMonth]) -> Lean | None:
     """The month's lean against the neighbours that kept their drop-offs; None when none did."""
     kept = [neighbour for neighbour in neighbours if neighbour.dropoffs_by_zone is not None]
     if not kept or not pickups or not dropoffs:
         return None
-    their_pickups = _shares(_pooled([neighbour.trips_by_zone for neighbour in kept]))
-    their_dropoffs = _shares(_pooled([neighbour.dropoffs_by_zone or {} for neighbour in kept]))
+    their_pickups = _shares(pooled(neighbour.trips_by_zone for neighbour in kept))
+    their_dropoffs = _shares(pooled(neighbour.dropoffs_by_zone or {} for neighbour in kept))
     month_pickups, month_dropoffs = _shares(pickups), _shares(dropoffs)
     trips = sum(pickups.values())
     zones = set(their_pickups) | set(their_dropoffs) | set(month_pickups) | set(month_dropoffs)

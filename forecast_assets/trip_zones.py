@@ -5,7 +5,7 @@ hardly moves a count, so each is judged on its own."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,12 +66,17 @@ def usual_zones(neighbours: Sequence[NeighbourMonth], trip_share: float = USUAL_
     return usual
 
 
-def _pooled(neighbours: Sequence[NeighbourMonth]) -> dict[int, int]:
+def pooled(counts: Iterable[Mapping[int, int]]) -> dict[int, int]:
+    """Trips per zone summed over several months' counts."""
     trips: dict[int, int] = {}
-    for neighbour in neighbours:
-        for zone, count in neighbour.trips_by_zone.items():
+    for month in counts:
+        for zone, count in month.items():
             trips[zone] = trips.get(zone, 0) + count
     return trips
+
+
+def _pooled(neighbours: Sequence[NeighbourMonth]) -> dict[int, int]:
+    return pooled(neighbour.trips_by_zone for neighbour in neighbours)
 
 
 ZONES_WITH_PICKUPS = "zones_with_pickups"
