@@ -335,7 +335,7 @@ def sample_history(scale: str, months: list[str]) -> tuple[pd.DataFrame, pd.Data
 def month_weather(source, month: str) -> pd.DataFrame:
     """The daily weather the sample published for a month, one column per element, as the flow reads it."""
     from taxi_demo.demand_model import daily_weather
-    from taxi_demo.sample_source import NYC_COUNTIES, OTHER_COUNTIES
+    from taxi_demo.demo_city import NYC_COUNTIES, OTHER_COUNTIES
 
     weather = daily_weather(month, [*NYC_COUNTIES, *OTHER_COUNTIES], source.seed)
     return weather.assign(date=pd.to_datetime(weather.date))

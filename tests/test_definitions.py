@@ -210,7 +210,7 @@ def test_the_reference_sensor_asks_for_a_run_only_when_the_published_file_differ
     from taxi_demo.sample_source import ZONES_DIR
 
     source = SampleSource(tmp_path / "source", trips_per_month=2_000)
-    source.write_zone_lookup()
+    source.write_standing_files()
     published = next((tmp_path / "source" / ZONES_DIR).iterdir())
     resources = {
         "source": SourceResource(base_urls=source.base_urls, download_dir=str(tmp_path / "downloads")),

@@ -246,15 +246,18 @@ def test_a_layout_registered_later_gets_its_file_in_existing_months_and_changes_
     """Each layout declares its own sample and draws from its own stream: a month written before green was
     registered gains green's file, and yellow's file is the one a fresh write makes."""
     from forecast_assets.source_specs.green_trips import GREEN
+    from forecast_assets.source_specs.registry import registered_sources
     from taxi_demo import sample_source
 
+    everything = registered_sources()
     early = SampleSource(tmp_path / "early", trips_per_month=TEST_TRIPS_PER_MONTH)
-    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (YELLOW,))
+    without_green = tuple(source for source in everything if source.name != "green_trip")
+    monkeypatch.setattr(sample_source, "sampled_sources", lambda: without_green)
     early.write_months(["2025-01"])
     yellow_before = _sha256(early.trip_path("2025-01"))
     assert not early.trip_path("2025-01", GREEN).exists()
 
-    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (YELLOW, GREEN))
+    monkeypatch.setattr(sample_source, "sampled_sources", lambda: everything)
     early.write_months(["2025-01"])
     assert _sha256(early.trip_path("2025-01")) == yellow_before
     fresh = SampleSource(tmp_path / "fresh", trips_per_month=TEST_TRIPS_PER_MONTH)
@@ -263,11 +266,54 @@ def test_a_layout_registered_later_gets_its_file_in_existing_months_and_changes_
     assert pq.read_table(early.trip_path("2025-01", GREEN)).equals(pq.read_table(fresh.trip_path("2025-01", GREEN)))
 
 
-def test_a_layout_without_a_sample_is_named_with_what_to_declare(tmp_path, monkeypatch):
+def _daylight_source():
+    """A second kind of source, declared here alone: a CSV a month of each day's hours of daylight, with its own
+    sample drawn from a stream of its own."""
     from dataclasses import replace
 
+    from forecast_assets.source_specs.noaa_weather import SOURCE as WEATHER
+    from forecast_assets.source_specs.sample import SourceSample
+    from forecast_assets.source_specs.spec import SourceFile
+
+    def sample(city, month):
+        days = pd.date_range(f"{month}-01", periods=pd.Period(month).days_in_month, freq="D")
+        hours = 12 + 3 * np.sin((days.dayofyear - 80) / 365 * 2 * np.pi) + city.random(month, 77).normal(0, 0.01)
+        lines = (f"{day:%Y-%m-%d},{daylight:.3f}" for day, daylight in zip(days, hours, strict=True))
+        return {f"daylight_{month}.csv": "\n".join(lines).encode()}
+
+    return replace(
+        WEATHER,
+        name="daylight",
+        files=lambda month: (SourceFile("daylight", f"daylight_{month}.csv"),),
+        sample=SourceSample("daylight", sample),
+    )
+
+
+def test_a_source_of_another_kind_registered_later_writes_its_own_files_into_existing_months(tmp_path, monkeypatch):
+    from forecast_assets.source_specs.registry import registered_sources
     from taxi_demo import sample_source
 
-    monkeypatch.setattr(sample_source, "trip_layouts", lambda: (replace(YELLOW, service="blue", sample=None),))
-    with pytest.raises(sample_source.UnknownService, match="The TLC blue trip layout declares no sample"):
+    source = SampleSource(tmp_path / "s", trips_per_month=TEST_TRIPS_PER_MONTH)
+    source.write_months(["2025-01"])
+    before = {path: _sha256(path) for path in source.root.rglob("*") if path.is_file() and path.suffix != ".json"}
+
+    daylight = _daylight_source()
+    monkeypatch.setattr(sample_source, "sampled_sources", lambda: (*registered_sources(), daylight))
+    source.write_months(["2025-01"])
+    served = source.root / "daylight" / "daylight_2025-01.csv"
+    rows = [line.split(",") for line in served.read_text().splitlines()]
+    assert len(rows) == 31 and rows[0][0] == "2025-01-01" and 9 < float(rows[0][1]) < 10
+    assert source.environment["TAXI_DAYLIGHT_BASE_URL"] == (source.root / "daylight").resolve().as_uri()
+    assert {path: _sha256(path) for path in before} == before
+
+
+def test_a_source_without_a_sample_is_named_with_what_to_declare(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from forecast_assets.source_specs.tlc_trips import trip_source
+    from taxi_demo import sample_source
+
+    blue = trip_source(replace(YELLOW, service="blue", sample=None), name="blue", table="raw_blue", file_asset="b")
+    monkeypatch.setattr(sample_source, "sampled_sources", lambda: (blue,))
+    with pytest.raises(sample_source.SourceNotSampled, match="The source 'blue' declares no sample"):
         SampleSource(tmp_path / "s", trips_per_month=TEST_TRIPS_PER_MONTH).write_months(["2025-01"])

@@ -3,13 +3,15 @@ no ``VendorID``, ``trip_distance``, ``fare_amount`` or ``total_amount``; ``hvfhs
 ``trip_miles``, ``base_passenger_fare`` and ``driver_pay`` instead. Its file is verified, normalised into its raw
 table's columns and audited by the family's code from its declaration alone.
 
-The month's file is the sample's yellow month rewritten with pyarrow in that layout, so what it holds is known
-without the product's code: its rows, its request times, its fares.
+The layout also declares its sample (its own columns drawn from the trips: a request some minutes before each
+pickup, the driver's pay from the fare), so the demo's sample source writes its months unedited; what a file holds
+is read back with pyarrow, not through the product's code.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,12 +23,15 @@ from forecast_assets.audit_run import audit_month
 from forecast_assets.audits import ERROR, MonthFacts
 from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.source_specs.tlc_trips import trip_source
-from forecast_assets.sources.tlc_format import LayoutError, TripLayout
+from forecast_assets.sources.tlc_format import LayoutError, TripDraw, TripLayout, TripSample
 from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
+from taxi_demo.demand_model import DemandSpec
+from taxi_demo.demo_city import DemoCity
+from taxi_demo.sample_source import DEFAULT_SEED
 from tests.audit_verdicts import neighbour_from_trips
-from tests.sample_months import TEST_MONTHS
+from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH
 
 NEIGHBOUR, MONTH = TEST_MONTHS
 COLUMNS = {
@@ -64,6 +69,27 @@ def _schema(year: int) -> pa.Schema:
     return pa.schema(fields + ([("cbd_congestion_fee", pa.float64())] if year >= 2025 else []))
 
 
+def _requested(draw: TripDraw, rng: np.random.Generator) -> np.ndarray:
+    return draw.pickup - rng.integers(60, 900, len(draw.pickup)).astype("timedelta64[s]")
+
+
+SAMPLE = TripSample(
+    share=1.0,
+    stream=7,
+    choices={
+        "hvfhs_license_num": (("HV0003", "HV0005"), (0.7, 0.3)),
+        "dispatching_base_num": (("B03404", "B03406"), (0.6, 0.4)),
+    },
+    drawn={
+        "request_datetime": _requested,
+        "trip_time": lambda draw, rng: (draw.minutes * 60).astype("int64"),
+        "base_passenger_fare": lambda draw, rng: draw.fare,
+        "tolls": lambda draw, rng: draw.tolls,
+        "driver_pay": lambda draw, rng: np.round(draw.fare * 0.75, 2),
+    },
+)
+
+
 def _layout(**changes) -> TripLayout:
     declared = {
         "service": "fhvhv",
@@ -76,39 +102,13 @@ def _layout(**changes) -> TripLayout:
         "identity": ("hvfhs_license_num",),
         "distance": "trip_miles",
         "charges": ("base_passenger_fare", "driver_pay"),
+        "sample": SAMPLE,
     }
     return TripLayout(**(declared | changes))
 
 
 HIGH_VOLUME = _layout()
 SOURCE = trip_source(HIGH_VOLUME, name="fhvhv_trip", table="raw_fhvhv", file_asset="fhvhv_trip_files")
-
-
-def _as_high_volume(yellow: pa.Table, month: str) -> pa.Table:
-    """A yellow month in the high-volume layout: each trip requested some minutes before its pickup."""
-    rng = np.random.default_rng(1)
-    pickups = yellow["tpep_pickup_datetime"].to_numpy()
-    fares = yellow["fare_amount"].to_numpy()
-    columns = {
-        "hvfhs_license_num": pa.array(rng.choice(["HV0003", "HV0005"], yellow.num_rows)),
-        "dispatching_base_num": pa.array(rng.choice(["B03404", "B03406"], yellow.num_rows)),
-        "request_datetime": pa.array(pickups - rng.integers(60, 900, yellow.num_rows).astype("timedelta64[s]")),
-        "pickup_datetime": yellow["tpep_pickup_datetime"],
-        "dropoff_datetime": yellow["tpep_dropoff_datetime"],
-        "PULocationID": yellow["PULocationID"],
-        "DOLocationID": yellow["DOLocationID"],
-        "trip_miles": yellow["trip_distance"],
-        "trip_time": pa.array(
-            ((yellow["tpep_dropoff_datetime"].to_numpy() - pickups) / np.timedelta64(1, "s")).astype("int64")
-        ),
-        "base_passenger_fare": pa.array(fares),
-        "tolls": yellow["tolls_amount"],
-        "driver_pay": pa.array(np.round(fares * 0.75, 2)),
-    }
-    schema = _schema(int(month[:4]))
-    if "cbd_congestion_fee" in schema.names:
-        columns["cbd_congestion_fee"] = yellow["cbd_congestion_fee"]
-    return pa.Table.from_arrays([pa.array(columns[f.name]).cast(f.type) for f in schema], schema=schema)
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +120,16 @@ def spark():
 
 
 @pytest.fixture(scope="module")
-def files(sample_source, tmp_path_factory) -> dict[str, pa.Table]:
+def files(tmp_path_factory) -> dict[str, tuple[Path, pa.Table]]:
+    """Each month's file as the demo's sample source writes it from the layout's declared sample."""
     folder = tmp_path_factory.mktemp("fhvhv")
+    city = DemoCity(DemandSpec(TEST_TRIPS_PER_MONTH, DEFAULT_SEED))
+    assert SOURCE.sample is not None
     written = {}
     for month in TEST_MONTHS:
-        trips = _as_high_volume(pq.read_table(sample_source.trip_path(month)), month)
-        pq.write_table(trips, folder / HIGH_VOLUME.file_name(month))
-        written[month] = (folder / HIGH_VOLUME.file_name(month), trips)
+        path = folder / HIGH_VOLUME.file_name(month)
+        path.write_bytes(SOURCE.sample.files(city, month)[HIGH_VOLUME.file_name(month)])
+        written[month] = (path, pq.read_table(path))
     return written
 
 
@@ -158,9 +161,11 @@ def test_a_third_layout_is_verified_normalised_and_audited_from_its_declaration_
 
     rows = _normalised(spark, path, MONTH)
     assert rows.columns[: len(COLUMNS)] == list(COLUMNS)
-    kept = rows.select("request_datetime", "driver_pay").toPandas()
+    kept = rows.select("request_datetime", "pickup_datetime", "driver_pay").toPandas()
     assert kept["request_datetime"].tolist() == written["request_datetime"].to_pandas().tolist()
     assert kept["driver_pay"].tolist() == written["driver_pay"].to_pylist()
+    waited = (kept["pickup_datetime"] - kept["request_datetime"]).dt.total_seconds()
+    assert waited.between(60, 900).all()  # as the sample declares: requested 1 to 15 minutes before the pickup
 
     judged = audit_month(rows, SOURCE.audits, _with_rows(_facts(files), written.num_rows))
     failed = {audit.name: result.description for audit, result in judged if not result.passed}

@@ -8,12 +8,16 @@ from pyspark.sql import SparkSession
 
 from forecast_assets.audits import RAW_WEATHER_AUDITS
 from forecast_assets.lakehouse.tables import TableSpec
+from forecast_assets.source_specs.sample import SampleCity, SourceSample
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
-from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS, weather_file_path
+from forecast_assets.sources.noaa_format import ELEMENTS, NYC_COUNTY_FIPS, county_file, weather_file_path
 from forecast_assets.sources.verify import verify_weather_file
 from forecast_assets.transforms.raw_weather import CSV_OPTIONS, CSV_SCHEMA, weather_long
 from taxi_core.months import MonthWindow
 from taxi_core.names import NOAA_BASE_URL, WEATHER_FILES, WEATHER_FOLDER
+
+# The folder of the public URL the files sit in: the sample's folder for them.
+SAMPLE_FOLDER = "nclimgrid-daily"
 
 RAW_WEATHER = TableSpec(
     name="raw_weather",
@@ -48,6 +52,14 @@ def _expected_rows(staged: StagedFiles) -> int | None:
     return len(NYC_COUNTY_FIPS) * staged.window.days * len(staged.records) if staged.window else None
 
 
+def _sample(city: SampleCity, month: str | None) -> dict[str, bytes]:
+    weather = city.weather(str(month))
+    return {
+        weather_file_path(element, str(month)): county_file(weather, element, str(month)).encode()
+        for element in ELEMENTS
+    }
+
+
 SOURCE = SourceSpec(
     name="weather",
     folder=WEATHER_FOLDER,
@@ -67,4 +79,5 @@ SOURCE = SourceSpec(
     code_version="2",
     expected_rows=_expected_rows,
     publishing_delay="NOAA publishes a month some days after it ends",
+    sample=SourceSample(SAMPLE_FOLDER, _sample),
 )

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from forecast_assets.audits import Audit
 from forecast_assets.lakehouse.tables import TableSpec
 from forecast_assets.lakehouse.zone_reference import ZoneReference
+from forecast_assets.source_specs.sample import SourceSample
 from forecast_assets.sources.download import FetchRecord
 from forecast_assets.sources.stage import combined_fingerprint
 from taxi_core.months import MonthWindow
@@ -129,6 +130,8 @@ class SourceSpec:
     # When a missing file is expected (TLC and NOAA publish a month some weeks after it ends).
     publishing_delay: str = ""
     folder: str = ""
+    # How the demo's sample source writes its files (None: it writes none, and the demo cannot ingest the source).
+    sample: SourceSample | None = None
 
     @property
     def staging_folder(self) -> str:

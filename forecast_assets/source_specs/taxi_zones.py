@@ -28,10 +28,12 @@ from forecast_assets.audits import (
 )
 from forecast_assets.lakehouse.tables import TableSpec
 from forecast_assets.lakehouse.zone_reference import published_lookup_and_trips
+from forecast_assets.source_specs.sample import SampleCity, SourceSample
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
 from forecast_assets.sources.download import SourceInvalid
 from forecast_assets.sources.verify import HTML_STARTS
 from taxi_core.months import MonthWindow
+from taxi_core.zones import ZONE_LOOKUP
 
 ZONE_FILE = "taxi_zone_lookup.csv"
 # The file's columns as TLC names them, and the table's names for them.
@@ -39,6 +41,9 @@ COLUMNS = {"LocationID": "location_id", "Borough": "borough", "Zone": "zone", "s
 # Every borough TLC's lookup has named: the five, Newark airport, and the two zones of unknown location.
 BYTE_ORDER_MARK = "\ufeff"
 KNOWN_BOROUGHS = ("Bronx", "Brooklyn", "Manhattan", "Queens", "Staten Island", "EWR", "Unknown", "N/A")
+
+# The folder of the public URL the files sit in: the sample's folder for them.
+SAMPLE_FOLDER = "misc"
 
 TAXI_ZONES = TableSpec(
     name="taxi_zones",
@@ -188,6 +193,11 @@ AUDITS: list[Audit] = [
     ),
 ]
 
+
+def _sample(city: SampleCity, month: str | None) -> dict[str, bytes]:
+    return {ZONE_FILE: ZONE_LOOKUP.read_bytes()}  # the real lookup, which the project ships
+
+
 SOURCE = SourceSpec(
     name="zones",
     publisher="TLC",
@@ -205,4 +215,5 @@ SOURCE = SourceSpec(
     monthly=False,
     expected_rows=lambda staged: staged.rows,
     zone_reference=published_lookup_and_trips,
+    sample=SourceSample(SAMPLE_FOLDER, _sample),
 )

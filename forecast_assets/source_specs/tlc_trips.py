@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from forecast_assets.lakehouse.tables import TableSpec
 from forecast_assets.lakehouse.zone_reference import published_lookup
+from forecast_assets.source_specs.sample import SampleCity, SourceSample, parquet_bytes
 from forecast_assets.source_specs.spec import FileFacts, SourceFile, SourceRows, SourceSpec, StagedFiles
 from forecast_assets.sources.tlc_format import TripLayout
 from forecast_assets.sources.verify import verify_trip_file
@@ -32,6 +33,8 @@ from taxi_core.names import TLC_BASE_URL
 
 # Bump when the family's reading changes what it writes: every trip source's months built by older code are rewritten.
 FAMILY_CODE_VERSION = "2"
+# Where TLC keeps every service's trip files, the folder of its base URL: the sample's folder for them.
+SAMPLE_FOLDER = "trip-data"
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,9 @@ def trip_source(
         )
         return SourceRows(trips, published_file)
 
+    def sample(city: SampleCity, month: str | None) -> dict[str, bytes]:
+        return {layout.file_name(str(month)): parquet_bytes(city.trips(str(month), layout))}
+
     return TripSource(
         name=name,
         folder=folder,
@@ -120,5 +126,6 @@ def trip_source(
         neighbours_ended_by=DROPOFF_ZONE,
         zone_reference=published_lookup,
         publishing_delay="TLC publishes a month some weeks after it ends",
+        sample=SourceSample(SAMPLE_FOLDER, sample) if layout.sample else None,
         layout=layout,
     )

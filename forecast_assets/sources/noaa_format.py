@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 ELEMENTS = ("prcp", "tavg", "tmin", "tmax")
 MISSING_VALUE = -999.99
 # A day's value as NOAA writes it: a decimal number, space-padded ("    1.00", " -999.99").
@@ -41,3 +43,16 @@ def row_problems(fields: list[str], element: str, month: str) -> list[str]:
     if not all(DAY_VALUE.fullmatch(value) for value in fields[6:]):
         problems.append("has a day value that is not a number")
     return problems
+
+
+def county_file(weather: pd.DataFrame, element: str, month: str) -> str:
+    """One element's month as NOAA writes it: a row per county (``county_fips``, ``county``, ``date`` and the
+    element's column), its days padded to 31 with the missing value."""
+    year, month_number = month.split("-")
+    lines = []
+    for (county_fips, county), rows in weather.groupby(["county_fips", "county"], sort=True):
+        values = [*rows.sort_values("date")[element]]
+        values += [MISSING_VALUE] * (len(DAY_COLUMNS) - len(values))
+        cells = ["cty", str(county_fips), str(county), year, month_number, element, *(f"{v:8.2f}" for v in values)]
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from taxi_core.errors import PipelineError
@@ -32,11 +33,32 @@ NUMBER_TYPES = frozenset({"int", "bigint", "double"})
 
 
 @dataclass(frozen=True)
+class TripDraw:
+    """A month's trips as the demo's sample draws them for every layout, one value per trip, by role: a layout's
+    own columns (:attr:`TripSample.drawn`) are computed from these."""
+
+    pickup: np.ndarray  # datetime64[s], the meter engaged
+    dropoff: np.ndarray
+    minutes: np.ndarray  # the trip's duration
+    distance: np.ndarray  # miles
+    fare: np.ndarray  # the metered fare, dollars
+    tip: np.ndarray
+    tolls: np.ndarray
+    pickup_zone: np.ndarray
+    dropoff_zone: np.ndarray
+
+
+# A column of a layout's own, computed from the month's trips and a random stream of the layout's own.
+DrawColumn = Callable[[TripDraw, np.random.Generator], np.ndarray]
+
+
+@dataclass(frozen=True)
 class TripSample:
     """What the demo's sample source writes for a layout: its service's share of the city's demand, where it picks
     up, and how to draw the columns only this layout has (the family's columns are drawn by role).
 
-    ``choices`` draws a column from values with weights; ``stream`` is the random stream of its trips, so a new
+    ``choices`` draws a column from values with weights; ``drawn`` computes one from the trips (a request time
+    before the pickup, a driver's pay from the fare); ``stream`` is the random stream of its trips, so a new
     layout's sample never changes another's files.
     """
 
@@ -45,6 +67,7 @@ class TripSample:
     boroughs: frozenset[str] | None = None  # None: everywhere
     airports: bool = True  # whether it picks up at the airports
     choices: Mapping[str, tuple[tuple[int | float | str, ...], tuple[float, ...]]] = field(default_factory=dict)
+    drawn: Mapping[str, DrawColumn] = field(default_factory=dict)
 
 
 class LayoutError(ValueError, PipelineError):
@@ -104,7 +127,7 @@ class TripLayout:
         for name in sorted((self.optional | self.left_empty) - set(self.columns)):
             problems.append(f"optional column {name!r} is not one of its columns")
         problems += [f"left_empty column {name!r} is not optional" for name in sorted(self.left_empty - self.optional)]
-        drawn = set(self.sample.choices) - set(self.columns) if self.sample else set()
+        drawn = {*self.sample.choices, *self.sample.drawn} - set(self.columns) if self.sample else set()
         problems += [f"sample draws {name!r}, which is not one of its columns" for name in sorted(drawn)]
         problems += [
             f"{role} column {name!r} is optional" for role, name in self._required_roles() if name in self.optional
