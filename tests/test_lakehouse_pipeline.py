@@ -11,7 +11,7 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.types import TimestampType
 
 from forecast_assets.assets.lakehouse_tables import eligible_zones
-from forecast_assets.assets.publishing import REUSED
+from forecast_assets.assets.month_checks import REUSED
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
 from forecast_assets.audits import ACTUALS_AUDITS
 from forecast_assets.definitions import build_definitions

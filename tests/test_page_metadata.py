@@ -326,7 +326,7 @@ def test_audits_report_shares_as_percentages_and_rounded_ratios():
 
 
 def test_a_published_month_s_checks_name_no_dropped_branch():
-    from forecast_assets.assets.publishing import _as_published
+    from forecast_assets.assets.month_checks import Verdict
     from forecast_assets.audits import AuditResult
     from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 
@@ -337,8 +337,8 @@ def test_a_published_month_s_checks_name_no_dropped_branch():
     staging = {"staged_branch": staged.branch, "read_staged_with": f"SELECT ... VERSION AS OF '{staged.branch}'"}
     audited = f"staged snapshot 111 on branch {staged.branch}"
     result = AuditResult(passed=True, metadata={"rows": 10, "audited": audited, **staging})
-    [(_, published)] = _as_published([(YELLOW_TRIPS.audits[0], result)], staged, 222)
+    [(_, published)] = Verdict([(YELLOW_TRIPS.audits[0], result)], staged).published_as(222)
     assert "audit_2025_01" not in str(published.metadata)
     assert published.metadata["audited"] == "staged snapshot 111, published as 222"
-    [(_, fast_forward)] = _as_published([(YELLOW_TRIPS.audits[0], result)], staged, 111)
+    [(_, fast_forward)] = Verdict([(YELLOW_TRIPS.audits[0], result)], staged).published_as(111)
     assert fast_forward.metadata["audited"] == "snapshot 111, staged then published"

@@ -13,7 +13,7 @@ import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance, EventRecordsFilter
 from pyiceberg.expressions import EqualTo
 
-from forecast_assets.assets.publishing import REUSED
+from forecast_assets.assets.month_checks import REUSED
 from forecast_assets.assets.table_metadata import COLUMN_SCHEMA, ROW_COUNT, SNAPSHOT_ID
 from forecast_assets.audits import ACTUALS_AUDITS
 from taxi_demo.sample_source import source_folders

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from forecast_assets.assets.table_metadata import SNAPSHOT_ID
+from forecast_assets.source_specs.yellow_trips import SOURCE as YELLOW_TRIPS
 from forecast_assets.source_specs.yellow_trips import YELLOW
 from forecast_assets.sources.noaa_format import weather_file_path
 from taxi_demo.sample_source import TRIP_DIR, WEATHER_DIR
@@ -175,6 +176,9 @@ def test_a_dirty_month_is_held_back_and_no_published_table_changes(pipeline, var
     held_back = pipeline.latest_metadata(RAW_YELLOW)
     assert held_back["publication"].value == "held back"
     assert held_back[SNAPSHOT_ID].value == str(before[RAW_YELLOW])
+    report = held_back["lineage/report"].value
+    assert report["outcome"] == "held back" and set(report["audits"]["failed"]) == expected_failures
+    assert report["counts"]["rows_written"] == 0 and report["counts"]["bytes_read"] == served.stat().st_size
     # The staged month is kept for inspection, where the check's metadata says.
     failed = next(e for e in result.get_asset_check_evaluations() if e.check_name in expected_failures)
     branch = failed.metadata["staged_branch"].value
@@ -384,7 +388,19 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
     [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == ROWS_AUDIT]
     assert not check.passed and check.severity.value == "WARN"
     assert check.metadata["accepted"].value == reason and reason in check.description
-    assert pipeline.latest_metadata(RAW_YELLOW)["accepted_audits"].value == ROWS_AUDIT
+    made = pipeline.latest_metadata(RAW_YELLOW)
+    assert made["accepted_audits"].value == ROWS_AUDIT
+    # The month's ingestion report, held to the file served and the snapshot Iceberg wrote.
+    report = made["lineage/report"].value
+    served = _trip_file(variant)
+    assert report["outcome"] == "published" and report["partition"] == PARTITION
+    assert report["counts"]["files_read"] == 1 and report["counts"]["bytes_read"] == served.stat().st_size
+    assert report["counts"]["rows_in_files"] == pq.read_metadata(served).num_rows == trips.num_rows
+    assert report["counts"]["rows_written"] == int(published.summary["added-records"])
+    assert report["audits"]["failed"] == [] and ROWS_AUDIT in report["audits"]["warned"]
+    assert any(warning.startswith(f"{ROWS_AUDIT}: Accepted by run") for warning in report["warnings"])
+    assert report["counts"]["audits_passed"] + report["counts"]["audits_warned"] == len(YELLOW_TRIPS.audits)
+    assert set(report["seconds"]) == {"look_up", "write", "audit", "publish"}
 
     events_file = tmp_path / "events.jsonl"
     transport = {"type": "file", "log_file_path": str(events_file), "append": True}
@@ -402,6 +418,10 @@ def test_an_accepted_audit_publishes_the_month_and_the_snapshot_checks_and_linea
     assert outputs, "no lineage event names the accepted month's snapshot"
     assertions = {a["assertion"]: a for a in outputs[0]["facets"]["dataQualityAssertions"]["assertions"]}
     assert assertions[ROWS_AUDIT]["success"] is False and reason in assertions[ROWS_AUDIT]["description"]
+    # The step's event carries the report the step recorded, as its stepReport run facet.
+    [step] = [e for e in events if e["eventType"] == "COMPLETE" and e["outputs"] and e["outputs"][0] is outputs[0]]
+    [carried] = [r for r in step["run"]["facets"]["stepReport"]["reports"] if r["dataset"] == RAW_YELLOW]
+    assert carried["counts"] == report["counts"] and carried["audits"] == report["audits"]
 
 
 ACTUALS_OP = "nyc_taxi__yellow_rides_hourly_actuals"

@@ -84,6 +84,8 @@ STAGED_VERSION = "staged_snapshot_id"
 PUBLICATION = "publication"
 UNCHANGED, HELD_BACK = "unchanged", "held back"  # found its month unchanged; held it back after a failed audit
 CHECKS_SUFFIX = "__checks"
+# A step's report of what it wrote, a JSON object per materialization: carried as the step's stepReport run facet.
+REPORT = "lineage/report"
 
 Keyed = tuple[str, RunEvent]
 Recorded = AssetMaterialization | AssetObservation  # what a run's records say of an asset
@@ -498,6 +500,7 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
         error = failure.error.message.strip() if failure and failure.error else record.event_log_entry.message
     nominal_start, nominal_end = run.nominal()
     return EventSpec(
+        reports=() if state == RunState.START else _reports(run, step),
         state=state,
         time=_time(record),
         job=run.step_job(step),
@@ -515,6 +518,17 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
         documentation=run.documentation(step),
         source_code=run.source_code(step),
     )
+
+
+def _reports(run: _Run, step: str) -> tuple[dict[str, Any], ...]:
+    """What the step reported of each materialization, its warnings made portable as an error's text is."""
+    reports = []
+    for record in run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION):
+        report = _metadata_value(_materialization(record), REPORT)
+        if isinstance(report, dict):
+            warnings = [run.naming.portable_text(str(warning)) for warning in report.get("warnings", [])]
+            reports.append({**report, "warnings": warnings})
+    return tuple(reports)
 
 
 def _assertions(checks: list[EventLogRecord]) -> dict[AssetKey, tuple[Assertion, ...]]:

@@ -46,6 +46,7 @@ MODEL_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelTrainingRun
 PROMOTION_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:ModelPromotionRunFacet.json"
 ORCHESTRATOR_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:OrchestratorRunFacet.json"
 PARTITION_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:PartitionVersionsInputDatasetFacet.json"
+STEP_REPORT_FACET_SCHEMA = "urn:taxi-demand-lineage:bridge:0.1.0:spec:StepReportRunFacet.json"
 
 
 @attr.define
@@ -80,6 +81,18 @@ class ModelPromotionRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return PROMOTION_FACET_SCHEMA + "#/$defs/ModelPromotionRunFacet"
+
+
+@attr.define
+class StepReportRunFacet(RunFacet):
+    """What a step reported of each dataset (or partition) it wrote: its outcome, counts, audits, warnings and the
+    seconds each phase took, as the step recorded them (``lineage/report`` in its materializations' metadata)."""
+
+    reports: list[dict[str, Any]] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return STEP_REPORT_FACET_SCHEMA + "#/$defs/StepReportRunFacet"
 
 
 @attr.define
@@ -240,6 +253,8 @@ class EventSpec:
     engine: Engine | None = None
     documentation: str | None = None  # what the job does, as its tool describes it
     source_code: SourceCode | None = None
+    # What the step reported of each dataset it wrote (JSON objects, see StepReportRunFacet).
+    reports: tuple[Mapping[str, Any], ...] = ()
 
 
 D = TypeVar("D", InputDataset, OutputDataset)
@@ -484,6 +499,8 @@ def run_event(spec: EventSpec, added: AddedFacets | None = None) -> RunEvent:
                 serving=decided.get("serving"),
                 figures=dict(decided.get("figures") or {}),
             )
+    if spec.reports:
+        run_facets["stepReport"] = StepReportRunFacet(producer=PRODUCER, reports=[dict(r) for r in spec.reports])
     if spec.tool_run:
         run_facets["orchestratorRun"] = _orchestrator_facet(spec.tool_run)
     if spec.engine:

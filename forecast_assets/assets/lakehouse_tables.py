@@ -20,20 +20,17 @@ from dagster import (
 )
 
 from bridge.translate.dagster_inputs import input_versions_metadata
+from forecast_assets.assets.month_checks import acceptance
 from forecast_assets.assets.month_range import RangeEvent, over_months
-from forecast_assets.assets.publishing import (
-    CODE_VERSION_PROPERTY,
-    MonthRows,
-    MonthWrite,
-    TableEvent,
-    acceptance,
-    write_audit_publish,
-)
+from forecast_assets.assets.month_results import TableEvent
+from forecast_assets.assets.month_write import MonthRows, MonthWrite
+from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, audit_published, write_audit_publish
 from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
 from forecast_assets.audits import ACTUALS_AUDITS, Audit, MonthFacts
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.dagster_previews import previews_relied_on
+from forecast_assets.ingestion_report import SourceRead
 from forecast_assets.lakehouse.metadata_reading import read_metadata
 from forecast_assets.lakehouse.neighbours import NeighbourMonth, counted_from_table, neighbour_months
 from forecast_assets.lakehouse.snapshots import published_month
@@ -163,6 +160,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
             build_rows=build_rows,
             files=staged.described,
+            read=SourceRead(len(staged.records), sum(record.size for record in staged.records), staged.rows),
             summarise=summarised_by(source.neighbours_by) if source.neighbours_by and window is not None else None,
             metadata={
                 "source_file": staged.file_names,
@@ -171,7 +169,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
                 **_read({AssetKey(source.file_asset): staged.version}),
             },
         )
-        yield from write_audit_publish(context, spark, month, config)
+        yield from _written_or_checked(context, spark, month, config)
 
     def build(
         context: AssetExecutionContext, config: TableWriteConfig, spark: SparkResource, staging: StagingResource
@@ -248,7 +246,18 @@ def _actuals_month(
             **_read({AssetKey([NAMESPACE, RAW_YELLOW.name]): counted}),
         },
     )
-    yield from write_audit_publish(context, spark, month, config)
+    yield from _written_or_checked(context, spark, month, config)
+
+
+def _written_or_checked(
+    context: AssetExecutionContext, spark: SparkResource, month: MonthWrite, config: TableWriteConfig
+) -> Iterator[TableEvent]:
+    """The month written, audited and published; or, when the user executes the checks alone, they run on the month
+    as published."""
+    if context.selected_asset_keys:
+        yield from write_audit_publish(context, spark, month, config)
+    else:
+        yield from audit_published(context, spark, month)
 
 
 def actuals_asset(months: PartitionsDefinition) -> AssetsDefinition:

@@ -9,7 +9,7 @@ from typing import Any
 from dagster import AssetExecutionContext, Failure
 from pydantic import ValidationError
 
-from forecast_assets.assets.publishing import acceptance
+from forecast_assets.assets.month_checks import acceptance
 from forecast_assets.audits import ACTUALS_AUDITS, Audit
 from forecast_assets.config import ActualsConfig, TableWriteConfig
 from forecast_assets.lakehouse.tables import HOURLY_ACTUALS, TableSpec

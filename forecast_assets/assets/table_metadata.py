@@ -7,7 +7,7 @@ from typing import Any
 from dagster import AssetKey, MetadataValue, TableColumn, TableSchema
 from pyspark.sql.types import StructType
 
-from forecast_assets.lakehouse.snapshots import WriteResult
+from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth, WriteResult
 from forecast_assets.lakehouse.table_reading import TableReading, column_types
 from forecast_assets.lakehouse.tables import TableSpec
 
@@ -15,6 +15,9 @@ SNAPSHOT_ID = "iceberg/snapshot_id"
 TABLE_NAME = "dagster/table_name"
 ROW_COUNT = "dagster/row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
+# What became of a table's month, as its materialization says (the lineage bridge reads it).
+PUBLICATION = "publication"
+PUBLISHED, UNCHANGED, HELD_BACK = "published", "unchanged", "held back"
 
 
 def snapshot_text(snapshot_id: int) -> MetadataValue:
@@ -77,3 +80,38 @@ def table_metadata(
         "table_rows": MetadataValue.int(write.table_rows),
         **extra,
     }
+
+
+def unchanged_metadata(
+    spec: TableSpec, partition_key: str, published: PublishedMonth, rows: int, schema: TableSchema | StructType
+) -> dict[str, Any]:
+    """A month found unchanged: the snapshot that published it, its rows and schema, and the run that published it."""
+    return {
+        TABLE_NAME: spec.identifier,
+        PUBLICATION: UNCHANGED,
+        SNAPSHOT_ID: snapshot_text(published.snapshot_id),
+        ROW_COUNT: MetadataValue.int(rows),
+        COLUMN_SCHEMA: schema if isinstance(schema, TableSchema) else table_schema(schema, spec.descriptions),
+        "partition": partition_key,
+        "published_by_run": published.properties.get("dagster.run-id", ""),
+    }
+
+
+def held_back_metadata(
+    spec: TableSpec, partition_key: str, failed: list[str], staged: StagedMonth, current: int | None
+) -> dict[str, Any]:
+    """A month held back: the checks that failed, where it is staged and how to read it, and the snapshot ``main``
+    still holds (``current``; None: the table is empty)."""
+    metadata = {
+        TABLE_NAME: spec.identifier,
+        PUBLICATION: HELD_BACK,
+        "failed_checks": ", ".join(failed),
+        "staged_branch": staged.branch,
+        "staged_snapshot_id": snapshot_text(staged.write.snapshot_id),
+        "staged_rows": MetadataValue.int(staged.write.rows_written),
+        "read_staged_with": staged.how_to_read,
+        "partition": partition_key,
+    }
+    if current is not None:
+        metadata[SNAPSHOT_ID] = snapshot_text(current)
+    return metadata

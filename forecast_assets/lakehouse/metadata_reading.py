@@ -44,7 +44,7 @@ class MetadataReading:
     def property(self, key: str) -> str | None:
         return self._table.properties.get(key)
 
-    def month_rows(self, spec: TableSpec, window: MonthWindow | None, snapshot_id: int) -> int | None:
+    def rows_in_month(self, spec: TableSpec, window: MonthWindow | None, snapshot_id: int) -> int | None:
         """The rows of the month (the whole table for no window) at ``snapshot_id``, counted from its data files'
         manifests, not their rows; None where deletes would have to be read to tell."""
         scan = self._table.scan(row_filter=_month_filter(spec, window), snapshot_id=snapshot_id)

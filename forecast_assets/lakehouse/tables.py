@@ -126,7 +126,7 @@ def migrate_wall_clock(spark: SparkSession, spec: TableSpec, state: TableState) 
 
 def needs_upkeep(state: TableReading, spec: TableSpec) -> bool:
     """Whether :func:`ensure_table` would change the existing table: wall-clock columns to migrate, comments to set."""
-    return bool(zoned_columns(state, spec.wall_clock_columns) or _undescribed(spec, column_docs(state)))
+    return bool(_undescribed(spec, column_docs(state)) or zoned_columns(state, spec.wall_clock_columns))
 
 
 def _undescribed(spec: TableSpec, docs: dict[str, str | None]) -> dict[str, str]:

@@ -1,0 +1,96 @@
+"""What writing one month of a table did, in figures: the files and rows it read, the rows it wrote, its audits,
+what a user should hear about and where the time went (as DataHub's ``SourceReport`` for an ingestion run).
+
+The report is shown in Dagster's metadata (``ingestion_report``) and travels into the lineage as the step's
+``stepReport`` run facet, so a slow or surprising month is told by the same record in both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from forecast_assets.audits import ERROR, Audit, AuditResult
+
+# The materialization's metadata key the lineage bridge reads a step's reports from.
+REPORT_KEY = "lineage/report"
+
+
+@dataclass(frozen=True)
+class SourceRead:
+    """The files a month was read from: how many, their bytes and the rows they hold (None: not counted)."""
+
+    files: int
+    bytes: int
+    rows: int | None
+
+
+@dataclass(frozen=True)
+class IngestionReport:
+    table: str
+    partition: str
+    outcome: str  # published, unchanged or held back
+    rows_written: int | None
+    read: SourceRead | None
+    passed: tuple[str, ...]
+    warned: tuple[str, ...]
+    failed: tuple[str, ...]
+    # Whether the audits' results are those the unchanged month was published with (not judged again).
+    reused: bool
+    warnings: tuple[str, ...]
+    # Seconds by phase: reading how the month is published, writing it to a staging branch, auditing, publishing.
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {
+            "audits_passed": len(self.passed),
+            "audits_warned": len(self.warned),
+            "audits_failed": len(self.failed),
+        }
+        if self.rows_written is not None:
+            counts["rows_written"] = self.rows_written
+        if self.read is not None:
+            counts |= {"files_read": self.read.files, "bytes_read": self.read.bytes}
+            if self.read.rows is not None:
+                counts["rows_in_files"] = self.read.rows
+        return counts
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as the lineage carries it (the ``stepReport`` facet's shape)."""
+        return {
+            "dataset": self.table,
+            "partition": self.partition,
+            "outcome": self.outcome,
+            "counts": self.counts,
+            "audits": {"passed": list(self.passed), "warned": list(self.warned), "failed": list(self.failed)},
+            "auditsReused": self.reused,
+            "warnings": list(self.warnings),
+            "seconds": {phase: round(seconds, 3) for phase, seconds in self.seconds.items()},
+        }
+
+
+def reported(
+    table: str,
+    partition: str,
+    outcome: str,
+    judged: Sequence[tuple[Audit, AuditResult]],
+    *,
+    rows_written: int | None,
+    read: SourceRead | None,
+    seconds: Mapping[str, float],
+    reused: bool = False,
+) -> IngestionReport:
+    """The month's report from its audits' results: a failed audit that does not block (or an accepted one) warns."""
+    passed = tuple(audit.name for audit, result in judged if result.passed)
+    failed = tuple(
+        audit.name for audit, result in judged if not result.passed and audit.blocking and result.severity == ERROR
+    )
+    warned = tuple(audit.name for audit, result in judged if not result.passed and audit.name not in failed)
+    warnings = tuple(
+        f"{audit.name}: {result.description}" for audit, result in judged if audit.name in warned and result.description
+    )
+    return IngestionReport(
+        table, partition, outcome, rows_written, read, passed, warned, failed, reused, warnings, seconds
+    )
