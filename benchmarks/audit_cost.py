@@ -29,9 +29,10 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+from harness import load_text, timed
 
 NEIGHBOUR, AUDITED = "2024-12", "2025-01"
 BASELINE = (
@@ -70,17 +71,6 @@ def main() -> int:
         # A class archive recorded in a folder about to be removed is never used (as in month_ingestion).
         os.environ.setdefault("TAXI_SPARK_CLASS_ARCHIVE", "false")
         return measure(args)
-
-
-def _load() -> str:
-    loadavg = Path("/proc/loadavg")
-    return " ".join(loadavg.read_text().split()[:3]) if loadavg.exists() else "unknown"
-
-
-def _timed(action: Callable[..., object], *args: object) -> float:
-    started = time.perf_counter()
-    action(*args)
-    return time.perf_counter() - started
 
 
 def _sha256(path: Path) -> str:
@@ -141,11 +131,11 @@ def measure(args: argparse.Namespace) -> int:
         "the new audits alone": [by_name[name] for name in NEW],
     }
 
-    print(f"load average at start: {_load()} (1, 5, 15 min; {os.cpu_count()} cores)")
+    print(f"load average at start: {load_text()} (1, 5, 15 min; {os.cpu_count()} cores)")
     settings = load_settings()
     apply_tool_environment(settings)
     source = SampleSource(settings.path("sample_source"), trips_per_month=args.trips)
-    written = _timed(lambda: source.write_months([NEIGHBOUR, AUDITED]))
+    written = timed(lambda: source.write_months([NEIGHBOUR, AUDITED]))[0]
     path = source.trip_path(AUDITED)
     trips = pq.read_metadata(path).num_rows
     print(f"sample months {NEIGHBOUR} and {AUDITED}: {args.trips:,} a month asked for, written in {written:.1f} s")
@@ -179,7 +169,7 @@ def measure(args: argparse.Namespace) -> int:
     writes: dict[str, list[float]] = {label: [] for label in write_labels}
     for _ in range(args.repeat):
         for label, audits_label in write_labels.items():
-            writes[label].append(_timed(write, audits_label))
+            writes[label].append(timed(lambda audits=audits_label: write(audits))[0])
     # Every audit's values, as observed in the last write; each set's own pass reads its names from them.
     observed = {label: passes[label].values(observed_json["every audit (now)"]) for label in sets}
 
@@ -201,7 +191,7 @@ def measure(args: argparse.Namespace) -> int:
     for _ in range(args.repeat):
         for way, run in ways.items():
             for label in sets:
-                timings[way, label].append(_timed(run, label))
+                timings[way, label].append(timed(lambda run=run, label=label: run(label))[0])
 
     def median(seconds: list[float]) -> float:
         return statistics.median(seconds)
@@ -231,7 +221,7 @@ def measure(args: argparse.Namespace) -> int:
         base, now = median(timings[way, "baseline audits (before)"]), median(timings[way, "every audit (now)"])
         print(f"  {'added by the new audits (every - baseline)':44s}{now - base:+8.2f} s   "
               f"({(now - base) / write_now:+.0%} of the write; every audit {now / write_now:.0%} of it)")  # fmt: skip
-    print(f"\nload average at end: {_load()}")
+    print(f"\nload average at end: {load_text()}")
     spark.stop()  # its JVM ends before the state folder it writes to is removed
     return 0
 

@@ -26,7 +26,6 @@ one-month run and to bare Spark of the same repetition. ``--json FILE`` writes e
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import shutil
@@ -38,10 +37,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ROOT / "benchmarks"
+from harness import (
+    BENCHMARKS,
+    ROOT,
+    become_subreaper,
+    dagster_job,
+    execute_run_command,
+    prepare_class_archive,
+    rewrite_config,
+    spread,
+    timed_process,
+)
+
 JOB = "monthly_ingestion"
-PR_SET_CHILD_SUBREAPER = 36
 FIRST_MONTH = "2024-01"
 WAYS = ("one run", "N runs", "bare Spark", "DuckDB")
 
@@ -82,14 +90,12 @@ def main() -> int:
         return bare_spark(args.bare_spark)
     if args.duckdb:
         return duckdb_months(args.duckdb)
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print("cannot become the runs' subreaper: a JVM that outlives its run is not counted", file=sys.stderr)
+    become_subreaper()
     with tempfile.TemporaryDirectory(prefix="taxi-backfill-") as folder:
         return measure(args, Path(folder))
 
 
 def measure(args: argparse.Namespace, folder: Path) -> int:
-    from month_ingestion import prepare_class_archive
 
     state, home = folder / "state", folder / "dagster"
     home.mkdir(parents=True)
@@ -150,20 +156,11 @@ class Runs:
 
     def __init__(self, folder: Path, env: dict[str, str], home: Path) -> None:
         from dagster import DagsterInstance
-        from dagster._core.code_pointer import ModuleCodePointer
-        from dagster._core.definitions.reconstruct import ReconstructableRepository
-        from month_ingestion import config_fields
 
         self.folder, self.env = folder, env
         self.instance = DagsterInstance.from_config(str(home))
-        repository = ReconstructableRepository(
-            ModuleCodePointer("forecast_assets.definitions", "defs", working_directory=str(ROOT)),
-            entry_point=[sys.executable, "-m", "dagster"],
-        )
-        self.job = repository.get_definition().get_job(JOB)
-        self.origin = repository.get_reconstructable_job(JOB).get_python_origin()
-        steps = [node.name for node in self.job.graph.nodes if "rewrite_unchanged" in config_fields(node)]
-        self.rewrite = {"ops": {step: {"config": {"rewrite_unchanged": True}} for step in steps}}
+        self.job, self.origin = dagster_job(JOB)
+        self.rewrite = rewrite_config(self.job)
 
     def way(self, way: str, months: list[str], bare_env: dict[str, str], log: str) -> Figures:
         if way == "one run":
@@ -180,8 +177,6 @@ class Runs:
     def one_run(self, months: list[str], rewrite: bool, log: str) -> Figures:
         from dagster import DagsterRunStatus
         from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-        from dagster._grpc.types import ExecuteRunArgs
-        from month_ingestion import timed_process
 
         first, last = f"{months[0]}-01", f"{months[-1]}-01"
         tags = (
@@ -189,33 +184,25 @@ class Runs:
             if len(months) == 1
             else {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
         )
-        run = self.instance.create_run_for_job(
-            job_def=self.job, run_config=self.rewrite if rewrite else {}, tags=tags, job_code_origin=self.origin
+        run_id, command = execute_run_command(
+            self.instance, self.job, self.origin, self.rewrite if rewrite else {}, tags
         )
-        command = ExecuteRunArgs(
-            job_origin=self.origin,
-            run_id=run.run_id,
-            instance_ref=self.instance.get_ref(),
-            set_exit_code_on_failure=True,
-        ).get_command_args()
-        process = timed_process(list(command), self.env, self.folder, self.folder / f"{log}.log")
-        finished = self.instance.get_run_by_id(run.run_id)
+        process = timed_process(command, self.env, self.folder, self.folder / f"{log}.log")
+        finished = self.instance.get_run_by_id(run_id)
         if finished is None or finished.status != DagsterRunStatus.SUCCESS:
             raise RuntimeError(f"the run of {months} did not succeed; its log is {self.folder / log}.log")
         starts = sum(
-            1 for entry in self.instance.all_logs(run.run_id) if "Starting Spark" in (entry.user_message or "")
+            1 for entry in self.instance.all_logs(run_id) if "Starting Spark" in (entry.user_message or "")
             and "done in" in (entry.user_message or "")
         )  # fmt: skip
         return _figures("one run" if len(months) > 1 or rewrite else "prepare", months, process, starts)
 
     def bare(self, months: list[str], env: dict[str, str], log: str) -> Figures:
-        from month_ingestion import timed_process
 
         argv = [sys.executable, str(BENCHMARKS / "backfill.py"), "--bare-spark", *months]
         return _figures("bare Spark", months, timed_process(argv, env, self.folder, self.folder / f"{log}.log"), 1)
 
     def duckdb(self, months: list[str], log: str) -> Figures:
-        from month_ingestion import timed_process
 
         argv = [sys.executable, str(BENCHMARKS / "backfill.py"), "--duckdb", str(self.folder / "duckdb"), *months]
         return _figures("DuckDB", months, timed_process(argv, self.env, self.folder, self.folder / f"{log}.log"), 0)
@@ -275,13 +262,6 @@ def duckdb_months(arguments: list[str]) -> int:
     for month in months:
         duckdb_month(month, staged_files(settings, month), out)
     return 0
-
-
-def spread(values: list[float], unit: str = "s", digits: int = 1) -> str:
-    middle = statistics.median(values)
-    return f"{middle:.{digits}f}{unit}" + (
-        f" ({min(values):.{digits}f}-{max(values):.{digits}f})" if len(values) > 1 else ""
-    )
 
 
 def summarize(found: list[Figures], args: argparse.Namespace) -> None:

@@ -12,25 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
-from collections.abc import Callable
 
 import pandas as pd
+from harness import repeated, spread
 
 
-def _timed(work: Callable[[], object], repeats: int) -> tuple[float, float, float]:
-    seconds = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        work()
-        seconds.append(time.perf_counter() - began)
-    return statistics.median(seconds), min(seconds), max(seconds)
-
-
-def _line(label: str, timing: tuple[float, float, float], extra: str = "") -> str:
-    median, low, high = timing
-    return f"  {label:52s} {median:7.2f} s  ({low:.2f}-{high:.2f}){extra}"
+def _line(label: str, seconds: list[float], extra: str = "") -> str:
+    return f"  {label:52s} {spread(seconds)}{extra}"
 
 
 def main() -> None:
@@ -66,20 +54,20 @@ def main() -> None:
 
     print(f"Serving {version.version} ({version.champion}): {len(served.zones)} zones, their boroughs and the city")
     print(f"Load: {' '.join(f'{load:.2f}' for load in os.getloadavg())} (1, 5, 15 min), {os.cpu_count()} cores")
-    first, last = _timed(lambda: forecast(days[:1]), options.repeats), _timed(lambda: forecast(days[-1:]), 1)
+    first, last = repeated(lambda: forecast(days[:1]), options.repeats), repeated(lambda: forecast(days[-1:]), 1)
     print(_line(f"one day, {days[0]:%Y-%m-%d} (the data's end)", first))
     print(_line(f"one day, {days[-1]:%Y-%m-%d} ({len(days) - 1} days past it)", last))
-    month = _timed(lambda: forecast(days), 1)
+    month = repeated(lambda: forecast(days), 1)
     print(_line(f"{len(days)} days in one run (a backfill)", month, f", {month[0] / len(days):.2f} s a day"))
     # The schedule's way: each day alone, starting from the days before it as written (forecast_loop.py).
     written = forecast(days)
     scheduled = sum(
-        _timed(lambda n=n: forecast(days[n : n + 1], written[written.forecast_day < days[n]]), 1)[0]
+        repeated(lambda n=n: forecast(days[n : n + 1], written[written.forecast_day < days[n]]), 1)[0]
         for n in range(len(days))
     )
-    print(_line(f"the same {len(days)} days one at a time from the day before", (scheduled,) * 3))
-    afresh = sum(_timed(lambda day=day: forecast([day]), 1)[0] for day in days)
-    print(_line(f"baseline: the same {len(days)} days one at a time from the data's end", (afresh,) * 3))
+    print(_line(f"the same {len(days)} days one at a time from the day before", [scheduled]))
+    afresh = sum(repeated(lambda day=day: forecast([day]), 1)[0] for day in days)
+    print(_line(f"baseline: the same {len(days)} days one at a time from the data's end", [afresh]))
 
     def score() -> None:
         for day in days:
@@ -88,7 +76,7 @@ def main() -> None:
             actuals, _ = tables.read_actuals(catalog, data_end - accuracy.WEEK, day + pd.Timedelta(days=1))
             accuracy.score_forecast(rows, actuals)
 
-    print(_line(f"scoring {len(days)} days (read, score; nothing written)", _timed(score, options.repeats)))
+    print(_line(f"scoring {len(days)} days (read, score; nothing written)", repeated(score, options.repeats)))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,24 @@
-"""The floor under the monthly ingestion: the job's work for one month, without Spark, Iceberg or Dagster.
+"""The floors under a month's ingestion: the job's work for one month on the staged files, without Dagster.
 
-``duckdb_month`` verifies the staged files; normalises, audits and writes raw_yellow, raw_green and raw_weather;
-then counts, audits and writes the hourly actuals. Each month is written as zstd Parquet to a staged
-path, audited there and moved into place only when no blocking audit fails (write-audit-publish).
+Three ways, each run as a script in a new process (as ``month_ingestion`` times it), printing its seconds as JSON:
+
+* ``--way duckdb`` (DuckDB parallel): verifies the staged files; normalises, audits and writes raw_yellow,
+  raw_green and raw_weather; then counts, audits and writes the hourly actuals. Each month is written as zstd
+  Parquet to a staged path, audited there and moved into place only when no blocking audit fails
+  (write-audit-publish), under ``--out``.
+* ``--way anchor`` (DuckDB + pyiceberg, Iceberg to Iceberg): DuckDB writes each table's month as one Parquet
+  file, pyiceberg registers it with ``add_files`` on an ``audit`` branch in the same commit as the month's old files
+  leave that branch, the same audits read the branch's files, and ``main`` is fast-forwarded to the branch. The
+  catalog is pyiceberg's SQL catalog on SQLite under ``--out``. A month whose source fingerprints match what
+  ``main`` holds is left alone unless ``--rewrite``, as the job leaves it unless ``rewrite_unchanged``.
+* ``--way bare-spark``: starts Spark with the project's settings (its Iceberg catalog, class path and driver flags,
+  from its class archive), writes each staged file's rows unchanged into a new Iceberg table and the yellow month's
+  rides per hour and zone, in the job's order: no Dagster, no normalising, no audits, no branches, no lineage. What
+  is left is what Spark and Iceberg themselves cost. Its tables go to the state folder ``TAXI_STATE_DIR`` names.
+
 ``pyarrow_actuals`` counts the actuals again with pyarrow alone; ``same_actuals`` compares two tables.
-The queries and audits are shared with the Iceberg anchor (``month_anchor``).
 
-Run as a script, one month in this new process (as ``month_ingestion`` times it), printing its seconds as JSON:
-
-    python benchmarks/month_floor.py --month 2025-01 --trips FILE --green FILE --weather FILE ... --out DIR
+    python benchmarks/month_floor.py --way duckdb --month 2025-01 --trips FILE --green FILE --weather FILE ... --out DIR
 """
 
 from __future__ import annotations
@@ -17,7 +27,10 @@ import argparse
 import hashlib
 import json
 import statistics
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +41,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import And, BooleanExpression, EqualTo, GreaterThanOrEqual, LessThan
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.transforms import IdentityTransform, MonthTransform, Transform
+from pyiceberg.types import DateType, StringType
 
 from forecast_assets.audits import MonthFacts
 from forecast_assets.lakehouse.neighbours import NeighbourMonth
@@ -397,6 +417,204 @@ def _in_key_order(actuals: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, names=actuals.column_names).sort_by([(k, "ascending") for k in ACTUALS_KEYS])
 
 
+# --- the Iceberg anchor: DuckDB and pyiceberg ---
+
+NAMESPACE = "nyc_taxi"
+AUDIT = "audit"
+MONTH, SOURCE = "taxi.month", "taxi.source"  # snapshot properties of a publication: its month, what it was made of
+
+
+class Anchor:
+    """The month's three tables in one SQL catalog, each published through an audit branch."""
+
+    def __init__(self, warehouse: Path, month: str, rewrite: bool) -> None:
+        warehouse.mkdir(parents=True, exist_ok=True)
+        self.catalog: Catalog = SqlCatalog(
+            "anchor", uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.resolve().as_uri()
+        )
+        self.catalog.create_namespace_if_not_exists(NAMESPACE)
+        self.folder, self.window, self.rewrite = warehouse, MonthWindow.from_partition_key(month), rewrite
+        self.con = connect()
+        self.published: list[str] = []
+
+    def month_filter(self, table: Table, column: str) -> BooleanExpression:
+        """The month's rows: a month string's, or a date's or timestamp's inside the month."""
+        kind = table.schema().find_type(column)
+        if isinstance(kind, StringType):
+            return EqualTo(column, self.window.month)
+        start, end = self.window.start, self.window.end
+        if isinstance(kind, DateType):
+            start, end = start.date(), end.date()
+        return And(GreaterThanOrEqual(column, start.isoformat()), LessThan(column, end.isoformat()))
+
+    def table(self, name: str, query: str, partition: tuple[str, Transform]) -> tuple[Table, str]:
+        """The table, created from the month's first file when missing, and a new Parquet file of ``query``."""
+        folder = self.folder / name / "data" / self.window.month
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{uuid.uuid4()}.parquet"
+        self.con.execute(f"COPY ({query}) TO '{path}' {PARQUET}")
+        identifier = f"{NAMESPACE}.{name}"
+        if not self.catalog.table_exists(identifier):
+            schema = pq.read_schema(path)
+            table = self.catalog.create_table(identifier, schema=schema)
+            with table.update_spec() as spec:
+                spec.add_field(partition[0], partition[1])
+            table.append(schema.empty_table())  # a branch starts from a snapshot: main's first is empty
+        return self.catalog.load_table(identifier), str(path)
+
+    def publication(self, table: Table) -> dict[str, str]:
+        """The properties of the snapshot that last published this month to ``main``; empty when none did."""
+        head = table.current_snapshot()
+        for snapshot in ancestors_of(head, table.metadata) if head else ():
+            properties = snapshot.summary.additional_properties if snapshot.summary else {}
+            if properties.get(MONTH) == self.window.month:
+                return {**properties, "snapshot": str(snapshot.snapshot_id)}
+        return {}
+
+    def unchanged(self, name: str, source: str) -> bool:
+        identifier = f"{NAMESPACE}.{name}"
+        if self.rewrite or not self.catalog.table_exists(identifier):
+            return False
+        return self.publication(self.catalog.load_table(identifier)).get(SOURCE) == source
+
+    def publish(
+        self, name: str, query: str, partition: tuple[str, Transform], source: str, blocked: Callable[[str], list[str]]
+    ) -> Table:
+        """The month written, added to the audit branch in place of its old files, audited there, published."""
+        table, path = self.table(name, query, partition)
+        if AUDIT in table.metadata.refs:  # left by a month held back
+            table.manage_snapshots().remove_branch(AUDIT).commit()
+        main = table.current_snapshot()
+        assert main is not None
+        table.manage_snapshots().create_branch(main.snapshot_id, AUDIT).commit()
+        month = self.month_filter(table, partition[0])
+        with table.transaction() as transaction:
+            transaction.delete(month, branch=AUDIT)
+            transaction.add_files([path], snapshot_properties={MONTH: self.window.month, SOURCE: source}, branch=AUDIT)
+        staged = table.snapshot_by_name(AUDIT)
+        assert staged is not None
+        failed = blocked(self.rows(table, month, staged.snapshot_id))
+        if failed:
+            msg = f"{name} {self.window.month} not published: {', '.join(failed)} failed; it stays on branch {AUDIT}"
+            raise HeldBack(msg)
+        head = table.refresh().current_snapshot()
+        if head is None or head.snapshot_id != main.snapshot_id:
+            msg = f"{name}: main moved while {self.window.month} was audited; run the month again"
+            raise RuntimeError(msg)
+        table.manage_snapshots().set_current_snapshot(ref_name=AUDIT).remove_branch(AUDIT).commit()
+        self.published.append(name)
+        return table
+
+    def rows(self, table: Table, month: BooleanExpression, snapshot_id: int | None = None) -> str:
+        """The month's rows in the snapshot (main's head by default), as a DuckDB relation over their files."""
+        tasks = table.scan(row_filter=month, snapshot_id=snapshot_id).plan_files()
+        return parquet_relation([Path(task.file.file_path.removeprefix("file://")) for task in tasks])
+
+
+def iceberg_month(
+    month: str, files: MonthFiles, warehouse: Path, zones: Sequence[int] | None = None, rewrite: bool = False
+) -> dict:
+    """The job's steps for ``month`` into the anchor's tables: seconds per step, and what was published."""
+    anchor, seconds = Anchor(warehouse, month, rewrite), {}
+    started = time.perf_counter()
+
+    def timed(step: str, action: Callable[[], object]) -> None:
+        began = time.perf_counter()
+        action()
+        seconds[step] = time.perf_counter() - began
+
+    verified: dict[str, tuple[int, str]] = {}
+    timed("verify", lambda: verified.update(zip(("raw_yellow", "raw_green"), verify(files, month), strict=True)))
+
+    def raw_trips(layout: TripLayout, path: Path) -> Callable[[], None]:
+        table = f"raw_{layout.service}"
+        rows, source = verified[table]
+        facts = MonthFacts(anchor.window, expected_rows=rows)
+
+        def step() -> None:
+            if not anchor.unchanged(table, source):
+                query = raw_trips_query(anchor.con, layout, path, source, anchor.window)
+                blocked = lambda relation: raw_trips_blocked(anchor.con, layout, relation, facts)  # noqa: E731
+                anchor.publish(table, query, ("source_month", IdentityTransform()), source, blocked)
+
+        return step
+
+    def raw_weather() -> None:
+        source = ",".join(sorted(fingerprint(path) for path in files.weather))
+        if not anchor.unchanged("raw_weather", source):
+            expected = weather_rows(files.weather, anchor.window)
+            blocked = lambda rows: raw_weather_blocked(anchor.con, rows, expected)  # noqa: E731
+            anchor.publish("raw_weather", raw_weather_query(files.weather), ("date", MonthTransform()), source, blocked)
+
+    def hourly_actuals() -> None:
+        trips = anchor.catalog.load_table(f"{NAMESPACE}.raw_yellow")
+        source = anchor.publication(trips)["snapshot"]  # the counts are of the month raw_yellow publishes now
+        if not anchor.unchanged("yellow_rides_hourly_actuals", source):
+            query = actuals_query(anchor.rows(trips, anchor.month_filter(trips, "source_month")), anchor.window, zones)
+            blocked = lambda rows: actuals_blocked(anchor.con, rows, anchor.window.hours)  # noqa: E731
+            partition = ("pickup_hour", MonthTransform())
+            anchor.publish("yellow_rides_hourly_actuals", query, partition, source, blocked)
+
+    timed("raw_yellow", raw_trips(YELLOW, files.trips))
+    timed("raw_green", raw_trips(GREEN, files.green))
+    timed("raw_weather", raw_weather)
+    timed("hourly_actuals", hourly_actuals)
+    seconds["total"] = time.perf_counter() - started
+    anchor.con.close()
+    return {"seconds": seconds, "published": anchor.published}
+
+
+def anchor_actuals(warehouse: Path, month: str) -> pa.Table:
+    """The anchor's hourly actuals of ``month`` on ``main``, as pyiceberg reads them."""
+    anchor = Anchor(warehouse, month, rewrite=False)
+    table = anchor.catalog.load_table(f"{NAMESPACE}.yellow_rides_hourly_actuals")
+    return table.scan(row_filter=anchor.month_filter(table, "pickup_hour")).to_arrow()
+
+
+# --- bare Spark ---
+
+BARE_SPARK = """
+import json, sys, time
+from pathlib import Path
+started = time.perf_counter()
+from pyspark.sql import SparkSession, functions as F
+from forecast_assets.lakehouse.spark_session import SparkOptions, spark_conf
+from taxi_core.catalog import CatalogConfig
+from taxi_core.settings import load_settings
+settings = load_settings()
+from forecast_assets.lakehouse.class_archive import ClassArchive
+conf = spark_conf(CatalogConfig.from_settings(settings), settings.state_dir, SparkOptions.from_settings(settings))
+# Started from the class archive, as the project's runs are (a first round records it).
+folder = settings.state_dir / "tmp" / "spark-classes"
+archive = ClassArchive.for_spark(folder, conf.get("spark.driver.extraClassPath", ""))
+options = archive.java_options()
+conf["spark.driver.extraJavaOptions"] = conf.get("spark.driver.extraJavaOptions", "") + " " + options
+builder = SparkSession.builder
+for key, value in conf.items():
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
+if archive.records(options):
+    archive.recording_by(spark._jvm.java.lang.ProcessHandle.current().pid())
+spark.sql("CREATE NAMESPACE IF NOT EXISTS floor")
+ready = time.perf_counter()
+yellow, green, weather = sys.argv[1], sys.argv[2], sys.argv[3:]
+steps = {}
+def timed(name, action):
+    began = time.perf_counter()
+    action()
+    steps[name] = time.perf_counter() - began
+timed("raw_green", lambda: spark.read.parquet(green).writeTo("floor.raw_green").createOrReplace())
+timed("raw_yellow", lambda: spark.read.parquet(yellow).writeTo("floor.raw_yellow").createOrReplace())
+timed("raw_weather", lambda: spark.read.csv(weather).writeTo("floor.raw_weather").createOrReplace())
+hour = F.date_trunc("hour", "tpep_pickup_datetime").alias("pickup_hour")
+counts = lambda: spark.table("floor.raw_yellow").groupBy(hour, "PULocationID").count()
+timed("hourly_actuals", lambda: counts().writeTo("floor.actuals").createOrReplace())
+steps["spark_start"] = ready - started
+steps["total"] = time.perf_counter() - started
+print(json.dumps({"seconds": steps}))
+"""
+
+
 def month_parser(description: str | None) -> argparse.ArgumentParser:
     """The arguments of a script that does one month's work on staged files: the month, its files, the zones."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -414,13 +632,23 @@ def parsed_zones(text: str | None) -> list[int] | None:
 
 def main() -> int:
     parser = month_parser(__doc__)
-    parser.add_argument("--out", type=Path, required=True, help="where the month's tables are written")
-    parser.add_argument("--ordered", action="store_true", help="DuckDB's default of ordered, one-writer writes")
+    parser.add_argument("--way", choices=("duckdb", "anchor", "bare-spark"), default="duckdb")
+    parser.add_argument("--out", type=Path, help="duckdb: where the tables are written; anchor: its catalog and tables")
+    parser.add_argument("--ordered", action="store_true", help="duckdb: DuckDB's default of ordered, one-writer writes")
+    parser.add_argument("--rewrite", action="store_true", help="anchor: publish the month again even when unchanged")
     args = parser.parse_args()
-    zones = parsed_zones(args.zones)
-    run = duckdb_month(
-        args.month, MonthFiles(args.trips, args.weather, args.green), args.out, zones=zones, ordered=args.ordered
-    )
+    zones, files = parsed_zones(args.zones), MonthFiles(args.trips, args.weather, args.green)
+    if args.way == "bare-spark":
+        command = [sys.executable, "-c", BARE_SPARK, str(files.trips), str(files.green), *map(str, files.weather)]
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        print(done.stdout.strip().splitlines()[-1])
+        return 0
+    if args.out is None:
+        parser.error(f"--way {args.way} needs --out")
+    if args.way == "anchor":
+        print(json.dumps(iceberg_month(args.month, files, args.out, zones, args.rewrite)))
+        return 0
+    run = duckdb_month(args.month, files, args.out, zones=zones, ordered=args.ordered)
     print(json.dumps({"seconds": run.seconds, "actuals": str(actuals_file(args.out, args.month))}))
     return 0
 

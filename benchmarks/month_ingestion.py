@@ -1,334 +1,242 @@
-"""A month through the ingestion job as a user pays for it, a Dagster run in a new process, beside DuckDB.
+"""A month through the ingestion job as a user pays for it, a Dagster run in a new process, beside its floors.
 
     ./run python benchmarks/month_ingestion.py [--trips 3000000] [--month 2025-01] [--repeat 3]
-                                               [--no-class-archive]
+        [--plan first,unchanged,rewrite] [--beside duckdb,anchor,bare-spark] [--state DIR]
+        [--jvm] [--event-log] [--java-options=-XX:TieredStopAtLevel=1] [--conf spark.sql.shuffle.partitions=4]
+        [--code OTHER_CHECKOUT] [--results FILE] [--no-class-archive]
 
-Writes a sample month and serves it from 127.0.0.1 (the settings' TAXI_<SOURCE>_BASE_URL point there).
-Each month is then a Dagster run in a new process, started as a run launcher starts one: the run is
-created in a persistent DagsterInstance (the benchmark's own DAGSTER_HOME, with the project's
-``dagster.yaml``) from the code location's reconstructable job (``forecast_assets.definitions:defs``,
-``monthly_ingestion``, the month's partition tag), and ``dagster api execute_run <ExecuteRunArgs>`` runs
-it in a new Python process. That process imports the code location, builds the definitions, starts
-Spark when a step needs it and runs every step (the job's in-process executor). It is the command
-Dagster's container launchers run; Dagster 1.13's DefaultRunLauncher asks the code server, which does
-the same work in a process it spawns (``start_run_in_subprocess``).
+Writes a sample month and serves it from 127.0.0.1 (the settings' TAXI_<SOURCE>_BASE_URL point there). Each run is
+a Dagster run in a new process, started as a run launcher starts one: the run is created in a persistent
+DagsterInstance (the benchmark's own DAGSTER_HOME, with the project's ``dagster.yaml``) from the code location's
+reconstructable job (``monthly_ingestion``, the month's partition tag), and ``dagster api execute_run
+<ExecuteRunArgs>`` runs it in a new Python process: imports, definitions, Spark's start when a step needs it, every
+step. It is the command Dagster's container launchers run.
 
-Runs: the month's first run (an empty lakehouse), an unchanged re-run and ``--repeat`` forced rewrites
-(``rewrite_unchanged`` for every table step). After each, on the same staged files and each in its own
-new process (imports included): DuckDB with parallel writes (``month_floor``), and DuckDB + pyiceberg,
-Iceberg to Iceberg (``month_anchor``: ``add_files`` on an audit branch, the same audits, ``main``
-fast-forwarded; it leaves an unchanged month alone as the job does). For every process: wall time, CPU
-(user + system of its whole tree: this process is its children's subreaper, so Spark's JVM is counted
-even when it outlives the run's process), peak RSS (the largest process, and the tree's, sampled), the
-load average at its start and end; for the Dagster runs each step's duration from the instance and
-whether a JVM ran. Last, the medians with min-max of each figure and of each run's ratio to the DuckDB
-runs beside it, and the published actuals compared with DuckDB's and the anchor's, cell for cell.
+The plan (``--plan``, in order): ``first`` on an empty lakehouse, ``unchanged`` (a re-run that finds the month
+published), ``rewrite`` (``--repeat`` forced rewrites, ``rewrite_unchanged`` on every table step) and ``twice`` (two
+forced rewrites in one new process: what a Spark session that outlives runs would save). After each run, on the
+same staged files and each in its own new process, the floors ``--beside`` it (``month_floor.py``): DuckDB with
+parallel writes, DuckDB + pyiceberg (Iceberg to Iceberg) and bare Spark.
 
-Spark's class archive is recorded before the timed runs (two untimed starts), as a state folder has it
-after its first run; ``--no-class-archive`` starts every JVM without one. Left out: write-audit-publish
-against a straight write to ``main``, which needs a Spark session in this process (a minute or more a
-round; its last figures are in docs/benchmarks.md).
+For every process: wall time, CPU (user + system of its whole tree: this process is its children's subreaper, so
+Spark's JVM is counted even when it outlives the run's process), peak RSS (the largest process, and the tree's,
+sampled), the load average at its start and end; for the Dagster runs each step's duration from the instance,
+whether a JVM ran and Spark's start. ``--jvm`` adds the driver JVM's CPU by thread (JIT compilers, GC, task
+threads) with its class-loading and GC times from its HotSpot counters; ``--event-log`` counts each step's Spark
+jobs, stages and tasks (left off when timing). ``--java-options`` and ``--conf`` are added to the driver's Spark
+settings, for trying flags; ``--code`` runs another checkout's code (a ``git worktree`` of the commit before a
+change); ``--state`` keeps the state folder (its sample month and class archive) between invocations. Last, the
+medians with min-max of each figure and of each run's ratio to the floors beside it, and the published actuals
+compared with DuckDB's and the anchor's, cell for cell. ``--results FILE`` appends every run's figures as JSON.
+
+Spark's class archive is recorded before the timed runs (two untimed starts), as a state folder has it after its
+first run; ``--no-class-archive`` starts every JVM without one.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import re
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ROOT / "benchmarks"
-CODE_LOCATION = ("forecast_assets.definitions", "defs")
+from harness import (
+    BENCHMARKS,
+    ROOT,
+    Process,
+    become_subreaper,
+    dagster_job,
+    execute_run_command,
+    machine,
+    prepare_class_archive,
+    project_on_path,
+    rewrite_config,
+    served_sample,
+    spark_start,
+    spread,
+    step_seconds,
+    timed_process,
+)
+
 JOB = "monthly_ingestion"
-PR_SET_CHILD_SUBREAPER = 36
-SPARK_STARTED = re.compile(r"Starting Spark.*: done in ([\d.]+) s")
-ORPHAN_PATIENCE = 120.0  # seconds a run's leftover processes (a JVM writing its class archive) may take to exit
-SPARK_START = """
-from forecast_assets.definitions import resources_for
-from taxi_core.settings import load_settings
-from taxi_core.tool_env import apply_tool_environment
-
-settings = load_settings()
-apply_tool_environment(settings)
-resources_for(settings)["spark"].session.stop()
-"""
-
-
-@dataclass
-class Process:
-    """One timed process and its whole tree."""
-
-    wall: float
-    cpu: float
-    peak_rss: int  # bytes: the largest single process of the tree
-    tree_rss: int  # bytes: the most the tree held at once, sampled every 0.1 s
-    jvm: bool
-    load: tuple[float, float]  # 1-minute load average at the start and at the end
-    outlived: float  # seconds its last descendant outlived it
-    output: str
-    steps: dict[str, float] = field(default_factory=dict)
-    spark_start: float | None = None  # as the run's log says Spark's start took
-
-    def line(self) -> str:
-        return (f"{self.wall:7.2f} s wall {self.cpu:7.2f} s CPU  peak {gib(self.peak_rss)} (tree {gib(self.tree_rss)})"
-                f"  load {self.load[0]:.2f} -> {self.load[1]:.2f}")  # fmt: skip
-
-
-def gib(size: int) -> str:
-    return f"{size / 2**30:.2f} GiB"
-
-
-def load_average() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def descendants(pid: int) -> list[int]:
-    found, queue = [], [pid]
-    while queue:
-        parent = queue.pop()
-        try:
-            listed = list(Path(f"/proc/{parent}/task").glob("*/children"))
-        except OSError:  # it exited while the tree was walked
-            continue
-        for children in listed:
-            try:
-                kids = [int(kid) for kid in children.read_text().split()]
-            except OSError:
-                continue
-            found += kids
-            queue += kids
-    return found
-
-
-class TreeSampler(threading.Thread):
-    """The tree's resident memory and whether a JVM is in it, every 0.1 s while the process runs."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak, self.jvm, self.done = pid, 0, False, threading.Event()
-
-    def run(self) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
-        while not self.done.wait(0.1):
-            total = 0
-            for pid in [self.pid, *descendants(self.pid)]:
-                try:
-                    total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
-                    self.jvm = self.jvm or Path(f"/proc/{pid}/comm").read_text().strip() == "java"
-                except (OSError, IndexError, ValueError):
-                    continue
-            self.peak = max(self.peak, total)
-
-
-def timed_process(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Process:
-    """``argv`` in a new process, until it and every process it started have exited."""
-    load_start = load_average()
-    started = time.perf_counter()
-    printed = log.with_suffix(".out")
-    # Into files, not pipes: a JVM holding a pipe open would keep the reader waiting after the run's end.
-    with (
-        log.open("w") as err,
-        printed.open("w") as out,
-        subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err) as child,
-    ):
-        sampler = TreeSampler(child.pid)
-        sampler.start()
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
-        sampler.done.set()
-        sampler.join()
-    cpu, peak = usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
-    for leftover in reap_orphans():
-        cpu, peak = cpu + leftover.ru_utime + leftover.ru_stime, max(peak, leftover.ru_maxrss * 1024)
-    outlived = time.perf_counter() - started - wall
-    if child.returncode != 0:
-        msg = f"{' '.join(argv[:4])} ... exited with {child.returncode}; its log is {log}"
-        raise RuntimeError(msg)
-    load = (load_start, load_average())
-    return Process(wall, cpu, peak, sampler.peak, sampler.jvm, load, outlived, printed.read_text())
-
-
-def reap_orphans() -> list[Any]:
-    """The usage of the processes a run left behind (reparented here), once each has exited."""
-    usages, deadline = [], time.monotonic() + ORPHAN_PATIENCE
-    while True:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            return usages
-        if pid:
-            usages.append(usage)
-        elif time.monotonic() > deadline:
-            left = descendants(os.getpid())
-            print(f"  (processes {left} still running {ORPHAN_PATIENCE:.0f} s after their run: stopped)")
-            for orphan in left:
-                os.kill(orphan, 9)
-            deadline = float("inf")
-        else:
-            time.sleep(0.05)
+FLOORS = {"duckdb": "DuckDB parallel", "anchor": "DuckDB + pyiceberg", "bare-spark": "bare Spark"}
 
 
 @dataclass
 class Round:
     label: str
     ours: Process
-    floor: Process
-    anchor: Process
+    beside: dict[str, Process] = field(default_factory=dict)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trips", type=int, default=3_000_000, help="trips per month in the sample source")
     parser.add_argument("--month", default="2025-01", help="month to ingest, YYYY-MM")
-    parser.add_argument("--repeat", type=int, default=3, help="forced rewrites, each with a DuckDB and an anchor run")
+    parser.add_argument("--repeat", type=int, default=3, help="forced rewrites, each beside its floors")
+    parser.add_argument(
+        "--plan", default="first,unchanged,rewrite", help="runs in order: first, unchanged, rewrite, twice"
+    )
+    parser.add_argument("--beside", default="duckdb,anchor", help=f"floors run beside each: {', '.join(FLOORS)}, none")
+    parser.add_argument("--state", type=Path, help="a state folder kept between invocations (default: a new one)")
+    parser.add_argument("--jvm", action="store_true", help="the driver JVM's CPU by thread and its counters")
+    parser.add_argument("--event-log", action="store_true", help="count Spark jobs per step (Spark's event log)")
+    parser.add_argument("--java-options", default="", help="added to spark.driver.extraJavaOptions")
+    parser.add_argument("--conf", action="append", default=[], help="key=value added to the Spark settings")
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose code the runs use (a before)")
+    parser.add_argument("--results", type=Path, help="a JSON-lines file each run's figures are appended to")
     parser.add_argument("--no-class-archive", action="store_true", help="start every Spark JVM without a class archive")
     args = parser.parse_args()
-    # The run's JVM outlives its Python process by a moment: reaped here, its CPU is counted.
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print("cannot become the runs' subreaper: a JVM that outlives its run is not counted", file=sys.stderr)
+    beside = [name for name in args.beside.split(",") if name in FLOORS]
+    become_subreaper()
+    if args.state is not None:
+        args.state.mkdir(parents=True, exist_ok=True)
+        return measure(args, args.state.resolve(), beside)
     with tempfile.TemporaryDirectory(prefix="taxi-bench-") as folder:  # a month's tables are a few GB
-        return measure(args, Path(folder))
+        return measure(args, Path(folder), beside)
 
 
-def measure(args: argparse.Namespace, folder: Path) -> int:
-    state, home = folder / "state", folder / "dagster"
-    home.mkdir(parents=True)
-    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_"))}
-    child_env |= {
-        "TAXI_STATE_DIR": str(state),
-        "DAGSTER_HOME": str(home),
+def environment(args: argparse.Namespace, folder: Path) -> dict[str, str]:
+    """The runs' settings: the benchmark's own state and Dagster folders, and the checkout whose code runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAXI_", "DAGSTER_"))}
+    env |= {
+        "TAXI_STATE_DIR": str(folder / "state"),
+        "DAGSTER_HOME": str(folder / "dagster"),
         "TAXI_SPARK_CLASS_ARCHIVE": "false" if args.no_class_archive else "true",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(args.code), os.environ.get("PYTHONPATH")])),
     }
-    os.environ.update(child_env)
+    # The project's own setting for more Spark settings (TAXI_SPARK_CONF), the driver's flags added to its own.
+    extra = dict(item.split("=", 1) for item in args.conf)
+    if args.event_log:
+        extra |= {"spark.eventLog.enabled": "true", "spark.eventLog.dir": (folder / "eventlog").as_uri()}
+    if args.java_options:
+        from forecast_assets.definitions import resources_for
+        from taxi_core.settings import load_settings
+
+        own = resources_for(load_settings(env))["spark"].spark_config().get("spark.driver.extraJavaOptions", "")
+        extra["spark.driver.extraJavaOptions"] = f"{own} {args.java_options}".strip()
+    if extra:
+        env["TAXI_SPARK_CONF"] = json.dumps(extra)
+    return env
+
+
+def measure(args: argparse.Namespace, folder: Path, beside: list[str]) -> int:
+    home = folder / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
+    project_on_path(args.code)
     os.chdir(folder)  # no checkout's .env is read: the runs' settings are the environment's alone
-
-    from taxi_core.settings import load_settings
-    from taxi_demo.sample_source import SampleSource, source_folders
-    from tests.loopback import serve_folder
-
-    started = time.perf_counter()
-    source = SampleSource(folder / "source", trips_per_month=args.trips)
-    source.write_month(args.month)
-    print(
-        f"sample month {args.month}: {args.trips:,} trips requested, written in {time.perf_counter() - started:.1f} s"
-    )
-    print(f"machine: {os.cpu_count()} cores, load average {Path('/proc/loadavg').read_text().strip()}")
-    with serve_folder(source.root) as base_url:
-        child_env |= {
-            f"TAXI_{name.upper()}_BASE_URL": f"{base_url}/{folder_}" for name, folder_ in source_folders().items()
-        }
-        os.environ.update(child_env)
+    env = environment(args, folder)
+    os.environ.update(env)
+    print(machine())
+    with served_sample(folder / "source", args.trips, [args.month]) as base_urls:
+        env |= base_urls
+        os.environ.update(env)
         if not args.no_class_archive:
-            prepare_class_archive(child_env, folder, state)
-        rounds = run_rounds(args, folder, child_env, home)
-    settings = load_settings()
-    summarize(rounds, args.repeat)
-    compare_actuals(settings, args.month, rounds, folder)
+            prepare_class_archive(env, folder, folder / "state")
+        rounds = run_rounds(args, folder, env, beside)
+    summarize(rounds, beside)
+    if {"duckdb", "anchor"} & set(beside):
+        compare_actuals(args.month, rounds, folder)
     return 0
 
 
-def prepare_class_archive(env: dict[str, str], folder: Path, state: Path) -> None:
-    """Two untimed Spark starts: the first records the class archive, the second checks it and moves it in place."""
-    from forecast_assets.definitions import resources_for
-    from forecast_assets.lakehouse.class_archive import ClassArchive
-    from taxi_core.settings import load_settings
-
-    for n in range(2):
-        timed_process([sys.executable, "-c", SPARK_START], env, folder, folder / f"spark-start-{n}.log")
-    # The archive of the class path the runs' driver has (a local one: Iceberg's runtime on it).
-    class_path = resources_for(load_settings(env))["spark"].spark_config().get("spark.driver.extraClassPath", "")
-    archive = ClassArchive.for_spark(state / "tmp" / "spark-classes", class_path)
-    ready = archive is not None and archive.archive.exists()
-    print(f"Spark's class archive: {'recorded before the timed runs' if ready else 'NOT ready: runs start without'}")
-
-
-def run_rounds(args: argparse.Namespace, folder: Path, env: dict[str, str], home: Path) -> list[Round]:
+def run_rounds(args: argparse.Namespace, folder: Path, env: dict[str, str], beside: list[str]) -> list[Round]:
     from dagster import DagsterInstance, DagsterRunStatus
-    from dagster._core.code_pointer import ModuleCodePointer
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
-    from dagster._grpc.types import ExecuteRunArgs
     from month_floor import eligible_zones, staged_files
 
     from taxi_core.settings import load_settings
 
-    # A run launcher's origin: the code location as a module, run with this Python's ``-m dagster``.
-    repository = ReconstructableRepository(
-        ModuleCodePointer(*CODE_LOCATION, working_directory=str(ROOT)), entry_point=[sys.executable, "-m", "dagster"]
-    )
-    job = repository.get_definition().get_job(JOB)
-    origin = repository.get_reconstructable_job(JOB).get_python_origin()
-    table_steps = [node.name for node in job.graph.nodes if "rewrite_unchanged" in config_fields(node)]
-    rewrite = {"ops": {step: {"config": {"rewrite_unchanged": True}} for step in table_steps}}
+    job, origin = dagster_job(JOB, args.code)
+    rewrite = rewrite_config(job)
+    plan: list[tuple[str, dict[str, Any], bool]] = []
+    for kind in args.plan.split(","):
+        if kind == "rewrite":
+            plan += [(f"forced rewrite {n + 1}/{args.repeat}", rewrite, True) for n in range(args.repeat)]
+        else:
+            plan.append({"first": ("first run", {}, False), "unchanged": ("unchanged re-run", {}, False),
+                         "twice": ("two rewrites in one process", rewrite, True)}[kind])  # fmt: skip
     zones = ",".join(map(str, eligible_zones()))
-    partition = f"{args.month}-01"
-    plan = [("first run", {}, False), ("unchanged re-run", {}, False)]
-    plan += [(f"forced rewrite {n + 1}/{args.repeat}", rewrite, True) for n in range(args.repeat)]
+    tags = {"dagster/partition": f"{args.month}-01"}
     rounds = []
-    with DagsterInstance.from_config(str(home)) as instance:
+    with DagsterInstance.from_config(str(folder / "dagster")) as instance:
         for n, (label, config, forced) in enumerate(plan):
-            run = instance.create_run_for_job(
-                job_def=job, run_config=config, tags={"dagster/partition": partition}, job_code_origin=origin
-            )
-            command = ExecuteRunArgs(
-                job_origin=origin, run_id=run.run_id, instance_ref=instance.get_ref(), set_exit_code_on_failure=True
-            ).get_command_args()
-            ours = timed_process(list(command), env, folder, folder / f"run-{n}.log")
-            finished = instance.get_run_by_id(run.run_id)
+            if label == "first run":
+                _empty_lakehouse(folder / "state")
+            shutil.rmtree(folder / "eventlog", ignore_errors=True)
+            (folder / "eventlog").mkdir()
+            run_id, command = execute_run_command(instance, job, origin, config, tags)
+            if label.startswith("two"):  # as this script, which executes the run's job a second time in its process
+                command = [sys.executable, __file__, "--run-twice", *command[3:]]
+            ours = timed_process(command, env, folder, folder / f"run-{n}.log", watch_jvm=args.jvm)
+            finished = instance.get_run_by_id(run_id)
             if finished is None or finished.status != DagsterRunStatus.SUCCESS:
                 msg = f"the {label} did not succeed; its log is {folder / f'run-{n}.log'}"
                 raise RuntimeError(msg)
-            ours.steps = step_seconds(instance, run.run_id)
-            ours.spark_start = spark_start(instance, run.run_id)
+            ours.steps = step_seconds(instance, run_id)
+            ours.spark_start = spark_start(instance, run_id)
+            if args.event_log:
+                ours.jvm_detail["spark_jobs"] = spark_jobs(folder / "eventlog", instance, run_id)
             files = staged_files(load_settings(), args.month)
             inputs = ["--month", args.month, "--trips", str(files.trips), "--green", str(files.green), "--zones", zones]
             inputs += ["--weather", *map(str, files.weather)]
-            floor = timed_process(
-                [sys.executable, str(BENCHMARKS / "month_floor.py"), *inputs, "--out", str(folder / f"floor-{n}")],
-                env, folder, folder / f"floor-{n}.log",
-            )  # fmt: skip
-            anchor = timed_process(
-                [sys.executable, str(BENCHMARKS / "month_anchor.py"), *inputs, "--warehouse", str(folder / "anchor")]
-                + (["--rewrite"] if forced else []),
-                env, folder, folder / f"anchor-{n}.log",
-            )  # fmt: skip
-            rounds.append(Round(label, ours, floor, anchor))
-            report(rounds[-1])
+            done = Round(label, ours)
+            for way in beside:
+                out = (
+                    ["--out", str(folder / ("anchor" if way == "anchor" else f"floor-{n}"))]
+                    if way != "bare-spark"
+                    else []
+                )
+                argv = [sys.executable, str(BENCHMARKS / "month_floor.py"), "--way", way, *inputs, *out]
+                argv += ["--rewrite"] if forced and way == "anchor" else []
+                floor_env = env | {"TAXI_STATE_DIR": str(folder / "bare-spark")} if way == "bare-spark" else env
+                done.beside[way] = timed_process(argv, floor_env, folder, folder / f"{way}-{n}.log")
+            rounds.append(done)
+            report(done)
+            if args.results:
+                with args.results.open("a") as out_file:
+                    out_file.write(json.dumps({"label": label, "trips": args.trips, **asdict(ours)}) + "\n")
     return rounds
 
 
-def config_fields(node: Any) -> set[str]:
-    config = node.definition.config_schema
-    kind = config.as_field().config_type if config is not None else None
-    return set(getattr(kind, "fields", {}) or {})
+def _empty_lakehouse(state: Path) -> None:
+    for path in ("warehouse", "catalog.sqlite", "staging"):
+        target = state / path
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
 
 
-def step_seconds(instance: Any, run_id: str) -> dict[str, float]:
-    stats = sorted(instance.get_run_step_stats(run_id), key=lambda s: s.start_time or 0)
-    return {s.step_key: (s.end_time or 0) - (s.start_time or 0) for s in stats}
+def spark_jobs(folder: Path, instance: Any, run_id: str) -> dict[str, dict[str, int]]:
+    """Jobs, stages and tasks in Spark's event log, by the step running when each job was submitted."""
+    windows = {s.step_key: (s.start_time or 0, s.end_time or 0) for s in instance.get_run_step_stats(run_id)}
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
+    def step_at(millis: int) -> str:
+        return next((step for step, (start, end) in windows.items() if start <= millis / 1000 <= end), "between steps")
 
-def spark_start(instance: Any, run_id: str) -> float | None:
-    """Spark's start as the run's log reports it ("Starting Spark (...): done in 4.2 s"); None when it did not."""
-    for entry in instance.all_logs(run_id):
-        if said := SPARK_STARTED.search(entry.user_message or ""):
-            return float(said.group(1))
-    return None
+    for log in folder.iterdir():
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            kind = event.get("Event", "")
+            if kind == "SparkListenerJobStart":
+                step = counts[step_at(event["Submission Time"])]
+                step["jobs"] += 1
+                step["stages"] += len(event.get("Stage Infos", []))
+            elif kind == "SparkListenerTaskEnd":
+                info = event["Task Info"]
+                step = counts[step_at(info["Launch Time"])]
+                step["tasks"] += 1
+                step["task_ms"] += info["Finish Time"] - info["Launch Time"]
+    return {step: dict(found) for step, found in counts.items()}
 
 
 def report(done: Round) -> None:
@@ -340,87 +248,113 @@ def report(done: Round) -> None:
     print(f"  Dagster run        {ours.line()}")
     for step, seconds in ours.steps.items():
         print(f"    {step:44s}{seconds:7.2f} s")
-    for name, process in (("DuckDB parallel", done.floor), ("DuckDB + pyiceberg", done.anchor)):
+    for key, value in ours.jvm_detail.items():
+        print(f"    JVM {key}: {value}")
+    for way, process in done.beside.items():
         seconds = inside(process)
         steps = ", ".join(f"{step} {value:.2f}" for step, value in seconds.items() if step != "total")
-        print(f"  {name:18s} {process.line()}")
-        print(f"    in the process {seconds['total']:.2f} s: {steps}")
+        print(f"  {FLOORS[way]:18s} {process.line()}")
+        print(f"    in the process {seconds.get('total', 0.0):.2f} s: {steps}")
 
 
 def inside(process: Process) -> dict[str, float]:
     return json.loads(process.output.splitlines()[-1])["seconds"]
 
 
-def spread(values: list[float], unit: str = "s", digits: int = 2) -> str:
-    middle = statistics.median(values)
-    if len(values) == 1:
-        return f"{middle:.{digits}f} {unit}"
-    return f"{middle:.{digits}f} {unit} ({min(values):.{digits}f}-{max(values):.{digits}f})"
-
-
 def step_of(process: Process, table: str) -> float:
-    """A table's step: a Dagster run's from its step stats, a DuckDB process's as it timed it."""
+    """A table's step: a Dagster run's from its step stats, a floor's process's as it timed it."""
     if not process.steps:
-        return inside(process)[table]
+        return inside(process).get(table, float("nan"))
     (seconds,) = [s for key, s in process.steps.items() if key.endswith(table)]
     return seconds
 
 
-def summarize(rounds: list[Round], repeat: int) -> None:
-    rewrites = [r for r in rounds if r.label.startswith("forced rewrite")]
-    first, unchanged = rounds[0], rounds[1]
-
-    def each(figure: Callable[[Process], float], rows: list[Round] = rewrites) -> list[tuple[float, float, float]]:
-        return [(figure(r.ours), figure(r.floor), figure(r.anchor)) for r in rows]
+def summarize(rounds: list[Round], beside: list[str]) -> None:
+    rewrites = [r for r in rounds if r.label.startswith("forced rewrite")] or rounds
 
     def outside(process: Process) -> float:
-        return process.wall - (sum(process.steps.values()) if process.steps else inside(process)["total"])
+        return process.wall - (sum(process.steps.values()) if process.steps else inside(process).get("total", 0.0))
 
-    figures: list[tuple[str, list[tuple[float, float, float]], str]] = [
-        ("month, wall", each(lambda p: p.wall), "s"),
-        ("month, CPU (process tree)", each(lambda p: p.cpu), "s"),
-        ("  outside any step", each(outside), "s"),
-        ("peak RSS, largest process", each(lambda p: p.peak_rss / 2**30), "GiB"),
+    figures: list[tuple[str, Callable[[Process], float], list[Round], str]] = [
+        ("month, wall", lambda p: p.wall, rewrites, "s"),
+        ("month, CPU (process tree)", lambda p: p.cpu, rewrites, "s"),
+        ("  outside any step", outside, rewrites, "s"),
+        ("peak RSS, largest process", lambda p: p.peak_rss / 2**30, rewrites, "GiB"),
     ]
     for table in ("raw_yellow", "raw_green", "raw_weather", "hourly_actuals"):
-        figures.append((f"{table} step", each(lambda p, t=table: step_of(p, t)), "s"))
-    figures.append(("first run, wall", each(lambda p: p.wall, [first]), "s"))
-    figures.append(("unchanged re-run, wall", each(lambda p: p.wall, [unchanged]), "s"))
-    print(f"\nMedians (min-max) of the {repeat} forced rewrites, each beside the DuckDB runs of its round; ratios are")
-    print("each round's own. DuckDB parallel writes the month every time; the anchor's unchanged re-run checks the")
-    print("fingerprints and writes nothing, as the job's does. Steps: ours from Dagster's step stats (the first step")
-    print("that needs Spark pays its start), DuckDB's timed inside their process. Outside any step: the process's")
-    print("start, imports, definitions, the gaps between steps and its exit.\n")
-    print(f"{'':27s}{'Dagster run':>23s}{'DuckDB parallel':>23s}{'ratio':>23s}{'DuckDB+pyiceberg':>23s}{'ratio':>23s}")
-    for label, values, unit in figures:
-        ours, floor, anchor = ([v[i] for v in values] for i in range(3))
-        to_floor = [o / f for o, f in zip(ours, floor, strict=True)]
-        to_anchor = [o / a for o, a in zip(ours, anchor, strict=True)]
-        print(f"{label:27s}{spread(ours, unit):>23s}{spread(floor, unit):>23s}{spread(to_floor, 'x', 1):>23s}"
-              f"{spread(anchor, unit):>23s}{spread(to_anchor, 'x', 1):>23s}")  # fmt: skip
+        figures.append((f"{table} step", lambda p, t=table: step_of(p, t), rewrites, "s"))
+    for label in ("first run", "unchanged re-run", "two rewrites in one process"):
+        chosen = [r for r in rounds if r.label == label]
+        if chosen:
+            figures.append((f"{label}, wall", lambda p: p.wall, chosen, "s"))
+    print(
+        f"\nMedians (min-max) of the {len(rewrites)} forced rewrites, each beside the floors of its round; ratios are"
+    )
+    print("each round's own. Steps: ours from Dagster's step stats (the first step that needs Spark pays its start),")
+    print("the floors' timed inside their process. Outside any step: the process's start, imports, definitions, the")
+    print("gaps between steps and its exit.\n")
+    head = f"{'':29s}{'Dagster run':>23s}"
+    for way in beside:
+        head += f"{FLOORS[way]:>23s}{'ratio':>16s}"
+    print(head)
+    for label, figure, chosen, unit in figures:
+        ours = [figure(r.ours) for r in chosen]
+        line = f"{label:29s}{spread(ours, unit):>23s}"
+        for way in beside:
+            theirs = [figure(r.beside[way]) for r in chosen]
+            ratios = [o / t for o, t in zip(ours, theirs, strict=True) if t == t and t > 0]
+            line += f"{spread(theirs, unit):>23s}{spread(ratios, 'x', 1) if ratios else '':>16s}"
+        print(line)
     starts = [r.ours.spark_start for r in rewrites if r.ours.spark_start is not None]
     if starts:
-        print(f"{'Spark start (in its step)':27s}{spread(starts):>23s}")
-    loads = [load for r in rounds for p in (r.ours, r.floor, r.anchor) for load in p.load]
+        print(f"{'Spark start (in its step)':29s}{spread(starts):>23s}")
+    loads = [load for r in rounds for p in (r.ours, *r.beside.values()) for load in p.load]
     print(f"\nload average (1 min) at the processes' starts and ends: {min(loads):.2f}-{max(loads):.2f}")
-    said = f", {unchanged.ours.spark_start:.1f} s to start" if unchanged.ours.spark_start is not None else ""
-    print(f"the unchanged re-run started Spark: {'yes' if unchanged.ours.jvm else 'no'}{said}")
+    for r in rounds:
+        if r.label == "unchanged re-run":
+            said = f", {r.ours.spark_start:.1f} s to start" if r.ours.spark_start is not None else ""
+            print(f"the unchanged re-run started Spark: {'yes' if r.ours.jvm else 'no'}{said}")
 
 
-def compare_actuals(settings: Any, month: str, rounds: list[Round], folder: Path) -> None:
+def compare_actuals(month: str, rounds: list[Round], folder: Path) -> None:
     import pyarrow.parquet as pq
-    from month_anchor import published_actuals as anchor_actuals
-    from month_floor import published_actuals, same_actuals
+    from month_floor import anchor_actuals, published_actuals, same_actuals
 
-    ours = published_actuals(settings, month)
-    floor = pq.read_table(json.loads(rounds[-1].floor.output.splitlines()[-1])["actuals"])  # the last round's
-    for name, theirs in (("DuckDB's", floor), ("the anchor's", anchor_actuals(folder / "anchor", month))):
-        difference = same_actuals(ours, theirs)
+    from taxi_core.settings import load_settings
+
+    ours = published_actuals(load_settings(), month)
+    last = rounds[-1].beside
+    theirs = {}
+    if "duckdb" in last:
+        theirs["DuckDB's"] = pq.read_table(json.loads(last["duckdb"].output.splitlines()[-1])["actuals"])
+    if "anchor" in last:
+        theirs["the anchor's"] = anchor_actuals(folder / "anchor", month)
+    for name, table in theirs.items():
+        difference = same_actuals(ours, table)
         print(f"the published actuals ({ours.num_rows:,} rows) against {name}: "
               f"{difference or 'identical, row for row and cell for cell'}")  # fmt: skip
 
 
+def run_twice(argv: list[str]) -> int:
+    """The run's process for ``twice``: Dagster's ``api execute_run``, then the run's job executed again in this
+    process (the second run finds the first's SparkSession: what a session that outlives runs would save)."""
+    from dagster import DagsterInstance
+    from dagster._cli import main as dagster_main
+
+    from forecast_assets import definitions
+
+    sys.argv = ["dagster", *argv]
+    code = dagster_main() or 0
+    if code:
+        return int(code)
+    instance = DagsterInstance.get()
+    run = instance.get_runs(limit=1)[0]
+    job = definitions.defs().resolve_job_def(run.job_name)
+    return 0 if job.execute_in_process(instance=instance, run_config=run.run_config, tags=run.tags).success else 1
+
+
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(BENCHMARKS))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if len(sys.argv) > 1 and sys.argv[1] == "--run-twice":
+        sys.exit(run_twice(sys.argv[2:]))
     sys.exit(main())

@@ -27,10 +27,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from harness import load_text, timed
 
 AUDITED = "2025-01"
 HISTORIES = (1, 2, 4, 8, 12)
@@ -45,17 +46,6 @@ def main() -> int:
         os.environ["TAXI_STATE_DIR"] = state  # before any project module reads its settings
         os.environ.setdefault("TAXI_SPARK_CLASS_ARCHIVE", "false")  # a folder about to go: never used again
         return measure(args)
-
-
-def _load() -> str:
-    loadavg = Path("/proc/loadavg")
-    return " ".join(loadavg.read_text().split()[:3]) if loadavg.exists() else "unknown"
-
-
-def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    found = action()
-    return time.perf_counter() - started, found
 
 
 def _sha256(path: Path) -> str:
@@ -102,12 +92,12 @@ def measure(args: argparse.Namespace) -> int:
     from taxi_core.tool_env import apply_tool_environment
     from taxi_demo.sample_source import SampleSource
 
-    print(f"load average at start: {_load()} (1, 5, 15 min; {os.cpu_count()} cores)")
+    print(f"load average at start: {load_text()} (1, 5, 15 min; {os.cpu_count()} cores)")
     settings = load_settings()
     apply_tool_environment(settings)
     months = nearest_first(AUDITED, SEARCH_MONTHS)
     source = SampleSource(settings.path("sample_source"), trips_per_month=args.trips)
-    written, _ = _timed(lambda: source.write_months(sorted(months)))
+    written, _ = timed(lambda: source.write_months(sorted(months)))
     print(f"{len(months)} sample months around {AUDITED}, {args.trips:,} trips a month asked for: {written:.1f} s")
 
     started = time.perf_counter()
@@ -181,8 +171,8 @@ def measure(args: argparse.Namespace) -> int:
         results[history] = {way: [] for way in ways}
         for _ in range(args.repeat):
             for way, run in ways.items():
-                results[history][way].append(_timed(run)[0])
-        print(f"history {history:2d}: published {', '.join(sorted(months[:history]))}; load {_load()}")
+                results[history][way].append(timed(run)[0])
+        print(f"history {history:2d}: published {', '.join(sorted(months[:history]))}; load {load_text()}")
 
     print(f"\n{AUDITED}'s neighbour facts, seconds, median of {args.repeat} (min-max); months of "
           f"{statistics.median(published_rows):,.0f} rows; every way gave the same neighbours")  # fmt: skip
@@ -192,7 +182,7 @@ def measure(args: argparse.Namespace) -> int:
             f"{statistics.median(s):>14.3f} ({min(s):.3f}-{max(s):.3f})".rjust(34) for s in timings.values()
         )
         print(f"{history:>17d}{cells}")
-    print(f"\nload average at end: {_load()}")
+    print(f"\nload average at end: {load_text()}")
     spark.stop()  # its JVM ends before the state folder it writes to is removed
     return 0
 

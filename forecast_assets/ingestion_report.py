@@ -1,20 +1,20 @@
 """What writing one month of a table did, in figures: the files and rows it read, the rows it wrote, its audits,
 what a user should hear about and where the time went (as DataHub's ``SourceReport`` for an ingestion run).
 
-The report is shown in Dagster's metadata (``ingestion_report``) and travels into the lineage as the step's
-``stepReport`` run facet, so a slow or surprising month is told by the same record in both.
+The report is shown in Dagster's metadata, one entry a figure under ``report/`` (Dagster plots the counts and
+seconds over the month's materializations), and travels into the lineage as the step's ``stepReport`` run facet, so
+a slow or surprising month is told by the same figures in both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from forecast_assets.audits import ERROR, Audit, AuditResult
 
-# The materialization's metadata key the lineage bridge reads a step's reports from.
-REPORT_KEY = "lineage/report"
+# The prefix of the materialization's metadata keys the lineage bridge reads a step's report from.
+REPORT_PREFIX = "report/"
 
 
 @dataclass(frozen=True)
@@ -57,18 +57,19 @@ class IngestionReport:
                 counts["rows_in_files"] = self.read.rows
         return counts
 
-    def as_json(self) -> dict[str, Any]:
-        """The report as the lineage carries it (the ``stepReport`` facet's shape)."""
-        return {
-            "dataset": self.table,
-            "partition": self.partition,
-            "outcome": self.outcome,
-            "counts": self.counts,
-            "audits": {"passed": list(self.passed), "warned": list(self.warned), "failed": list(self.failed)},
-            "auditsReused": self.reused,
-            "warnings": list(self.warnings),
-            "seconds": {phase: round(seconds, 3) for phase, seconds in self.seconds.items()},
-        }
+    def figures(self) -> dict[str, int | float | str | bool]:
+        """The report's figures by name (``report/<name>`` in the metadata): counts, seconds by phase, the outcome,
+        the audits that warned or failed, and what a user should hear about."""
+        figures: dict[str, int | float | str | bool] = {"outcome": self.outcome, **self.counts}
+        figures |= {f"seconds_{phase}": round(seconds, 2) for phase, seconds in self.seconds.items()}
+        figures["audits_reused"] = self.reused
+        if self.warned:
+            figures["warned"] = ", ".join(self.warned)
+        if self.failed:
+            figures["failed"] = ", ".join(self.failed)
+        if self.warnings:
+            figures["warnings"] = "\n".join(f"- {warning}" for warning in self.warnings)
+        return figures
 
 
 def reported(

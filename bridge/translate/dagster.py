@@ -84,8 +84,9 @@ STAGED_VERSION = "staged_snapshot_id"
 PUBLICATION = "publication"
 UNCHANGED, HELD_BACK = "unchanged", "held back"  # found its month unchanged; held it back after a failed audit
 CHECKS_SUFFIX = "__checks"
-# A step's report of what it wrote, a JSON object per materialization: carried as the step's stepReport run facet.
-REPORT = "lineage/report"
+# A step's report of what it wrote, a figure per metadata key under this prefix: the step's stepReport run facet.
+REPORT_PREFIX = "report/"
+TABLE_NAME = "dagster/table_name"
 
 Keyed = tuple[str, RunEvent]
 Recorded = AssetMaterialization | AssetObservation  # what a run's records say of an asset
@@ -521,13 +522,23 @@ def _step_spec(run: _Run, record: EventLogRecord, step: str, state: RunState) ->
 
 
 def _reports(run: _Run, step: str) -> tuple[dict[str, Any], ...]:
-    """What the step reported of each materialization, its warnings made portable as an error's text is."""
+    """What the step reported of each materialization (its ``report/`` figures), by the dataset and partition it
+    wrote; text made portable as an error's is."""
     reports = []
     for record in run.step_records(step, DagsterEventType.ASSET_MATERIALIZATION):
-        report = _metadata_value(_materialization(record), REPORT)
-        if isinstance(report, dict):
-            warnings = [run.naming.portable_text(str(warning)) for warning in report.get("warnings", [])]
-            reports.append({**report, "warnings": warnings})
+        made = _materialization(record)
+        metadata = _metadata(made)
+        figures = {
+            key.removeprefix(REPORT_PREFIX): run.naming.portable_text(value) if isinstance(value, str) else value
+            for key, value in metadata.items()
+            if key.startswith(REPORT_PREFIX) and isinstance(value, str | int | float | bool)
+        }
+        if figures:
+            dataset = str(metadata.get(TABLE_NAME) or made.asset_key.to_user_string())
+            partition = made.partition or metadata.get("partition")
+            reports.append(
+                {"dataset": dataset, **({"partition": str(partition)} if partition else {}), "figures": figures}
+            )
     return tuple(reports)
 
 

@@ -36,7 +36,7 @@ from forecast_assets.assets.table_metadata import (
     unchanged_metadata,
 )
 from forecast_assets.audits import ERROR
-from forecast_assets.ingestion_report import REPORT_KEY, reported
+from forecast_assets.ingestion_report import REPORT_PREFIX, IngestionReport, reported
 from forecast_assets.lakehouse.publication import Published
 from forecast_assets.lakehouse.snapshots import PublishedMonth
 
@@ -106,7 +106,7 @@ def month_events(
         spec.identifier, month.partition, _OUTCOMES[type(outcome)], outcome.judged, rows_written=written,
         read=month.read, seconds=seconds, reused=isinstance(outcome, Unchanged) and outcome.reused,
     )  # fmt: skip
-    made = {**month.metadata, REPORT_KEY: MV.json(report.as_json()), **code_ran(context)}
+    made = {**month.metadata, **_report_entries(report), **code_ran(context)}
     if isinstance(outcome, Unchanged):
         published = outcome.published
         context.log.info(
@@ -136,6 +136,22 @@ def month_events(
         yield MaterializeResult(
             metadata=metadata | made | accepted, data_version=DataVersion(str(write.snapshot_id)), check_results=checks
         )
+
+
+def _report_entries(report: IngestionReport) -> dict[str, Any]:
+    """The report's figures as Dagster shows them: counts and seconds as numbers it plots, the warnings as a list."""
+    entries: dict[str, Any] = {}
+    for name, value in report.figures().items():
+        key = f"{REPORT_PREFIX}{name}"
+        if isinstance(value, bool):
+            entries[key] = MV.bool(value)
+        elif isinstance(value, int):
+            entries[key] = MV.int(value)
+        elif isinstance(value, float):
+            entries[key] = MV.float(value)
+        else:
+            entries[key] = MV.md(value) if name == "warnings" else MV.text(value)
+    return entries
 
 
 def check_results(context: AssetExecutionContext, judged: Judged) -> list[AssetCheckResult]:
