@@ -1,7 +1,9 @@
-"""A third TLC trip layout, TLC's high-volume for-hire trips (``fhvhv_tripdata``), declared here and nowhere else:
-no ``VendorID``, ``trip_distance``, ``fare_amount`` or ``total_amount``; ``hvfhs_license_num``, ``request_datetime``,
-``trip_miles``, ``base_passenger_fare`` and ``driver_pay`` instead. Its file is verified, normalised into its raw
-table's columns and audited by the family's code from its declaration alone.
+"""A third TLC trip layout, TLC's high-volume for-hire trips (``fhvhv_tripdata``), declared in a package of its own
+(:mod:`tests.outside_package.high_volume_trips`) and nowhere else: no ``VendorID``, ``trip_distance``,
+``fare_amount`` or ``total_amount``; ``hvfhs_license_num``, ``request_datetime``, ``trip_miles``,
+``base_passenger_fare`` and ``driver_pay`` instead. Its file is verified, normalised into its raw table's columns
+and audited by the family's code from its declaration alone (installed as a source and run through Dagster:
+:mod:`tests.test_installed_source`).
 
 The layout also declares its sample (its own columns drawn from the trips: a request some minutes before each
 pickup, the driver's pay from the fare), so the demo's sample source writes its months unedited; what a file holds
@@ -23,7 +25,7 @@ from forecast_assets.audit_run import audit_month
 from forecast_assets.audits import ERROR, MonthFacts
 from forecast_assets.lakehouse.zone_reference import ZoneReference
 from forecast_assets.source_specs.tlc_trips import trip_source
-from forecast_assets.sources.tlc_format import LayoutError, TripDraw, TripLayout, TripSample
+from forecast_assets.sources.tlc_format import LayoutError
 from forecast_assets.transforms.tlc_trips import normalize_trips, with_timestamps
 from taxi_core.months import MonthWindow
 from taxi_core.zones import ZONE_LOOKUP
@@ -31,84 +33,10 @@ from taxi_demo.demand_model import DemandSpec
 from taxi_demo.demo_city import DemoCity
 from taxi_demo.sample_source import DEFAULT_SEED
 from tests.audit_verdicts import neighbour_from_trips
+from tests.outside_package.high_volume_trips import COLUMNS, HIGH_VOLUME, SOURCE, layout
 from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH
 
 NEIGHBOUR, MONTH = TEST_MONTHS
-COLUMNS = {
-    "hvfhs_license_num": "string",
-    "dispatching_base_num": "string",
-    "request_datetime": "timestamp_ntz",
-    "pickup_datetime": "timestamp_ntz",
-    "dropoff_datetime": "timestamp_ntz",
-    "pulocationid": "int",
-    "dolocationid": "int",
-    "trip_miles": "double",
-    "trip_time": "bigint",
-    "base_passenger_fare": "double",
-    "tolls": "double",
-    "driver_pay": "double",
-    "cbd_congestion_fee": "double",
-}
-
-
-def _schema(year: int) -> pa.Schema:
-    fields = [
-        ("hvfhs_license_num", pa.string()),
-        ("dispatching_base_num", pa.string()),
-        ("request_datetime", pa.timestamp("us")),
-        ("pickup_datetime", pa.timestamp("us")),
-        ("dropoff_datetime", pa.timestamp("us")),
-        ("PULocationID", pa.int32()),
-        ("DOLocationID", pa.int32()),
-        ("trip_miles", pa.float64()),
-        ("trip_time", pa.int64()),
-        ("base_passenger_fare", pa.float64()),
-        ("tolls", pa.float64()),
-        ("driver_pay", pa.float64()),
-    ]
-    return pa.schema(fields + ([("cbd_congestion_fee", pa.float64())] if year >= 2025 else []))
-
-
-def _requested(draw: TripDraw, rng: np.random.Generator) -> np.ndarray:
-    return draw.pickup - rng.integers(60, 900, len(draw.pickup)).astype("timedelta64[s]")
-
-
-SAMPLE = TripSample(
-    share=1.0,
-    stream=7,
-    choices={
-        "hvfhs_license_num": (("HV0003", "HV0005"), (0.7, 0.3)),
-        "dispatching_base_num": (("B03404", "B03406"), (0.6, 0.4)),
-    },
-    drawn={
-        "request_datetime": _requested,
-        "trip_time": lambda draw, rng: (draw.minutes * 60).astype("int64"),
-        "base_passenger_fare": lambda draw, rng: draw.fare,
-        "tolls": lambda draw, rng: draw.tolls,
-        "driver_pay": lambda draw, rng: np.round(draw.fare * 0.75, 2),
-    },
-)
-
-
-def _layout(**changes) -> TripLayout:
-    declared = {
-        "service": "fhvhv",
-        "columns": COLUMNS,
-        "descriptions": {name: name for name in COLUMNS},
-        "pickup": "pickup_datetime",
-        "dropoff": "dropoff_datetime",
-        "optional": frozenset({"cbd_congestion_fee"}),
-        "published_schema": _schema,
-        "identity": ("hvfhs_license_num",),
-        "distance": "trip_miles",
-        "charges": ("base_passenger_fare", "driver_pay"),
-        "sample": SAMPLE,
-    }
-    return TripLayout(**(declared | changes))
-
-
-HIGH_VOLUME = _layout()
-SOURCE = trip_source(HIGH_VOLUME, name="fhvhv_trip", table="raw_fhvhv", file_asset="fhvhv_trip_files")
 
 
 @pytest.fixture(scope="module")
@@ -207,11 +135,11 @@ def test_the_third_layout_s_own_money_and_identity_columns_are_what_its_audits_h
 )
 def test_a_layout_that_does_not_declare_what_its_family_reads_is_refused_when_declared(changes, named):
     with pytest.raises(LayoutError, match="The TLC fhvhv trip layout is not declared right") as refused:
-        _layout(**changes)
+        layout(**changes)
     assert named in str(refused.value)
 
 
 def test_a_layout_without_a_distance_has_no_distance_audit():
-    layout = _layout(distance=None)
-    audits = {audit.name for audit in trip_source(layout, name="x", table="raw_x", file_asset="x_files").audits}
+    without = layout(distance=None)
+    audits = {audit.name for audit in trip_source(without, name="x", table="raw_x", file_asset="x_files").audits}
     assert "raw_x_distances_possible" not in audits and "raw_x_no_negative_fares" in audits
