@@ -1,12 +1,13 @@
-"""A source from another package, installed through the ``taxi_forecast.sources`` entry-point group: TLC's
+"""Sources from other packages, installed through the ``taxi_forecast.sources`` entry-point group: TLC's
 high-volume for-hire trips (:mod:`tests.outside_package.high_volume_trips`), a third trip layout with none of
-yellow's money columns, declared there and nowhere else.
+yellow's money columns, and hours of daylight (:mod:`tests.outside_package.daylight`), a second kind of source with
+its own format; each declared there and nowhere else.
 
-With no edit in the product or the demo, the sample source writes its months from the sample the layout declares;
-the code location gains its file and table assets, their checks and its sensor; the monthly job ingests and
-audits its months; its materializations carry their ingestion reports; and the lineage names its file's sha256,
-the snapshot each month was published at and the columns the table's own columns come from. Each is held to a
-record the product did not write: the served file read with pyarrow, the table read with pyiceberg.
+With no edit in the product or the demo, the sample source writes their months from the samples they declare;
+the code location gains their file and table assets, their checks and sensors; the monthly job ingests and
+audits their months; their materializations carry their ingestion reports; and the lineage names each file's
+sha256, the snapshot each month was published at and the columns the tables' own columns come from. Each is held
+to a record the product did not write: the served file read with pyarrow or pandas, the table read with pyiceberg.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import hashlib
 import json
 from collections import Counter
 
+import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, instance_for_test
 from openlineage.client import OpenLineageClient
-from pyiceberg.expressions import EqualTo
+from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
 
 from bridge.run.lineage_pass import run_pass
 from forecast_assets.lineage import naming
@@ -30,6 +32,7 @@ from tests.iceberg_tables import table
 from tests.installed_entry_point import install_entry_point
 from tests.lineage_bridges import bridge_at
 from tests.loopback import serve_folder
+from tests.outside_package.daylight import SOURCE as DAYLIGHT
 from tests.outside_package.high_volume_trips import HIGH_VOLUME, SOURCE
 from tests.pipeline import Pipeline
 from tests.sample_months import TEST_MONTHS, TEST_TRIPS_PER_MONTH
@@ -37,16 +40,21 @@ from tests.test_trip_sources import _published_month
 
 pytestmark = pytest.mark.integration
 
-DECLARATION = "tests.outside_package.high_volume_trips:SOURCE"
+DECLARATIONS = {
+    SOURCE.name: "tests.outside_package.high_volume_trips:SOURCE",
+    DAYLIGHT.name: "tests.outside_package.daylight:SOURCE",
+}
 RAW = SOURCE.table.identifier
 KEYS = [AssetKey(SOURCE.file_asset), AssetKey(RAW.split("."))]
+DAYLIGHT_KEYS = [AssetKey(DAYLIGHT.file_asset), AssetKey(DAYLIGHT.table.identifier.split("."))]
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """The source registered by a package of its own, as an installed distribution registers it."""
+    """The sources registered by packages of their own, as installed distributions register them."""
     site = tmp_path_factory.mktemp("site")
-    install_entry_point(site, "outside-fhvhv", registry.ENTRY_POINT_GROUP, SOURCE.name, DECLARATION)
+    for name, declaration in DECLARATIONS.items():
+        install_entry_point(site, f"outside-{name}", registry.ENTRY_POINT_GROUP, name, declaration)
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(site))
         registry.registered_sources.cache_clear()
@@ -67,7 +75,10 @@ def ingested(installed, settings, tmp_path_factory):
         job = pipeline.definitions().resolve_job_def("monthly_ingestion")
         results = {
             month: job.execute_in_process(
-                partition_key=f"{month}-01", instance=instance, asset_selection=KEYS, raise_on_error=False
+                partition_key=f"{month}-01",
+                instance=instance,
+                asset_selection=KEYS + DAYLIGHT_KEYS,
+                raise_on_error=False,
             )
             for month in TEST_MONTHS
         }
@@ -86,7 +97,7 @@ def _pickups(rows, pickup: str) -> Counter:
 
 def test_the_installed_source_is_registered_sampled_and_derived_with_no_edit(installed, ingested):
     sample, _, _, definitions = ingested
-    assert [source.name for source in installed][-1] == SOURCE.name
+    assert [source.name for source in installed][-2:] == sorted(DECLARATIONS)
     assert all(sample.trip_path(month, HIGH_VOLUME).exists() for month in TEST_MONTHS)
     assert set(KEYS) <= set(definitions.resolve_asset_graph().get_all_asset_keys())
     checks = {key.name for key in definitions.resolve_asset_graph().asset_check_keys if key.asset_key == KEYS[1]}
@@ -134,3 +145,36 @@ def test_each_month_s_lineage_names_its_file_its_snapshot_and_its_own_columns(se
             assert origins == {(files.name, column)}, column
         [report] = event["run"]["facets"]["stepReport"]["reports"]
         assert report["dataset"] == RAW and report["figures"]["outcome"] == "published"
+
+
+def test_a_second_kind_of_source_is_sampled_ingested_audited_and_traced(settings, ingested):
+    sample, results, events, _ = ingested
+    policy = naming(settings)
+    raw = DAYLIGHT.table.identifier
+    files, written_to = policy.asset([DAYLIGHT.file_asset]), policy.table(raw)
+    step = f"monthly_ingestion.{raw.replace('.', '__')}"
+    for month, result in results.items():
+        served = sample.root / "daylight" / f"daylight_{month}.csv"
+        lines = pd.read_csv(served, names=["date", "hours"], parse_dates=["date"])
+        start = pd.Timestamp(f"{month}-01")
+        published = table(raw).scan(
+            row_filter=And(GreaterThanOrEqual("date", start.date().isoformat()),
+                           LessThan("date", (start + pd.offsets.MonthBegin(1)).date().isoformat()))
+        ).to_pandas().sort_values("date")  # fmt: skip
+        assert published["hours"].tolist() == lines["hours"].tolist() and len(lines) == start.days_in_month
+        evaluated = {
+            e.check_name: e.passed for e in result.get_asset_check_evaluations() if e.asset_key == DAYLIGHT_KEYS[1]
+        }
+        assert evaluated == {audit.name: True for audit in DAYLIGHT.audits}, month
+        written_at = str(_published_month(raw, f"{month}-01"))
+        [event] = [
+            e for e in events
+            if e["job"]["name"] == step and e["eventType"] == "COMPLETE"
+            and [o["facets"]["version"]["datasetVersion"] for o in e["outputs"]] == [written_at]
+        ]  # fmt: skip
+        (read,), (written,) = event["inputs"], event["outputs"]
+        digest = hashlib.sha256(served.read_bytes()).hexdigest()
+        assert (read["name"], read["facets"]["version"]["datasetVersion"]) == (files.name, f"sha256:{digest}")
+        assert (written["namespace"], written["name"]) == (written_to.namespace, written_to.name)
+        origins = written["facets"]["columnLineage"]["fields"]["hours"]["inputFields"]
+        assert {(origin["name"], origin["field"]) for origin in origins} == {(files.name, "hours")}
