@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import spread
+
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR = ["python", "-c", "pass"]
 REFUSALS = [
@@ -68,7 +70,7 @@ def main() -> int:
         seconds, codes = timed(command, args.repeat)
         median = statistics.median(seconds)
         floor = floor or median
-        print(f"  {median:6.2f} s median ({min(seconds):.2f}-{max(seconds):.2f}), {median / floor:4.1f}x the floor, "
+        print(f"  {spread(seconds)} median, {median / floor:4.1f}x the floor, "
               f"exit {','.join(map(str, sorted(codes)))}  ./run {' '.join(command)}")  # fmt: skip
     return 0
 

@@ -29,6 +29,8 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from harness import timed
+
 ROOT = Path(__file__).resolve().parents[1]
 FLOW_FILE = ROOT / "tests" / "reuse_project" / "score_flow.py"
 SHOP_STEPS = ("shop.shop__orders", "shop.shop__daily_totals")
@@ -157,9 +159,8 @@ def idle_pass_ms(root: Path, instance, repeat: int = 20) -> float:
     run_pass(bridge, instance, graph, client, wait=30)  # anything left by the watcher
     timings = []
     for _ in range(repeat):
-        started = time.perf_counter()
-        result = run_pass(bridge, instance, graph, client, wait=30)
-        timings.append(time.perf_counter() - started)
+        took, result = timed(lambda: run_pass(bridge, instance, graph, client, wait=30))
+        timings.append(took)
         assert not sum(result.queued.values()), result.queued
     return statistics.median(timings) * 1000
 

@@ -24,18 +24,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import repeated
 from lineage_history import demo_events, fill
 
 FORECAST = "nyc_taxi.yellow_rides_hourly_forecast"
 
 
 def _time(question: Callable[[], object], repeat: int) -> float:
-    timings = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        question()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings) * 1000
+    return statistics.median(repeated(question, repeat)) * 1000
 
 
 def _baseline(outbox_path: Path) -> Callable[[], dict]:

@@ -15,9 +15,10 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from harness import timed
 
 from taxi_core.catalog import CatalogConfig
 from taxi_core.catalog_relocation import relocate_catalog
@@ -28,9 +29,7 @@ COPIED = ("catalog.sqlite", "catalog.sqlite-wal", "warehouse", "metaflow/.metafl
 
 
 def seconds(work: Callable[..., object], *arguments: object) -> float:
-    started = time.perf_counter()
-    work(*arguments)
-    return time.perf_counter() - started
+    return timed(lambda: work(*arguments))[0]
 
 
 def copy(state: Path, into: Path) -> Path:

@@ -24,6 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from harness import timed
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 WAYS = ("branches", "branches, limit before import", "one process")
@@ -67,9 +69,7 @@ def in_branches(names, inputs, weeks, way: str) -> tuple[float, dict[str, float]
 
 
 def in_one_process(names, inputs, weeks) -> tuple[float, dict[str, float]]:
-    began = time.perf_counter()
-    seconds = {name: train_candidate(name, inputs, weeks, 0, "one process") for name in names}
-    return time.perf_counter() - began, seconds
+    return timed(lambda: {name: train_candidate(name, inputs, weeks, 0, "one process") for name in names})
 
 
 def main() -> int:
