@@ -327,7 +327,22 @@ def test_the_registry_refuses_two_sources_of_one_name_and_names_the_sources_it_h
     monkeypatch.setattr(registry, "SOURCES", ("yellow_trips", "noaa_weather", "yellow_trips"))
     registry.registered_sources.cache_clear()
     try:
-        with pytest.raises(registry.SourceNameTaken, match=r"named trip \(in .*SOURCES\)"):
+        with pytest.raises(registry.SourceNameTaken, match=r"named trip \(in .*SOURCES or the taxi_forecast.sources"):
+            registry.registered_sources()
+    finally:
+        monkeypatch.undo()
+        registry.registered_sources.cache_clear()
+
+
+def test_an_installed_entry_point_that_names_no_source_is_refused_with_what_to_point_it_at(tmp_path, monkeypatch):
+    from forecast_assets.source_specs import registry
+    from tests.installed_entry_point import install_entry_point
+
+    site = install_entry_point(tmp_path, "outside-wrong", registry.ENTRY_POINT_GROUP, "wrong", "tests.outside_package")
+    monkeypatch.syspath_prepend(str(site))
+    registry.registered_sources.cache_clear()
+    try:
+        with pytest.raises(registry.NotASource, match=r"wrong = tests.outside_package .* names a module, not a source"):
             registry.registered_sources()
     finally:
         monkeypatch.undo()
