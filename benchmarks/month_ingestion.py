@@ -299,7 +299,7 @@ def summarize(rounds: list[Round], beside: list[str]) -> None:
     print("gaps between steps and its exit.\n")
     head = f"{'':29s}{'Dagster run':>23s}"
     for way in beside:
-        head += f"{FLOORS[way]:>23s}{'ratio':>16s}"
+        head += f"{FLOORS[way]:>23s}{'ratio':>20s}"
     print(head)
     for label, figure, chosen, unit in figures:
         ours = [figure(r.ours) for r in chosen]
@@ -307,7 +307,7 @@ def summarize(rounds: list[Round], beside: list[str]) -> None:
         for way in beside:
             theirs = [figure(r.beside[way]) for r in chosen]
             ratios = [o / t for o, t in zip(ours, theirs, strict=True) if t == t and t > 0]
-            line += f"{spread(theirs, unit):>23s}{spread(ratios, 'x', 1) if ratios else '':>16s}"
+            line += f"{spread(theirs, unit):>23s}{spread(ratios, 'x', 1) if ratios else '':>20s}"
         print(line)
     starts = [r.ours.spark_start for r in rewrites if r.ours.spark_start is not None]
     if starts:
