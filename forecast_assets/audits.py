@@ -341,6 +341,11 @@ def _every_zone_has_every_hour(measured: Measured, facts: MonthFacts) -> AuditRe
     )
 
 
+def holds_back(audit: Audit, result: AuditResult) -> bool:
+    """Whether ``result`` keeps the month from being published: a blocking audit failed with an error."""
+    return audit.blocking and not result.passed and result.severity == ERROR
+
+
 def no_null_keys(prefix: str, keys: list[str]) -> Audit:
     """Blocking: every row has each of ``keys``."""
     aggregates, judge = _null_keys(keys)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from forecast_assets.audits import ERROR, Audit, AuditResult
+from forecast_assets.audits import Audit, AuditResult, holds_back
 
 # The prefix of the materialization's metadata keys the lineage bridge reads a step's report from.
 REPORT_PREFIX = "report/"
@@ -85,9 +85,7 @@ def reported(
 ) -> IngestionReport:
     """The month's report from its audits' results: a failed audit that does not block (or an accepted one) warns."""
     passed = tuple(audit.name for audit, result in judged if result.passed)
-    failed = tuple(
-        audit.name for audit, result in judged if not result.passed and audit.blocking and result.severity == ERROR
-    )
+    failed = tuple(audit.name for audit, result in judged if holds_back(audit, result))
     warned = tuple(audit.name for audit, result in judged if not result.passed and audit.name not in failed)
     warnings = tuple(
         f"{audit.name}: {result.description}" for audit, result in judged if audit.name in warned and result.description

@@ -23,7 +23,7 @@ from bridge.translate.dagster_inputs import input_versions_metadata
 from forecast_assets.assets.month_checks import acceptance
 from forecast_assets.assets.month_range import RangeEvent, over_months
 from forecast_assets.assets.month_results import TableEvent
-from forecast_assets.assets.month_write import MonthRows, MonthWrite
+from forecast_assets.assets.month_write import MonthRows, MonthWrite, selected_audits
 from forecast_assets.assets.publishing import CODE_VERSION_PROPERTY, audit_published, write_audit_publish
 from forecast_assets.assets.source_files import partition_window
 from forecast_assets.assets.table_metadata import snapshot_text
@@ -154,7 +154,7 @@ def source_table_asset(source: SourceSpec, months: PartitionsDefinition) -> Asse
 
         month = MonthWrite(
             spec=source.table,
-            audits=list(source.audits),
+            audits=selected_audits(context, source.audits),
             window=window,
             read_facts=read_facts,
             identity={"source.fingerprint": staged.fingerprints, CODE_VERSION_PROPERTY: source.code_version},
@@ -229,7 +229,7 @@ def _actuals_month(
 
     month = MonthWrite(
         spec=HOURLY_ACTUALS,
-        audits=ACTUALS_AUDITS,
+        audits=selected_audits(context, ACTUALS_AUDITS),
         window=window,
         read_facts=lambda state: MonthFacts(window),
         identity={

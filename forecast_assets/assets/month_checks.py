@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 
 from forecast_assets.assets.month_write import MonthWrite
 from forecast_assets.audit_run import judge_measured, measure
-from forecast_assets.audits import ERROR, WARN, Audit, AuditResult, Measured
+from forecast_assets.audits import WARN, Audit, AuditResult, Measured, holds_back
 from forecast_assets.config import TableWriteConfig
 from forecast_assets.lakehouse.snapshots import PublishedMonth, StagedMonth
 from forecast_assets.lakehouse.tables import TableSpec
@@ -48,21 +48,12 @@ def acceptance(spec: TableSpec, audits: Sequence[Audit], config: TableWriteConfi
     return accepted
 
 
-def blocked(audit: Audit, result: AuditResult) -> bool:
-    return audit.blocking and not result.passed and result.severity == ERROR
-
-
 def reason(audit: Audit, result: AuditResult) -> str:
     """What failed, in figures: the audit's own sentence, or its measurements where it has none."""
     if result.description:
         return result.description
     measured = ", ".join(f"{key} {value}" for key, value in result.metadata.items() if key not in STAGING_ONLY)
     return f"{audit.description} Measured: {measured}."
-
-
-def selected_audits(context: AssetExecutionContext, month: MonthWrite) -> list[Audit]:
-    selected = {key.name for key in context.selected_asset_check_keys}
-    return [audit for audit in month.audits if audit.name in selected]
 
 
 def judged_on(
@@ -75,11 +66,10 @@ def judged_on(
 ) -> Judged:
     """The selected audits judged on ``rows``, each result's metadata saying what was audited; ``measured``, what
     was measured of the rows already (measured here if None)."""
-    audits = selected_audits(context, month)
-    found = measure(rows, audits, month.facts) if measured is None else measured
+    found = measure(rows, month.audits, month.facts) if measured is None else measured
     return [
         (audit, replace(result, metadata={**result.metadata, "audited": audited, **(extra or {})}))
-        for audit, result in judge_measured(found, audits, month.facts)
+        for audit, result in judge_measured(found, month.audits, month.facts)
     ]
 
 
@@ -93,7 +83,7 @@ class Verdict:
 
     @property
     def blocking(self) -> Judged:
-        return [(audit, result) for audit, result in self.judged if blocked(audit, result)]
+        return [(audit, result) for audit, result in self.judged if holds_back(audit, result)]
 
     def published_as(self, snapshot_id: int) -> Judged:
         """The results once the month is published: its staging branch is dropped, so they name the snapshot
@@ -131,14 +121,14 @@ def staged_verdict(
     extra = {"staged_branch": staged.branch, "read_staged_with": staged.how_to_read}
     judged = []
     for audit, result in judged_on(context, rows, month, where, extra, measured):
-        if audit.name in accepted and blocked(audit, result):
+        if audit.name in accepted and holds_back(audit, result):
             result = replace(
                 result,
                 severity=WARN,
                 description=f"Accepted by run {context.run.run_id[:8]}: {why}. {reason(audit, result)}",
                 metadata={**result.metadata, ACCEPTED: why},
             )
-        if not result.passed and not blocked(audit, result):
+        if not result.passed and not holds_back(audit, result):
             context.log.warning(f"{month.spec.identifier} {month.label}: {audit.name}: {reason(audit, result)}")
         judged.append((audit, result))
     return Verdict(judged, staged)
@@ -152,12 +142,11 @@ def reused(
 ) -> Judged | None:
     """The selected audits' results the unchanged month was published with, marked as reused; None if any is
     missing (the month was published before results were kept, or by other audits)."""
-    audits = selected_audits(context, month)
-    if record is None or any(audit.name not in record for audit in audits):
+    if record is None or any(audit.name not in record for audit in month.audits):
         return None
     by = published.properties.get("dagster.run-id", "")[:8]
     judged = []
-    for audit in audits:
+    for audit in month.audits:
         result = AuditResult(**record[audit.name])
         kept = without_staging(result.metadata)
         audited = (

@@ -3,12 +3,12 @@ audited against and what it is built from."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dagster import AssetKey
+from dagster import AssetExecutionContext, AssetKey
 from pyspark.sql import DataFrame
 
 from bridge.translate.column_lineage import ColumnLineage
@@ -21,6 +21,12 @@ from forecast_assets.month_summary import Summarise
 from taxi_core.months import MonthWindow
 
 WHOLE_TABLE = "whole table"
+
+
+def selected_audits(context: AssetExecutionContext, audits: Sequence[Audit]) -> list[Audit]:
+    """The audits whose checks this step runs (every one, unless the user chose some)."""
+    selected = {key.name for key in context.selected_asset_check_keys}
+    return [audit for audit in audits if audit.name in selected]
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class MonthWrite:
     """One month of one table, as its asset hands it to write-audit-publish."""
 
     spec: TableSpec
+    # The audits this step runs: the table's, as the step's selected checks choose them (``selected_audits``).
     audits: list[Audit]
     window: MonthWindow | None
     # What the audits hold the month to (its published neighbours, the zone lookup): read from the table's state once

@@ -57,17 +57,14 @@ def write_audit_publish(
             properties |= {ACCEPTED_PROPERTY: ", ".join(sorted(accepted)), REASON_PROPERTY: config.reason}
         what = f"Writing {spec.identifier} {month.label} to a staging branch (Spark reads and transforms the source)"
         # The audits' aggregate pass is computed while the month is written, so the staged rows are not read for it.
-        audits = [
-            audit for audit in month.audits if audit.name in {key.name for key in context.selected_asset_check_keys}
-        ]
-        aggregate_pass = AggregatePass.of(audits, month.facts)
+        aggregate_pass = AggregatePass.of(month.audits, month.facts)
         began = perf_counter()
         with reporting_progress(session.sparkContext, context.log.info, what):
             built = month.build_rows()
             staged = publication.stage(built.rows, context.run.run_id, properties, observe=aggregate_pass.column())
         seconds["write"], began = perf_counter() - began, perf_counter()
         staged_rows = staged.rows(session)
-        measured = measure(staged_rows, audits, month.facts, aggregate_pass.values(staged.observed))
+        measured = measure(staged_rows, month.audits, month.facts, aggregate_pass.values(staged.observed))
         verdict = staged_verdict(context, month, staged, staged_rows, measured, accepted, config.reason)
         seconds["audit"], began = perf_counter() - began, perf_counter()
         if verdict.blocking:

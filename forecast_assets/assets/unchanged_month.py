@@ -38,7 +38,7 @@ def looked_up(
     """The month as published, when it was built from the same inputs and ``rewrite`` is not asked for: from the
     metadata when it keeps every selected audit's result and nothing is to be brought up to date, else in Spark
     (counted, and audited when its results were not kept). Otherwise the table, opened for the month's write."""
-    spec, selected = month.spec, {key.name for key in context.selected_asset_check_keys}
+    spec, selected = month.spec, {audit.name for audit in month.audits}
     reading = None if rewrite else read_metadata(spark.catalog.load(), spec.identifier)
     main = reading.ref("main") if reading is not None else None
     published: PublishedMonth | None = None
